@@ -1,0 +1,40 @@
+#include "lib/io/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "lib/util/error.h"
+
+namespace porttool::io {
+
+std::shared_ptr<const MappedFile> MappedFile::Open(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) ThrowBadInput("{}: cannot open: {}", path.string(), std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    ThrowBadInput("{}: not a regular file", path.string());
+  }
+  const uint8_t* data = nullptr;
+  if (st.st_size > 0) {
+    void* p = ::mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      ThrowBadInput("{}: cannot map: {}", path.string(), std::strerror(errno));
+    }
+    data = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+  return std::shared_ptr<const MappedFile>(new MappedFile(data, st.st_size));
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace porttool::io

@@ -1,0 +1,91 @@
+// The in-memory model every stage works on: the ModelProto as loaded (never converted to another
+// IR, which would lose fields) plus where it came from, so external weights can be resolved and
+// mapped lazily. Load validates structure and every external-data location up front; values are
+// read only when a stage asks for them (TensorBytes).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "lib/io/external_data.h"
+#include "lib/io/mapped_file.h"
+
+namespace porttool::io {
+
+struct Model {
+  onnx::ModelProto proto;
+  std::filesystem::path path;      // file it was loaded from; empty for in-memory models
+  std::filesystem::path base_dir;  // directory that external-data locations are relative to
+  // Memory maps of external data files, shared by copies of the model.
+  struct MapCache {
+    std::mutex mu;
+    std::map<std::string, std::shared_ptr<const MappedFile>> files;
+  };
+  std::shared_ptr<MapCache> maps = std::make_shared<MapCache>();
+};
+
+// Loads an ONNX file. Throws Error(kBadInput) with a one-line cause for anything unreadable:
+// missing, a directory, empty, not protobuf, truncated, no graph, over protobuf's 2 GB limit,
+// or an unsafe/out-of-range external-data reference.
+Model Load(const std::filesystem::path& path);
+
+// Parses ONNX text syntax (onnx::OnnxParser), for tests and small fixtures.
+Model ParseText(const std::string& text);
+
+// Bytes of a tensor's data in ONNX's little-endian raw layout, wherever they live: raw_data,
+// the typed repeated fields (converted), or a mapped external file region. `keepalive` owns
+// whatever backs `bytes`. String tensors are rejected with Error(kBadInput).
+struct TensorBytes {
+  std::span<const uint8_t> bytes;
+  std::shared_ptr<const void> keepalive;
+};
+TensorBytes ReadTensorBytes(const Model& model, const onnx::TensorProto& tensor);
+
+// Payload size in bytes without reading anything (external: the reference's length).
+uint64_t TensorPayloadBytes(const onnx::TensorProto& tensor);
+
+// Calls `fn` on every TensorProto holding weights: initializers and Constant-node `value`
+// attributes, in the main graph and in every subgraph, recursively.
+void ForEachTensor(onnx::GraphProto& graph, const std::function<void(onnx::TensorProto&)>& fn);
+void ForEachTensor(const onnx::GraphProto& graph,
+                   const std::function<void(const onnx::TensorProto&)>& fn);
+
+struct SaveOptions {
+  // Write every tensor of at least `external_threshold` bytes (and every tensor that is already
+  // external) into one data file next to the output, named `external_file` (default:
+  // "<output file name>.data").
+  bool external_data = false;
+  std::string external_file;
+  uint64_t external_threshold = 1024;
+  // Allow the output to be the very file the model was loaded from.
+  bool in_place = false;
+};
+
+// Protobuf cannot serialize a message of 2 GB or more.
+inline constexpr uint64_t kProtobufLimit = (uint64_t{1} << 31) - 1;
+
+// Saves atomically (temp file + rename; nothing left behind on failure). Tensors that stay
+// external keep pointing at the same bytes: when the output directory differs from the model's,
+// the data file is hard-linked there (copied, with a warning in `notes`, across file systems).
+// An inline save of 2 GB or more is refused with Error(kUsage) naming --external-data.
+// `model` is temporarily modified while writing and restored before returning.
+struct SaveResult {
+  std::vector<std::string> notes;  // warnings worth showing the user
+  std::vector<std::filesystem::path> files;  // every file written or linked
+};
+SaveResult Save(Model& model, const std::filesystem::path& out, const SaveOptions& options = {});
+
+// Makes `location` (relative to `from_dir`) reachable under `to_dir` with the same relative path:
+// hard link when possible, else a copy. Returns true when it had to copy.
+bool LinkOrCopyDataFile(const std::filesystem::path& from_dir, const std::string& location,
+                        const std::filesystem::path& to_dir);
+
+}  // namespace porttool::io

@@ -1,0 +1,95 @@
+// The kernel interface and registry. A kernel is a function over a KernelContext, registered by
+// (domain, op type, opset range). Kernels must handle every attribute the ONNX spec defines for
+// their opset range, or reject it with a clear error: call ctx.AllowAttributes({...}) first so an
+// attribute the kernel does not know is an Error naming the node, never silently ignored.
+// Registration is explicit (a Register<Family>Kernels function per file, listed in
+// kernels/all_kernels.cc): static initialisers would be dropped by the static library link.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "lib/runtime/tensor.h"
+
+namespace porttool::runtime {
+
+class KernelContext {
+ public:
+  KernelContext(const onnx::NodeProto& node, int opset, std::vector<const Tensor*> inputs)
+      : node_(node), opset_(opset), inputs_(std::move(inputs)) {
+    outputs_.resize(node.output_size());
+  }
+
+  const onnx::NodeProto& node() const { return node_; }
+  int opset() const { return opset_; }
+
+  int input_count() const { return static_cast<int>(inputs_.size()); }
+  // Whether optional input i was given (present and non-empty name).
+  bool has_input(int i) const { return i < input_count() && inputs_[i] != nullptr; }
+  // Input i; throws Error(kBadInput) naming the node when it is missing.
+  const Tensor& input(int i) const;
+
+  int output_count() const { return static_cast<int>(outputs_.size()); }
+  // Whether output i is wanted (has a non-empty name).
+  bool wants_output(int i) const;
+  Tensor& output(int i) { return outputs_.at(i); }
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+  // Attribute access. Get* return the default when the attribute is absent.
+  bool HasAttribute(const std::string& name) const;
+  const onnx::AttributeProto* Attribute(const std::string& name) const;
+  int64_t GetInt(const std::string& name, int64_t def) const;
+  float GetFloat(const std::string& name, float def) const;
+  std::string GetString(const std::string& name, const std::string& def) const;
+  std::vector<int64_t> GetInts(const std::string& name, std::vector<int64_t> def = {}) const;
+  std::vector<float> GetFloats(const std::string& name, std::vector<float> def = {}) const;
+  // Throws Error(kBadInput) naming the node and attribute for any attribute not in `known`.
+  void AllowAttributes(std::initializer_list<const char*> known) const;
+
+  // Throws Error(kBadInput) "node 'X' (Op): <message>" — for unsupported attribute values,
+  // dtypes and shape mismatches.
+  [[noreturn]] void Fail(const std::string& message) const;
+
+ private:
+  const onnx::NodeProto& node_;
+  int opset_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor> outputs_;
+};
+
+using KernelFn = std::function<void(KernelContext&)>;
+
+class KernelRegistry {
+ public:
+  // The registry with every built-in kernel.
+  static const KernelRegistry& Default();
+
+  // Registers `fn` for opsets [since, until] of (domain, op). "" and "ai.onnx" are the same.
+  void Register(const std::string& domain, const std::string& op, int since, int until,
+                KernelFn fn);
+  // The kernel for the node's op at `opset`, or nullptr.
+  const KernelFn* Find(const std::string& domain, const std::string& op, int opset) const;
+  bool HasOp(const std::string& domain, const std::string& op) const;
+  // "domain::op" for every registered op, sorted.
+  std::vector<std::string> OpNames() const;
+
+ private:
+  struct Entry {
+    int since;
+    int until;
+    KernelFn fn;
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<Entry>> entries_;
+};
+
+// Normalises "ai.onnx" to "".
+std::string CanonicalDomain(const std::string& domain);
+
+}  // namespace porttool::runtime

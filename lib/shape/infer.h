@@ -1,0 +1,46 @@
+// Shape inference for porttool: ONNX's inference (with data propagation) run to a fixed point,
+// with schemas registered for the ONNX Runtime contrib ops users meet most (com.microsoft Gelu,
+// FastGelu, QuickGelu, ...) so shapes flow through them, small external tensors made visible to
+// data propagation without reading large weights, and a report of every tensor left unknown
+// with the node that blocked it. It never silently returns a smaller graph.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/io/model.h"
+#include "lib/shape/input_shapes.h"
+
+namespace porttool::shape {
+
+struct InferOptions {
+  InputShapes input_shapes;  // pinned before inference (ApplyInputShapes)
+  int max_iterations = 8;    // fixed-point cap; a warning note when hit
+  bool strict = false;       // throw on the first node-level inference error
+};
+
+struct UnresolvedTensor {
+  std::string tensor;
+  std::string node;     // the node producing it
+  std::string op_type;
+  std::string reason;   // e.g. "output shape depends on input data", "no schema for op"
+};
+
+struct InferReport {
+  int iterations = 0;
+  int tensors_total = 0;     // node outputs in the main graph
+  int tensors_static = 0;    // with a fully static shape
+  int tensors_symbolic = 0;  // with a shape that has symbolic dims
+  std::vector<UnresolvedTensor> unresolved;  // no shape at all, or unknown dims
+  std::vector<std::string> notes;            // warnings (cap hit, errors tolerated)
+};
+
+// Infers shapes in place: writes value_info for every intermediate tensor it could infer.
+// Throws Error(kBadInput) when inference itself fails (naming the node) and Error(kUsage) for
+// bad input-shape overrides.
+InferReport InferShapes(io::Model& model, const InferOptions& options = {});
+
+// Makes ONNX's schema registry know porttool's contrib-op schemas (idempotent).
+void RegisterContribSchemas();
+
+}  // namespace porttool::shape

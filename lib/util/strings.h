@@ -1,0 +1,26 @@
+// Small string helpers shared by the library and the CLI: splitting, joining, edit distance for
+// "did you mean" suggestions, and C-identifier sanitising.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace porttool::util {
+
+std::vector<std::string> Split(std::string_view text, char sep);
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+bool StartsWith(std::string_view text, std::string_view prefix);
+bool EndsWith(std::string_view text, std::string_view suffix);
+
+// Levenshtein distance; used to suggest the closest node or tensor names.
+size_t EditDistance(std::string_view a, std::string_view b);
+// Up to `limit` candidates closest to `name` (substring matches first, then by edit distance).
+std::vector<std::string> ClosestNames(std::string_view name, const std::vector<std::string>& pool,
+                                      size_t limit = 5);
+
+// Human-readable byte count: "1.50 MiB".
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace porttool::util

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what porttool needs to build and test, from Debian bookworm packages. Idempotent: when
+# everything is present it does nothing (no apt-get update). Uses sudo when not root.
+#   scripts/setup.sh          build + test dependencies
+#   scripts/setup.sh --ort    also ONNX Runtime for node (npm, into scripts/ort/) for comparisons
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  cmake make g++ pkg-config
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
+  libopenblas-dev libstb-dev
+  python3-onnx python3-numpy libonnx-testdata
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "${1:-}" = "--ort" ]; then
+  if [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
+    command -v npm >/dev/null || { echo "setup: npm not found (apt-get install npm)" >&2; exit 1; }
+    mkdir -p scripts/ort
+    (cd scripts/ort && npm install --silent --no-audit --no-fund --ignore-scripts onnxruntime-node >/dev/null)
+  fi
+fi

@@ -1,0 +1,8 @@
+// Placeholder until this subcommand is implemented: registers nothing.
+#include "tools/porttool/commands.h"
+
+namespace porttool::cli {
+
+void RegisterSplit(CLI::App&, RunFn&) {}
+
+}  // namespace porttool::cli
