@@ -1,0 +1,97 @@
+// Helpers for tests only (header-only so the library does not carry them): temp directories,
+// running the porttool binary and capturing its output, and locating optional test assets.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace porttool::testing {
+
+// A fresh directory under $TMPDIR, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "porttool-test-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+inline std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void WriteFile(const std::filesystem::path& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+// Runs a shell command line, capturing stdout and stderr separately.
+inline CommandResult RunShell(const std::string& command) {
+  static int counter = 0;
+  auto base = std::filesystem::temp_directory_path() /
+              ("porttool-cmd-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::string out_file = base.string() + ".out", err_file = base.string() + ".err";
+  int status = std::system((command + " >" + out_file + " 2>" + err_file + " </dev/null").c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(out_file);
+  r.err = ReadFile(err_file);
+  std::filesystem::remove(out_file);
+  std::filesystem::remove(err_file);
+  return r;
+}
+
+// The porttool binary under test ($PORTTOOL_BIN, set by ctest).
+inline std::string PorttoolBin() {
+  const char* bin = std::getenv("PORTTOOL_BIN");
+  return bin ? bin : "porttool";
+}
+
+// Runs `porttool <args>` (args are passed to the shell as written).
+inline CommandResult RunPorttool(const std::string& args) {
+  return RunShell(PorttoolBin() + " " + args);
+}
+
+// Repository root (for testdata/).
+inline std::filesystem::path SourceDir() { return PORTTOOL_SOURCE_DIR; }
+inline std::filesystem::path TestData(const std::string& name) {
+  return SourceDir() / "testdata" / name;
+}
+
+// ../shared/models, or empty when absent (tests then GTEST_SKIP with a message).
+inline std::filesystem::path SharedModelsDir() {
+  const char* env = std::getenv("PORTTOOL_SHARED");
+  std::filesystem::path dir =
+      env ? std::filesystem::path(env) / "models" : SourceDir() / ".." / "shared" / "models";
+  return std::filesystem::exists(dir) ? dir : std::filesystem::path();
+}
+
+// Debian's python with onnx 1.12 (not the first python3 on PATH).
+inline constexpr const char* kSystemPython = "/usr/bin/python3";
+
+}  // namespace porttool::testing
