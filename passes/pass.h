@@ -1,0 +1,57 @@
+// The pass interface and registry. A pass is a model→model stage with a kebab-case id, a
+// one-line summary and typed options; stages (infer-shapes, check, the graph rewrites) all share
+// this interface so `porttool chain` can run any sequence of them on one in-memory model,
+// loading once and saving once. Pattern passes separate a cheap match from the rewrite and
+// record every skipped node with its reason; no match is not an error.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/io/model.h"
+
+namespace porttool::passes {
+
+// Options given to one pass instance, from a pipeline string `id{key=value key2=value}`.
+class PassOptions {
+ public:
+  PassOptions() = default;
+  explicit PassOptions(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+  bool Has(const std::string& key) const { return values_.count(key) > 0; }
+  std::string Get(const std::string& key, const std::string& def = "") const;
+  int64_t GetInt(const std::string& key, int64_t def) const;  // Error(kUsage) if not an integer
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+struct PassResult {
+  int changes = 0;                 // graph edits made (0: nothing matched)
+  std::vector<std::string> notes;  // what was done or skipped, and why
+  bool failed = false;             // a check stage found an error: the chain stops with exit 1
+};
+
+struct OptionHelp {
+  std::string key;
+  std::string help;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string id() const = 0;
+  virtual std::string summary() const = 0;
+  virtual std::vector<OptionHelp> options() const { return {}; }
+  virtual PassResult Run(io::Model& model, const PassOptions& options) const = 0;
+};
+
+// Every registered pass, in registry-table order.
+const std::vector<std::unique_ptr<Pass>>& Registry();
+// The pass with this id, or Error(kUsage) listing the closest ids.
+const Pass& FindPass(const std::string& id);
+
+}  // namespace porttool::passes

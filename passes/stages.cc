@@ -1,0 +1,27 @@
+#include "passes/stages.h"
+
+#include <fmt/format.h>
+
+#include "lib/shape/infer.h"
+
+namespace porttool::passes {
+
+PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options) const {
+  shape::InferOptions infer;
+  if (options.Has("input-shape")) infer.input_shapes = shape::ParseInputShapes({options.Get("input-shape")});
+  infer.max_iterations = static_cast<int>(options.GetInt("max-iterations", 8));
+  shape::InferReport report = shape::InferShapes(model, infer);
+  PassResult result;
+  result.changes = 0;  // annotations only: never a reason to run another fixed-point round
+  result.notes.push_back(fmt::format("{} of {} tensors static, {} symbolic, {} unresolved",
+                                     report.tensors_static, report.tensors_total,
+                                     report.tensors_symbolic, report.unresolved.size()));
+  for (const auto& u : report.unresolved) {
+    result.notes.push_back(
+        fmt::format("unresolved '{}' (node '{}', {}): {}", u.tensor, u.node, u.op_type, u.reason));
+  }
+  for (const auto& note : report.notes) result.notes.push_back(note);
+  return result;
+}
+
+}  // namespace porttool::passes

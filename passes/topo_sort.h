@@ -1,0 +1,15 @@
+// topo-sort pass (see topo_sort.cc for the Before/After).
+#pragma once
+
+#include "passes/pass.h"
+
+namespace porttool::passes {
+
+class TopoSortPass : public Pass {
+ public:
+  std::string id() const override { return "topo-sort"; }
+  std::string summary() const override { return "Reorder nodes into a topological order"; }
+  PassResult Run(io::Model& model, const PassOptions& options) const override;
+};
+
+}  // namespace porttool::passes
