@@ -14,7 +14,7 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
   static const auto* registry = [] {
     auto* r = new std::vector<std::unique_ptr<Pass>>();
     r->push_back(std::make_unique<InferShapesStage>());
-    // r->push_back(std::make_unique<CheckStage>());  // wired when lib/analysis/check lands
+    r->push_back(std::make_unique<CheckStage>());
     r->push_back(std::make_unique<TopoSortPass>());
     r->push_back(std::make_unique<EliminateIdentityPass>());
     return r;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/analysis/check.h"
 #include "lib/shape/infer.h"
 
 namespace porttool::passes {
@@ -21,6 +22,24 @@ PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options) c
         fmt::format("unresolved '{}' (node '{}', {}): {}", u.tensor, u.node, u.op_type, u.reason));
   }
   for (const auto& note : report.notes) result.notes.push_back(note);
+  return result;
+}
+
+}  // namespace porttool::passes
+
+namespace porttool::passes {
+
+PassResult CheckStage::Run(io::Model& model, const PassOptions&) const {
+  analysis::CheckReport report = analysis::CheckModel(model);
+  PassResult result;
+  for (const auto& f : report.findings) {
+    std::string where = !f.node.empty() ? " node '" + f.node + "'"
+                        : !f.tensor.empty() ? " tensor '" + f.tensor + "'"
+                                            : "";
+    result.notes.push_back(fmt::format("{} [{}]{}: {}", analysis::SeverityName(f.severity), f.id,
+                                       where, f.message));
+  }
+  result.failed = report.HasErrors();
   return result;
 }
 

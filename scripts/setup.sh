@@ -27,10 +27,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [ "${1:-}" = "--ort" ]; then
-  if [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
-    command -v npm >/dev/null || { echo "setup: npm not found (apt-get install npm)" >&2; exit 1; }
+# ONNX Runtime is only a reference for comparisons: without node/npm (or without the registry)
+# the tests that need it skip, so its absence never fails the setup.
+if [ "${1:-}" = "--ort" ] && [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
+  if ! command -v npm >/dev/null; then
+    echo "setup: npm not found; ONNX Runtime comparisons will be skipped (apt-get install npm to enable)" >&2
+  else
     mkdir -p scripts/ort
-    (cd scripts/ort && npm install --silent --no-audit --no-fund --ignore-scripts onnxruntime-node >/dev/null)
+    (cd scripts/ort && npm install --silent --no-audit --no-fund --ignore-scripts onnxruntime-node@1 >/dev/null) ||
+      echo "setup: npm install onnxruntime-node failed; ONNX Runtime comparisons will be skipped" >&2
   fi
 fi

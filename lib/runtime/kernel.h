@@ -2,9 +2,14 @@
 // (domain, op type, opset range). Kernels must handle every attribute the ONNX spec defines for
 // their opset range, or reject it with a clear error: call ctx.AllowAttributes({...}) first so an
 // attribute the kernel does not know is an Error naming the node, never silently ignored.
-// Registration is explicit (a Register<Family>Kernels function per file, listed in
-// kernels/all_kernels.cc): static initialisers would be dropped by the static library link.
+// (R1, additive only: KernelContext gained set_subgraph_runner/RunSubgraph for If,
+// set_model/model() for Constant's external data, and an AllowAttributes overload taking a vector;
+// every existing signature is unchanged.) Registration is explicit (a Register<Family>Kernels
+// function per file, listed in kernels/all_kernels.cc): static initialisers would be dropped by the
+// static library link.
 #pragma once
+
+#include <onnx/onnx_pb.h>
 
 #include <cstdint>
 #include <functional>
@@ -14,8 +19,7 @@
 #include <string>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
-
+#include "lib/io/model.h"
 #include "lib/runtime/tensor.h"
 
 namespace porttool::runtime {
@@ -52,16 +56,29 @@ class KernelContext {
   std::vector<float> GetFloats(const std::string& name, std::vector<float> def = {}) const;
   // Throws Error(kBadInput) naming the node and attribute for any attribute not in `known`.
   void AllowAttributes(std::initializer_list<const char*> known) const;
+  void AllowAttributes(const std::vector<std::string>& known) const;
 
   // Throws Error(kBadInput) "node 'X' (Op): <message>" — for unsupported attribute values,
   // dtypes and shape mismatches.
   [[noreturn]] void Fail(const std::string& message) const;
+
+  // Runs a graph attribute (an If branch) with the caller's values in scope and returns its
+  // outputs. The Session installs the runner; a kernel called outside a Session cannot run
+  // subgraphs (Error kInternal).
+  using SubgraphRunner = std::function<std::vector<Tensor>(const onnx::GraphProto&)>;
+  void set_subgraph_runner(SubgraphRunner runner) { subgraph_runner_ = std::move(runner); }
+  std::vector<Tensor> RunSubgraph(const onnx::GraphProto& graph) const;
+  // The model being run (to resolve external data in Constant values); may be null.
+  void set_model(const io::Model* model) { model_ = model; }
+  const io::Model* model() const { return model_; }
 
  private:
   const onnx::NodeProto& node_;
   int opset_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor> outputs_;
+  SubgraphRunner subgraph_runner_;
+  const io::Model* model_ = nullptr;
 };
 
 using KernelFn = std::function<void(KernelContext&)>;

@@ -4,12 +4,12 @@
 // Element types are ONNX TensorProto data types (onnx::TensorProto::FLOAT, ...).
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <onnx/onnx_pb.h>
 
 namespace porttool::runtime {
 
@@ -68,16 +68,49 @@ class Tensor {
   bool read_only_ = false;
 };
 
-template <> inline int32_t Tensor::TypeOf<float>() { return onnx::TensorProto::FLOAT; }
-template <> inline int32_t Tensor::TypeOf<double>() { return onnx::TensorProto::DOUBLE; }
-template <> inline int32_t Tensor::TypeOf<int8_t>() { return onnx::TensorProto::INT8; }
-template <> inline int32_t Tensor::TypeOf<uint8_t>() { return onnx::TensorProto::UINT8; }
-template <> inline int32_t Tensor::TypeOf<int16_t>() { return onnx::TensorProto::INT16; }
-template <> inline int32_t Tensor::TypeOf<uint16_t>() { return onnx::TensorProto::UINT16; }
-template <> inline int32_t Tensor::TypeOf<int32_t>() { return onnx::TensorProto::INT32; }
-template <> inline int32_t Tensor::TypeOf<uint32_t>() { return onnx::TensorProto::UINT32; }
-template <> inline int32_t Tensor::TypeOf<int64_t>() { return onnx::TensorProto::INT64; }
-template <> inline int32_t Tensor::TypeOf<uint64_t>() { return onnx::TensorProto::UINT64; }
-template <> inline int32_t Tensor::TypeOf<bool>() { return onnx::TensorProto::BOOL; }
+template <>
+inline int32_t Tensor::TypeOf<float>() {
+  return onnx::TensorProto::FLOAT;
+}
+template <>
+inline int32_t Tensor::TypeOf<double>() {
+  return onnx::TensorProto::DOUBLE;
+}
+template <>
+inline int32_t Tensor::TypeOf<int8_t>() {
+  return onnx::TensorProto::INT8;
+}
+template <>
+inline int32_t Tensor::TypeOf<uint8_t>() {
+  return onnx::TensorProto::UINT8;
+}
+template <>
+inline int32_t Tensor::TypeOf<int16_t>() {
+  return onnx::TensorProto::INT16;
+}
+template <>
+inline int32_t Tensor::TypeOf<uint16_t>() {
+  return onnx::TensorProto::UINT16;
+}
+template <>
+inline int32_t Tensor::TypeOf<int32_t>() {
+  return onnx::TensorProto::INT32;
+}
+template <>
+inline int32_t Tensor::TypeOf<uint32_t>() {
+  return onnx::TensorProto::UINT32;
+}
+template <>
+inline int32_t Tensor::TypeOf<int64_t>() {
+  return onnx::TensorProto::INT64;
+}
+template <>
+inline int32_t Tensor::TypeOf<uint64_t>() {
+  return onnx::TensorProto::UINT64;
+}
+template <>
+inline int32_t Tensor::TypeOf<bool>() {
+  return onnx::TensorProto::BOOL;
+}
 
 }  // namespace porttool::runtime

@@ -1,8 +1,78 @@
-// Placeholder until this subcommand is implemented: registers nothing.
+// `porttool check MODEL [--json]`: ONNX checker + strict shape inference + porting lints.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "lib/analysis/check.h"
 #include "tools/porttool/commands.h"
+#include "tools/porttool/common_options.h"
 
 namespace porttool::cli {
+namespace {
 
-void RegisterCheck(CLI::App&, RunFn&) {}
+struct CheckOptions {
+  std::string model;
+  bool json = false;
+  bool no_full_check = false;
+};
+
+nlohmann::json ReportJson(const analysis::CheckReport& report) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : report.findings) {
+    findings.push_back({{"severity", analysis::SeverityName(f.severity)},
+                        {"id", f.id},
+                        {"node", f.node},
+                        {"tensor", f.tensor},
+                        {"message", f.message},
+                        {"fix", f.fix}});
+  }
+  return {{"ok", !report.HasErrors()},
+          {"errors", report.Count(analysis::Severity::kError)},
+          {"warnings", report.Count(analysis::Severity::kWarning)},
+          {"infos", report.Count(analysis::Severity::kInfo)},
+          {"findings", findings}};
+}
+
+void PrintText(const std::string& path, const analysis::CheckReport& report) {
+  for (const auto& f : report.findings) {
+    std::cout << fmt::format("{}[{}] {}\n", analysis::SeverityName(f.severity), f.id, f.message);
+    if (!f.fix.empty()) std::cout << fmt::format("    fix: {}\n", f.fix);
+  }
+  std::cout << fmt::format(
+      "{}: {} ({} errors, {} warnings, {} infos)\n", path, report.HasErrors() ? "FAILED" : "OK",
+      report.Count(analysis::Severity::kError), report.Count(analysis::Severity::kWarning),
+      report.Count(analysis::Severity::kInfo));
+}
+
+int RunCheck(const CheckOptions& o) {
+  io::Model model = io::Load(o.model);
+  analysis::CheckOptions options;
+  options.full_check = !o.no_full_check;
+  analysis::CheckReport report = analysis::CheckModel(model, options);
+  if (o.json) {
+    nlohmann::json doc = ReportJson(report);
+    doc["model"] = o.model;
+    PrintJson(doc);
+  } else {
+    PrintText(o.model, report);
+  }
+  return report.HasErrors() ? kExitCheckFailed : kExitOk;
+}
+
+}  // namespace
+
+void RegisterCheck(CLI::App& app, RunFn& run) {
+  auto opts = std::make_shared<CheckOptions>();
+  auto* cmd = app.add_subcommand(
+      "check", "ONNX checker, strict shape inference and porting lints (exit 1 on an error)");
+  cmd->footer(
+      "Exit codes: 0 no error-level finding, 1 at least one, 3 unreadable or unsafe file.\n"
+      "Example:\n  porttool check testdata/demo_detector.onnx");
+  AddModelArg(*cmd, opts->model);
+  cmd->add_flag("--no-full-check", opts->no_full_check,
+                "Skip strict shape inference (run only the checker and the lints)");
+  AddJsonFlag(*cmd, opts->json);
+  cmd->callback([opts, &run] { run = [opts] { return RunCheck(*opts); }; });
+}
 
 }  // namespace porttool::cli

@@ -1,8 +1,189 @@
-// Placeholder until this subcommand is implemented: registers nothing.
+// `porttool emit-header`: the C header (buffer sizes, alignment, optional arena plan and weight
+// blob layout) that firmware needs to run a model without a heap.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "lib/emit/emit_header.h"
+#include "lib/ir/dtype.h"
+#include "lib/shape/infer.h"
+#include "lib/shape/input_shapes.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
+#include "tools/porttool/common_options.h"
 
 namespace porttool::cli {
+namespace {
 
-void RegisterEmitHeader(CLI::App&, RunFn&) {}
+struct EmitHeaderOptions {
+  std::string model;
+  std::string output;
+  uint64_t align = 64;
+  std::string prefix;
+  std::vector<std::string> input_shapes;
+  bool arena = false;
+  bool arena_io = false;
+  std::string weights;
+  bool json = false;
+};
+
+// The command line as typed, for the header comment (argv[0] shortened to "porttool").
+std::string CommandLine() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args = util::Split(raw, '\0');
+  if (!args.empty() && args.back().empty()) args.pop_back();
+  if (args.empty()) return "porttool emit-header";
+  args[0] = "porttool";
+  for (auto& a : args) {
+    if (a.find_first_of(" \t'\"*?;&|<>$") != std::string::npos) a = "'" + a + "'";
+  }
+  return util::Join(args, " ");
+}
+
+// Static shapes for every tensor: pinned inputs, then inference. Tensors inference leaves
+// unknown are reported by the stage that needs them (I/O buffers, arena), naming the tensor.
+void MakeShapesStatic(io::Model& model, const std::vector<std::string>& specs) {
+  shape::ApplyInputShapes(model, shape::ParseInputShapes(specs));
+  if (auto dynamic = shape::DynamicInputDims(model); !dynamic.empty()) {
+    ThrowUsage(
+        "inputs with unknown dims: {}; pin them with --input-shape NAME:DIMS "
+        "(e.g. --input-shape x:1x3x640x640)",
+        util::Join(dynamic, ", "));
+  }
+  shape::InferReport report = shape::InferShapes(model);
+  for (const auto& note : report.notes) spdlog::warn("{}", note);
+}
+
+nlohmann::json ToJson(const emit::EmitResult& r) {
+  nlohmann::json doc;
+  doc["buffers"] = nlohmann::json::array();
+  for (const auto& b : r.header.buffers) {
+    doc["buffers"].push_back(nlohmann::json{{"name", b.name},
+                                            {"c_name", b.c_name},
+                                            {"kind", b.is_input ? "input" : "output"},
+                                            {"dtype", ir::DtypeName(b.dtype)},
+                                            {"shape", b.dims},
+                                            {"elements", b.elements},
+                                            {"bytes", b.bytes},
+                                            {"aligned_bytes", b.aligned_bytes}});
+  }
+  if (r.arena) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& t : r.arena->tensors) {
+      tensors.push_back({{"name", t.name},
+                         {"c_name", r.header.c_names.at(t.name)},
+                         {"offset", t.offset},
+                         {"bytes", t.bytes},
+                         {"first_use", t.first_use},
+                         {"last_use", t.last_use}});
+    }
+    doc["arena"] = {{"size_bytes", r.arena->arena_bytes},
+                    {"naive_bytes", r.arena->naive_bytes},
+                    {"lower_bound_bytes", r.arena->lower_bound_bytes},
+                    {"alignment", r.arena->alignment},
+                    {"strategy", r.arena->strategy},
+                    {"steps", r.liveness->order.size()},
+                    {"tensors", tensors}};
+  }
+  if (r.weights) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& e : r.weights->entries) {
+      tensors.push_back({{"name", e.name}, {"offset", e.offset}, {"bytes", e.bytes}});
+    }
+    doc["weights"] = {{"size_bytes", r.weights->total_bytes}, {"tensors", tensors}};
+  }
+  doc["renamed"] = nlohmann::json::array();
+  for (const auto& c : r.header.collisions) {
+    doc["renamed"].push_back({{"name", c.name}, {"c_name", c.c_name}, {"conflict", c.conflict}});
+  }
+  for (const auto& f : r.files) doc["files"].push_back(f.string());
+  return doc;
+}
+
+void PrintText(const emit::EmitResult& r) {
+  for (const auto& b : r.header.buffers) {
+    std::cout << fmt::format("{:<6} {:<24} {:<8} {:<18} {:>12} bytes  aligned {:>12}  {}\n",
+                             b.is_input ? "input" : "output", b.name, ir::DtypeName(b.dtype),
+                             b.dims.empty() ? "scalar" : fmt::format("{}", fmt::join(b.dims, "x")),
+                             b.bytes, b.aligned_bytes, b.c_name);
+  }
+  if (r.arena) {
+    const auto& a = *r.arena;
+    std::cout << fmt::format(
+        "arena: {} bytes ({}) for {} tensors; naive sum {} bytes ({:.1f}x arena); lower bound {} "
+        "bytes (arena +{:.1f}%); {}\n",
+        a.arena_bytes, util::FormatBytes(a.arena_bytes), a.tensors.size(), a.naive_bytes,
+        a.arena_bytes ? double(a.naive_bytes) / a.arena_bytes : 0.0, a.lower_bound_bytes,
+        a.lower_bound_bytes ? 100.0 * (double(a.arena_bytes) / a.lower_bound_bytes - 1) : 0.0,
+        a.strategy);
+  }
+  if (r.weights) {
+    std::cout << fmt::format("weights: {} tensors, {} bytes ({})\n", r.weights->entries.size(),
+                             r.weights->total_bytes, util::FormatBytes(r.weights->total_bytes));
+  }
+  for (const auto& c : r.header.collisions) {
+    std::cout << fmt::format("renamed: '{}' -> {} ('{}' has the identifier)\n", c.name, c.c_name,
+                             c.conflict);
+  }
+  for (const auto& f : r.files) std::cout << "wrote " << f.string() << "\n";
+}
+
+int RunEmitHeader(const EmitHeaderOptions& o) {
+  emit::CheckAlignment(o.align);
+  io::Model model = io::Load(o.model);
+  MakeShapesStatic(model, o.input_shapes);
+  emit::EmitRequest request{o.output,
+                            o.weights,
+                            o.align,
+                            o.prefix,
+                            o.arena || o.arena_io,
+                            {o.arena_io, o.arena_io, false},
+                            CommandLine()};
+  emit::EmitResult result = emit::EmitHeaderFiles(model, request);
+  for (const auto& c : result.header.collisions) {
+    spdlog::warn("tensor '{}' is {} in C: '{}' already had that identifier", c.name, c.c_name,
+                 c.conflict);
+  }
+  if (o.json) {
+    PrintJson(ToJson(result));
+  } else {
+    PrintText(result);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterEmitHeader(CLI::App& app, RunFn& run) {
+  auto opts = std::make_shared<EmitHeaderOptions>();
+  auto* cmd = app.add_subcommand(
+      "emit-header", "Write a C header with buffer sizes, an arena plan and a weight blob");
+  cmd->footer(
+      "Example:\n  porttool emit-header testdata/demo_detector.onnx -o demo.h "
+      "--input-shape images:1x3x64x64 --arena --weights demo_weights.c");
+  AddModelArg(*cmd, opts->model);
+  cmd->add_option("-o,--output", opts->output, "Header file to write (OUT.h)")->required();
+  cmd->add_option("--align", opts->align,
+                  "Alignment in bytes of every buffer size, arena offset and weight offset: a "
+                  "power of two from 1 to 4096")
+      ->capture_default_str();
+  cmd->add_option("--prefix", opts->prefix,
+                  "Macro prefix, a C identifier (default: the model file name, upper-cased)");
+  AddInputShapeOption(*cmd, opts->input_shapes);
+  cmd->add_flag("--arena", opts->arena,
+                "Plan one static arena for every intermediate tensor (offsets and sizes)");
+  cmd->add_flag("--arena-io", opts->arena_io,
+                "Also place graph inputs and outputs in the arena (implies --arena)");
+  cmd->add_option("--weights", opts->weights,
+                  "Write every initializer into one aligned blob: OUT.bin (raw) or OUT.c (const "
+                  "array for flash); offsets go into the header");
+  AddJsonFlag(*cmd, opts->json);
+  cmd->callback([opts, &run] { run = [opts] { return RunEmitHeader(*opts); }; });
+}
 
 }  // namespace porttool::cli

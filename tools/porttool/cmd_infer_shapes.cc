@@ -1,8 +1,85 @@
-// Placeholder until this subcommand is implemented: registers nothing.
+// `porttool infer-shapes MODEL -o OUT [--input-shape NAME:DIMS ...] [--json]`.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "lib/shape/infer.h"
 #include "tools/porttool/commands.h"
+#include "tools/porttool/common_options.h"
 
 namespace porttool::cli {
+namespace {
 
-void RegisterInferShapes(CLI::App&, RunFn&) {}
+struct InferShapesOptions {
+  std::string model;
+  std::vector<std::string> input_shapes;
+  int max_iterations = 8;
+  ModelOutputOptions output;
+  bool json = false;
+};
+
+nlohmann::json ReportJson(const shape::InferReport& r, const std::vector<std::string>& files) {
+  nlohmann::json unresolved = nlohmann::json::array();
+  for (const auto& u : r.unresolved) {
+    unresolved.push_back(
+        {{"tensor", u.tensor}, {"node", u.node}, {"op_type", u.op_type}, {"reason", u.reason}});
+  }
+  return {{"iterations", r.iterations},
+          {"tensors", r.tensors_total},
+          {"static", r.tensors_static},
+          {"symbolic", r.tensors_symbolic},
+          {"unresolved", unresolved},
+          {"notes", r.notes},
+          {"written", files}};
+}
+
+void PrintText(const shape::InferReport& r, const std::vector<std::string>& files) {
+  std::cout << fmt::format("{} tensors: {} static, {} symbolic, {} unknown ({} iteration{})\n",
+                           r.tensors_total, r.tensors_static, r.tensors_symbolic,
+                           r.unresolved.size(), r.iterations, r.iterations == 1 ? "" : "s");
+  for (const auto& u : r.unresolved) {
+    std::cout << fmt::format("  unknown {}: blocked at '{}' ({}): {}\n", u.tensor, u.node,
+                             u.op_type, u.reason);
+  }
+  for (const auto& f : files) std::cout << "wrote " << f << "\n";
+}
+
+int RunInferShapes(const InferShapesOptions& o) {
+  shape::InferOptions options;
+  options.input_shapes = shape::ParseInputShapes(o.input_shapes);  // usage errors before loading
+  options.max_iterations = o.max_iterations;
+  io::Model model = io::Load(o.model);
+  shape::InferReport report = shape::InferShapes(model, options);
+  for (const auto& note : report.notes) spdlog::warn("{}", note);
+  std::vector<std::string> files = SaveModel(model, o.output);
+  if (o.json) {
+    PrintJson(ReportJson(report, files));
+  } else {
+    PrintText(report, files);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterInferShapes(CLI::App& app, RunFn& run) {
+  auto opts = std::make_shared<InferShapesOptions>();
+  auto* cmd = app.add_subcommand(
+      "infer-shapes", "Infer every tensor's shape (data propagation, fixed point) and save it");
+  cmd->footer(
+      "Several inputs: repeat --input-shape, or --input-shape \"x:1x3x64x64,mask:1x64\".\n"
+      "Example:\n  porttool infer-shapes testdata/demo_detector.onnx -o /tmp/static.onnx "
+      "--input-shape images:1x3x320x320");
+  AddModelArg(*cmd, opts->model);
+  AddModelOutputOptions(*cmd, opts->output, /*required=*/true);
+  AddInputShapeOption(*cmd, opts->input_shapes);
+  cmd->add_option("--max-iterations", opts->max_iterations,
+                  "Cap on inference passes while shapes keep changing")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  AddJsonFlag(*cmd, opts->json);
+  cmd->callback([opts, &run] { run = [opts] { return RunInferShapes(*opts); }; });
+}
 
 }  // namespace porttool::cli

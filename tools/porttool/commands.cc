@@ -36,6 +36,7 @@ int Main(int argc, char** argv) {
   CLI::App app{"porttool: port ONNX models to NPUs, embedded boards and microcontrollers"};
   app.set_version_flag("--version", std::string("porttool ") + PORTTOOL_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // -v/-q work after the subcommand too: `porttool check m.onnx -q`
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "More log output on stderr (repeat for trace)");

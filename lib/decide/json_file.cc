@@ -1,0 +1,255 @@
+#include "lib/decide/json_file.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace porttool::decide {
+namespace {
+
+// Records the line of every value by JSON pointer. Runs only on text nlohmann already accepted,
+// so it can assume well-formed JSON and stay small.
+class LineScanner {
+ public:
+  explicit LineScanner(const std::string& text) : text_(text) {}
+  std::map<std::string, int> Scan() {
+    SkipSpace();
+    Value("");
+    return std::move(lines_);
+  }
+
+ private:
+  void SkipSpace() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) {
+      if (text_[pos_] == '\n') ++line_;
+      ++pos_;
+    }
+  }
+  std::string ReadString() {
+    std::string out;
+    ++pos_;  // opening quote
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      if (text_[pos_] == '\\') {
+        out += text_[pos_ + 1] == '/' ? '/' : text_[pos_ + 1];
+        pos_ += 2;
+      } else {
+        out += text_[pos_++];
+      }
+    }
+    ++pos_;  // closing quote
+    return out;
+  }
+  void Value(const std::string& pointer) {
+    lines_[pointer] = line_;
+    char c = text_[pos_];
+    if (c == '{') {
+      ++pos_;
+      SkipSpace();
+      while (text_[pos_] != '}') {
+        std::string key = ReadString();
+        SkipSpace();
+        ++pos_;  // ':'
+        SkipSpace();
+        Value(pointer + "/" + PointerToken(key));
+        SkipSpace();
+        if (text_[pos_] == ',') ++pos_;
+        SkipSpace();
+      }
+      ++pos_;
+    } else if (c == '[') {
+      ++pos_;
+      SkipSpace();
+      for (int i = 0; text_[pos_] != ']'; ++i) {
+        Value(pointer + "/" + std::to_string(i));
+        SkipSpace();
+        if (text_[pos_] == ',') ++pos_;
+        SkipSpace();
+      }
+      ++pos_;
+    } else if (c == '"') {
+      ReadString();
+    } else {
+      while (pos_ < text_.size() && !std::strchr(",]} \t\r\n", text_[pos_])) ++pos_;
+    }
+  }
+
+  const std::string& text_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  std::map<std::string, int> lines_;
+};
+
+std::pair<int, int> LineAndColumn(const std::string& text, size_t byte) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+}  // namespace
+
+std::string JsonTypeName(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::string:
+      return "a string";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean";
+    default:
+      return "a number";
+  }
+}
+
+std::string PointerToken(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+JsonFile JsonFile::FromText(const std::string& text, const std::string& display_name) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    auto [line, column] = LineAndColumn(text, e.byte);
+    std::string what = e.what();
+    // nlohmann's message repeats "[json.exception.parse_error.101] parse error at line..".
+    size_t cut = what.find(": ", what.find("parse error"));
+    ThrowBadInput(
+        "{}:{}:{}: JSON syntax error: {} (expected valid JSON; check commas, quotes and "
+        "brackets near here)",
+        display_name, line, column, cut == std::string::npos ? what : what.substr(cut + 2));
+  }
+  return JsonFile(std::move(root), display_name, LineScanner(text).Scan());
+}
+
+JsonFile JsonFile::Load(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    ThrowBadInput("{}: not a readable file (expected a JSON rules or target file)", path.string());
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) ThrowBadInput("{}: cannot read the file", path.string());
+  return FromText(ss.str(), path.string());
+}
+
+int JsonFile::LineOf(const std::string& pointer) const {
+  // Fall back to the closest enclosing value that has a line (e.g. a missing member).
+  std::string p = pointer;
+  while (true) {
+    auto it = lines_.find(p);
+    if (it != lines_.end()) return it->second;
+    if (p.empty()) return 0;
+    p = p.substr(0, p.rfind('/'));
+  }
+}
+
+std::string JsonFile::Where(const std::string& pointer) const {
+  int line = LineOf(pointer);
+  std::string at = pointer.empty() ? "/" : pointer;
+  return line > 0 ? fmt::format("{}:{}: at {}", name_, line, at)
+                  : fmt::format("{}: at {}", name_, at);
+}
+
+void JsonFile::Fail(const std::string& pointer, const std::string& what) const {
+  ThrowBadInput("{}: {}", Where(pointer), what);
+}
+
+bool JsonFile::Has(const std::string& pointer) const {
+  return root_.contains(nlohmann::json::json_pointer(pointer));
+}
+
+const nlohmann::json& JsonFile::At(const std::string& pointer) const {
+  if (!Has(pointer)) Fail(pointer, "missing required field");
+  return root_.at(nlohmann::json::json_pointer(pointer));
+}
+
+namespace {
+template <typename Pred>
+const nlohmann::json& Typed(const JsonFile& f, const std::string& pointer, Pred ok,
+                            const char* expected) {
+  const nlohmann::json& v = f.At(pointer);
+  if (!ok(v)) f.Fail(pointer, fmt::format("expected {}, got {}", expected, JsonTypeName(v)));
+  return v;
+}
+}  // namespace
+
+const nlohmann::json& JsonFile::Object(const std::string& pointer) const {
+  return Typed(
+      *this, pointer, [](const auto& v) { return v.is_object(); }, "an object");
+}
+const nlohmann::json& JsonFile::Array(const std::string& pointer) const {
+  return Typed(
+      *this, pointer, [](const auto& v) { return v.is_array(); }, "an array");
+}
+std::string JsonFile::String(const std::string& pointer) const {
+  return Typed(
+             *this, pointer, [](const auto& v) { return v.is_string(); }, "a string")
+      .get<std::string>();
+}
+double JsonFile::Number(const std::string& pointer) const {
+  return Typed(
+             *this, pointer, [](const auto& v) { return v.is_number(); }, "a number")
+      .get<double>();
+}
+int64_t JsonFile::Integer(const std::string& pointer) const {
+  return Typed(
+             *this, pointer, [](const auto& v) { return v.is_number_integer(); }, "an integer")
+      .get<int64_t>();
+}
+bool JsonFile::Bool(const std::string& pointer) const {
+  return Typed(
+             *this, pointer, [](const auto& v) { return v.is_boolean(); }, "true or false")
+      .get<bool>();
+}
+std::vector<std::string> JsonFile::Strings(const std::string& pointer) const {
+  std::vector<std::string> out;
+  const auto& arr = Array(pointer);
+  for (size_t i = 0; i < arr.size(); ++i) out.push_back(String(pointer + "/" + std::to_string(i)));
+  return out;
+}
+std::string JsonFile::StringOr(const std::string& pointer, const std::string& fallback) const {
+  return Has(pointer) ? String(pointer) : fallback;
+}
+double JsonFile::NumberOr(const std::string& pointer, double fallback) const {
+  return Has(pointer) ? Number(pointer) : fallback;
+}
+bool JsonFile::BoolOr(const std::string& pointer, bool fallback) const {
+  return Has(pointer) ? Bool(pointer) : fallback;
+}
+
+void JsonFile::OnlyKeys(const std::string& pointer, const std::vector<std::string>& allowed) const {
+  for (const auto& [key, value] : Object(pointer).items()) {
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    auto close = util::ClosestNames(key, allowed, 1);
+    Fail(pointer + "/" + PointerToken(key),
+         fmt::format("unknown field \"{}\" (expected one of: {}{})", key, util::Join(allowed, ", "),
+                     close.empty() ? "" : "; did you mean \"" + close[0] + "\"?"));
+  }
+}
+
+}  // namespace porttool::decide

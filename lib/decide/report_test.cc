@@ -1,0 +1,85 @@
+// The decision report end to end: the bundled demo without a target (unknown, never guessed),
+// and golden reports for PP-OCRv4 det on rknn-rk3588 and stm32f767 (skipped without the shared
+// models). Regenerate goldens with PORTTOOL_UPDATE_GOLDEN=1 after an intended change.
+#include "lib/decide/report.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "lib/util/testing.h"
+
+namespace porttool::decide {
+namespace {
+
+std::vector<FlagFact> ProjectFacts() {
+  return {{"performance.fps", 10, "--fps"},
+          {"performance.resolution", "640x640", "--resolution"},
+          {"performance.latency_ms", 0, "--latency-ms"},
+          {"performance.power_w", 0, "--power-w"},
+          {"precision.int8_loss_pct", 1.5, "--int8-loss"},
+          {"precision.requires_fp16", false, "--fp16"},
+          {"precision.mixed", false, "--mixed-precision"},
+          {"schedule.dev_days", 5, "--dev-days"},
+          {"maintenance.model_update", "reexport", "--model-update"},
+          {"cost.day_rate", 800, "--day-rate"},
+          {"cost.benefit", 20000, "--benefit"}};
+}
+
+TEST(DecisionReport, DemoWithoutTargetLeavesHardwareUnknown) {
+  DecideOptions options;
+  options.input_shapes = {{"images", {1, 3, 64, 64}}};
+  DecisionReport r = Decide(io::Load(testing::TestData("demo_detector.onnx")), options);
+  nlohmann::json j = r.ToJson();
+  EXPECT_EQ(j["verdict"], "verify");
+  EXPECT_EQ(j["dimensions"][0]["id"], "hardware");
+  EXPECT_EQ(j["dimensions"][0]["outcome"], "unknown");
+  EXPECT_EQ(j["facts"]["model.custom_domain_ops"]["value"], 1);
+  EXPECT_EQ(j["facts"]["model.custom_domain_ops"]["origin"], "model");
+  EXPECT_FALSE(j["facts"].contains("performance.fps"));  // absent, not defaulted
+  std::string md = r.ToMarkdown();
+  EXPECT_NE(md.find("**Verdict: `verify`**"), std::string::npos);
+  EXPECT_NE(md.find("Needs --target."), std::string::npos);
+}
+
+TEST(DecisionReport, DemoOnRk3588NamesTheCustomOpAndItsRemedy) {
+  DecideOptions options;
+  options.target = "rknn-rk3588";
+  options.input_shapes = {{"images", {1, 3, 64, 64}}};
+  options.flag_facts = ProjectFacts();
+  DecisionReport r = Decide(io::Load(testing::TestData("demo_detector.onnx")), options);
+  ASSERT_EQ(r.remedies.size(), 1u);
+  EXPECT_EQ(r.remedies[0].node, "Custom_GELU_0");
+  EXPECT_EQ(r.remedies[0].remedies[0].id, "rewrite.gelu-decompose");
+  EXPECT_EQ(r.facts.Get("hardware.class")->origin, "target rknn-rk3588");
+  EXPECT_EQ(r.facts.Get("performance.fps")->origin, "--fps");
+}
+
+void CheckGolden(const std::string& target, const std::string& stem) {
+  auto models = testing::SharedModelsDir();
+  if (models.empty()) GTEST_SKIP() << "../shared/models not present";
+  DecideOptions options;
+  options.target = target;
+  options.input_shapes = {{"x", {1, 3, 640, 640}}};
+  options.flag_facts = ProjectFacts();
+  DecisionReport r = Decide(io::Load(models / "ch_PP-OCRv4_det_infer.onnx"), options);
+  std::string json = r.ToJson().dump(2) + "\n", md = r.ToMarkdown();
+  auto golden = testing::SourceDir() / "testdata" / "golden";
+  if (std::getenv("PORTTOOL_UPDATE_GOLDEN")) {
+    testing::WriteFile(golden / (stem + ".json"), json);
+    testing::WriteFile(golden / (stem + ".md"), md);
+  }
+  EXPECT_EQ(json, testing::ReadFile(golden / (stem + ".json")));
+  EXPECT_EQ(md, testing::ReadFile(golden / (stem + ".md")));
+}
+
+TEST(DecisionReport, GoldenPpOcrDetOnRk3588) {
+  CheckGolden("rknn-rk3588", "decide_ppocr_det_rknn-rk3588");
+}
+
+TEST(DecisionReport, GoldenPpOcrDetOnStm32f767) {
+  CheckGolden("stm32f767", "decide_ppocr_det_stm32f767");
+}
+
+}  // namespace
+}  // namespace porttool::decide

@@ -1,0 +1,262 @@
+#include "lib/decide/scan.h"
+
+#include <fmt/format.h>
+
+#include "lib/ir/dtype.h"
+#include "lib/util/strings.h"
+
+namespace porttool::decide {
+namespace {
+
+// Runs constraints; failures and unverified checks are appended. True when all passed.
+bool RunConstraints(const std::vector<Constraint>& constraints, const AnalyzedModel& model,
+                    int index, NodeScan& out) {
+  bool ok = true;
+  for (const auto& c : constraints) {
+    CheckResult r = RunCheck(c.check, model, index);
+    if (r.status == CheckResult::Status::kFail) {
+      out.failures.push_back({c.id, c.text, c.source, r.detail});
+      ok = false;
+    } else if (r.status == CheckResult::Status::kUnverified) {
+      out.unverified.push_back(c.id + ": " + r.detail);
+    }
+  }
+  return ok;
+}
+
+const std::vector<Constraint>& ConstraintsFor(
+    const std::map<std::string, std::vector<Constraint>>& table, const std::string& op) {
+  static const std::vector<Constraint> kNone;
+  auto it = table.find(op);
+  return it == table.end() ? kNone : it->second;
+}
+
+NodeScan ScanNode(const AnalyzedModel& model, const TargetProfile& t, int index) {
+  const auto& node = model.graph().node(index);
+  NodeScan s;
+  s.index = index;
+  s.name = node.name();
+  s.op = OpKey(node);
+  s.in_backbone = model.FeedsComputeLayer(index);
+  if (t.unsupported_ops.count(s.op)) {
+    s.placement = Placement::kUnsupported;
+    s.reason = t.unsupported_reason;
+    return s;
+  }
+  if (t.AcceleratorHas(s.op)) {
+    bool generic_ok = RunConstraints(t.generic_constraints, model, index, s);
+    bool specific_ok = RunConstraints(ConstraintsFor(t.op_constraints, s.op), model, index, s);
+    if (generic_ok && specific_ok) return s;
+    s.reason = "fails accelerator constraint(s)";
+  } else {
+    s.reason = "not an accelerator op on this target";
+  }
+  if (t.FallbackHas(s.op)) {
+    NodeScan cpu;
+    if (RunConstraints(ConstraintsFor(t.cpu_constraints, s.op), model, index, cpu)) {
+      s.placement = Placement::kCpuFallback;
+      s.unverified.insert(s.unverified.end(), cpu.unverified.begin(), cpu.unverified.end());
+      return s;
+    }
+    s.failures.insert(s.failures.end(), cpu.failures.begin(), cpu.failures.end());
+    s.reason += "; the CPU fallback's constraints fail too";
+  } else if (t.fallback == TargetProfile::Fallback::kNone) {
+    s.reason += "; the target has no CPU fallback";
+  } else {
+    s.reason += t.fallback == TargetProfile::Fallback::kList
+                    ? "; not in the target's CPU-fallback op list"
+                    : "; no kernel for this domain on the target";
+  }
+  s.placement = Placement::kUnsupported;
+  return s;
+}
+
+std::string Percent(uint64_t part, uint64_t whole) {
+  return whole ? fmt::format("{:.0f}%", 100.0 * part / whole) : "-";
+}
+
+}  // namespace
+
+std::string PlacementName(Placement p) {
+  switch (p) {
+    case Placement::kAccelerator:
+      return "accelerator";
+    case Placement::kCpuFallback:
+      return "cpu-fallback";
+    case Placement::kUnsupported:
+      return "unsupported";
+  }
+  return "?";
+}
+
+TargetScan ScanTarget(const AnalyzedModel& model, const TargetProfile& t) {
+  TargetScan scan;
+  scan.target = t.name;
+  const auto& g = model.graph();
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (g.node(i).op_type() == "Constant" && g.node(i).domain().empty()) {
+      ++scan.constants_skipped;
+      continue;
+    }
+    NodeScan s = ScanNode(model, t, i);
+    scan.accelerator += s.placement == Placement::kAccelerator;
+    scan.cpu_fallback += s.placement == Placement::kCpuFallback;
+    scan.unsupported += s.placement == Placement::kUnsupported;
+    scan.nodes.push_back(std::move(s));
+  }
+  int64_t opset = model.facts().opset;
+  if (opset < t.opset_min || opset > t.opset_max) {
+    scan.findings.push_back(fmt::format(
+        "Model opset {} is outside the target's supported range {}-{}: convert it first "
+        "(onnx.version_converter to opset {}).",
+        opset, t.opset_min, t.opset_max, opset < t.opset_min ? t.opset_min : t.opset_max));
+  }
+  if (!model.facts().dynamic_inputs.empty() && t.dynamic_support != "full") {
+    scan.findings.push_back(fmt::format(
+        "Dynamic input dims {} but the target's support is '{}': "
+        "{} Pin them with --input-shape.",
+        util::Join(model.facts().dynamic_inputs, ", "), t.dynamic_support, t.dynamic_text));
+  }
+  return scan;
+}
+
+std::vector<bool> HostNodes(const AnalyzedModel& model, const TargetScan& scan) {
+  std::vector<bool> host(model.graph().node_size(), false);
+  for (const auto& s : scan.nodes) host[s.index] = s.placement != Placement::kAccelerator;
+  return host;
+}
+
+MemoryFit FitMemory(const ModelFacts& facts, const TargetProfile& t, uint64_t ram_bytes,
+                    uint64_t flash_bytes) {
+  MemoryFit m;
+  m.params_bytes = facts.params_bytes;
+  // Float32 weights and activations shrink when the target stores them narrower.
+  auto target_size = [](const std::string& dtype) {
+    auto id = ir::DtypeFromName(dtype);
+    return id ? ir::DtypeSize(*id) : size_t{4};
+  };
+  size_t weight_size = target_size(t.weight_dtype), act_size = target_size(t.activation_dtype);
+  m.weight_bytes = facts.params_bytes * std::min<size_t>(weight_size, 4) / 4;
+  if (weight_size < 4) {
+    m.notes.push_back(
+        fmt::format("Weights counted as {} ({} of the float32 size) because the "
+                    "target stores {} weights.",
+                    util::FormatBytes(m.weight_bytes), Percent(weight_size, 4), t.weight_dtype));
+  }
+  if (facts.peak_activation_bytes) {
+    m.arena_bytes = *facts.peak_activation_bytes * std::min<size_t>(act_size, 4) / 4;
+  } else {
+    m.notes.push_back("Activation arena unknown: " +
+                      (facts.peak_activation_note.empty() ? std::string("no static shapes")
+                                                          : facts.peak_activation_note) +
+                      " (pin inputs with --input-shape).");
+  }
+  m.usable_ram = static_cast<uint64_t>(ram_bytes * t.usable_fraction);
+  m.usable_flash = static_cast<uint64_t>(flash_bytes * t.usable_fraction);
+  m.flash_fits = m.weight_bytes <= m.usable_flash;
+  if (m.arena_bytes) {
+    uint64_t ram_need = *m.arena_bytes + (t.weights_in_ram ? m.weight_bytes : 0);
+    m.ram_fits = ram_need <= m.usable_ram;
+    m.fits = *m.flash_fits && *m.ram_fits;
+  } else if (!*m.flash_fits) {
+    m.fits = false;
+  }
+  return m;
+}
+
+TargetCheck CheckTarget(const AnalyzedModel& model, const TargetProfile& target) {
+  TargetCheck c;
+  c.scan = ScanTarget(model, target);
+  c.memory = FitMemory(model.facts(), target, target.ram_bytes, target.flash_bytes);
+  c.ok = c.scan.unsupported == 0 && c.memory.fits.value_or(true);
+  return c;
+}
+
+TargetCheck CheckModelOnTarget(const io::Model& model, const std::string& target,
+                               const shape::InputShapes& shapes) {
+  TargetProfile profile = LoadTarget(target);
+  return CheckTarget(AnalyzedModel(model, shapes), profile);
+}
+
+std::vector<bool> HostNodesForTarget(const io::Model& model, const std::string& target,
+                                     const shape::InputShapes& shapes) {
+  TargetProfile profile = LoadTarget(target);
+  AnalyzedModel analyzed(model, shapes);
+  return HostNodes(analyzed, ScanTarget(analyzed, profile));
+}
+
+nlohmann::json ScanToJson(const TargetScan& scan) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& s : scan.nodes) {
+    nlohmann::json n = {{"index", s.index},
+                        {"name", s.name},
+                        {"op", s.op},
+                        {"placement", PlacementName(s.placement)}};
+    if (!s.reason.empty()) n["reason"] = s.reason;
+    nlohmann::json failures = nlohmann::json::array();
+    for (const auto& f : s.failures) {
+      failures.push_back(
+          {{"constraint", f.id}, {"text", f.text}, {"source", f.source}, {"detail", f.detail}});
+    }
+    if (!failures.empty()) n["failed_constraints"] = failures;
+    if (!s.unverified.empty()) n["unverified"] = s.unverified;
+    n["in_backbone"] = s.in_backbone;
+    nodes.push_back(n);
+  }
+  return {{"target", scan.target},
+          {"counts",
+           {{"accelerator", scan.accelerator},
+            {"cpu_fallback", scan.cpu_fallback},
+            {"unsupported", scan.unsupported},
+            {"constants_skipped", scan.constants_skipped}}},
+          {"findings", scan.findings},
+          {"nodes", nodes}};
+}
+
+nlohmann::json MemoryToJson(const MemoryFit& m) {
+  auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"params_bytes", m.params_bytes},
+          {"weight_bytes", m.weight_bytes},
+          {"arena_bytes", opt(m.arena_bytes)},
+          {"usable_ram_bytes", m.usable_ram},
+          {"usable_flash_bytes", m.usable_flash},
+          {"flash_fits", opt(m.flash_fits)},
+          {"ram_fits", opt(m.ram_fits)},
+          {"fits", opt(m.fits)},
+          {"notes", m.notes}};
+}
+
+nlohmann::json TargetCheckToJson(const TargetCheck& c) {
+  return {{"ok", c.ok}, {"scan", ScanToJson(c.scan)}, {"memory", MemoryToJson(c.memory)}};
+}
+
+std::string TargetCheckToText(const TargetCheck& c) {
+  std::string out = fmt::format(
+      "target {}: {} on accelerator, {} on CPU fallback, {} unsupported "
+      "({} Constant nodes folded)\n",
+      c.scan.target, c.scan.accelerator, c.scan.cpu_fallback, c.scan.unsupported,
+      c.scan.constants_skipped);
+  for (const auto& f : c.scan.findings) out += "  finding: " + f + "\n";
+  for (const auto& s : c.scan.nodes) {
+    if (s.placement == Placement::kAccelerator) continue;
+    out +=
+        fmt::format("  {:<12} {} ({}): {}\n", PlacementName(s.placement), s.name, s.op, s.reason);
+    for (const auto& f : s.failures) {
+      out += fmt::format("      {} {} [{}; {}]\n", f.id, f.text, f.detail, f.source);
+    }
+  }
+  const auto& m = c.memory;
+  auto fit = [](const std::optional<bool>& v) {
+    return v ? (*v ? "fits" : "DOES NOT FIT") : "unknown";
+  };
+  out += fmt::format(
+      "  memory: weights {} vs usable flash {} ({}); arena {} vs usable RAM {} ({})\n",
+      util::FormatBytes(m.weight_bytes), util::FormatBytes(m.usable_flash), fit(m.flash_fits),
+      m.arena_bytes ? util::FormatBytes(*m.arena_bytes) : std::string("unknown"),
+      util::FormatBytes(m.usable_ram), fit(m.ram_fits));
+  for (const auto& n : m.notes) out += "      " + n + "\n";
+  out += c.ok ? "result: ok\n" : "result: FAILED (unsupported nodes or memory overflow)\n";
+  return out;
+}
+
+}  // namespace porttool::decide

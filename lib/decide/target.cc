@@ -1,0 +1,584 @@
+#include "lib/decide/target.h"
+
+#include <onnx/defs/schema.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lib/decide/analyzed_model.h"
+#include "lib/decide/rules_dir.h"
+#include "lib/ir/dtype.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace porttool::decide {
+namespace {
+
+// ai.onnx ops newer than the linked libonnx 1.12 registry (opset <= 17), by first opset, so
+// profiles can name what vendors document (DeformConv, GroupNormalization, ...).
+const std::map<std::string, int> kNewerOnnxOps = {
+    {"BitwiseAnd", 18},         {"BitwiseNot", 18},     {"BitwiseOr", 18},
+    {"BitwiseXor", 18},         {"CenterCropPad", 18},  {"Col2Im", 18},
+    {"GroupNormalization", 18}, {"Mish", 18},           {"OptionalGetElement", 18},
+    {"DeformConv", 19},         {"AffineGrid", 20},     {"Gelu", 20},
+    {"ImageDecoder", 20},       {"RegexFullMatch", 20}, {"StringConcat", 20},
+    {"StringSplit", 20}};
+
+const std::map<std::string, std::vector<std::string>> kCheckParams = {
+    {"attr_in", {"attr", "values", "default"}},
+    {"attr_range", {"attr", "min", "max", "from_weight"}},
+    {"attrs_unset", {"attrs"}},
+    {"axis_in", {"input", "values", "defaults"}},
+    {"input_rank", {"input", "min", "max"}},
+    {"max_rank", {"max"}},
+    {"batch", {"max"}},
+    {"input_absent", {"input"}},
+    {"input_constant", {"input"}},
+    {"inputs_constant", {"inputs"}},
+    {"resize_scale", {"min", "max", "integer", "allow_from_one"}},
+    {"static_shapes", {}}};
+
+const onnx::AttributeProto* FindAttr(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+nlohmann::json AttrJson(const onnx::AttributeProto& a) {
+  switch (a.type()) {
+    case onnx::AttributeProto::STRING:
+      return a.s();
+    case onnx::AttributeProto::INT:
+      return a.i();
+    case onnx::AttributeProto::FLOAT:
+      return a.f();
+    case onnx::AttributeProto::INTS:
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    default:
+      return nullptr;
+  }
+}
+
+std::string InputName(const onnx::NodeProto& node, int i) {
+  return i < node.input_size() ? node.input(i) : std::string();
+}
+
+CheckResult Pass() { return {}; }
+CheckResult Fail(std::string detail) { return {CheckResult::Status::kFail, std::move(detail)}; }
+CheckResult Unverified(std::string detail) {
+  return {CheckResult::Status::kUnverified, std::move(detail)};
+}
+
+const TensorInfo* RankedInfo(const AnalyzedModel& m, const std::string& tensor) {
+  const TensorInfo* info = m.Info(tensor);
+  return info && info->has_shape ? info : nullptr;
+}
+
+CheckResult CheckAttrIn(const nlohmann::json& p, const onnx::NodeProto& node) {
+  const onnx::AttributeProto* a = FindAttr(node, p["attr"]);
+  nlohmann::json value = a ? AttrJson(*a) : p.value("default", nlohmann::json());
+  if (value.is_null()) return Pass();
+  for (const auto& allowed : p["values"]) {
+    if (allowed == value) return Pass();
+  }
+  return Fail(fmt::format("{} is {}", p["attr"].get<std::string>(), value.dump()));
+}
+
+CheckResult CheckAttrRange(const nlohmann::json& p, const onnx::NodeProto& node,
+                           const AnalyzedModel& m) {
+  std::string attr = p["attr"];
+  std::vector<int64_t> values;
+  if (const auto* a = FindAttr(node, attr)) {
+    if (a->type() == onnx::AttributeProto::INT) values = {a->i()};
+    values.insert(values.end(), a->ints().begin(), a->ints().end());
+  } else if (p.value("from_weight", false)) {
+    const TensorInfo* w = RankedInfo(m, InputName(node, 1));
+    if (!w) return Unverified(attr + " not set and the weight shape is unknown");
+    values.assign(w->dims.begin() + std::min<size_t>(2, w->dims.size()), w->dims.end());
+  }
+  double lo = p["min"], hi = p["max"];
+  for (int64_t v : values) {
+    if (v < lo || v > hi) {
+      return Fail(
+          fmt::format("{} = [{}] is outside [{}, {}]", attr, fmt::join(values, ", "), lo, hi));
+    }
+  }
+  return Pass();
+}
+
+CheckResult CheckAttrsUnset(const nlohmann::json& p, const onnx::NodeProto& node) {
+  std::vector<std::string> set;
+  for (const auto& name : p["attrs"]) {
+    if (FindAttr(node, name)) set.push_back(name);
+  }
+  if (set.empty()) return Pass();
+  return Fail(util::Join(set, ", ") + (set.size() == 1 ? " is set" : " are set"));
+}
+
+CheckResult CheckAxisIn(const nlohmann::json& p, const onnx::NodeProto& node,
+                        const AnalyzedModel& m) {
+  int64_t axis = 0;
+  if (const auto* a = FindAttr(node, "axis")) {
+    axis = a->i();
+  } else {
+    for (const auto& d : p["defaults"]) {
+      if (d["since"].get<int64_t>() <= m.facts().opset) axis = d["value"];
+    }
+  }
+  int64_t normalized = axis;
+  if (axis < 0) {
+    const TensorInfo* info = RankedInfo(m, InputName(node, p["input"]));
+    if (!info) return Unverified(fmt::format("axis {} with an input of unknown rank", axis));
+    normalized = axis + static_cast<int64_t>(info->dims.size());
+  }
+  for (const auto& allowed : p["values"]) {
+    if (allowed.get<int64_t>() == normalized) return Pass();
+  }
+  return Fail(axis == normalized ? fmt::format("axis is {}", axis)
+                                 : fmt::format("axis is {} (= {})", axis, normalized));
+}
+
+CheckResult CheckInputRank(const nlohmann::json& p, const onnx::NodeProto& node,
+                           const AnalyzedModel& m) {
+  std::string name = InputName(node, p["input"]);
+  if (name.empty()) return Pass();
+  const TensorInfo* info = RankedInfo(m, name);
+  if (!info) return Unverified("rank of '" + name + "' is unknown");
+  int64_t rank = static_cast<int64_t>(info->dims.size());
+  if (rank < p["min"].get<int64_t>() || rank > p["max"].get<int64_t>()) {
+    return Fail(fmt::format("input '{}' has rank {}", name, rank));
+  }
+  return Pass();
+}
+
+CheckResult CheckMaxRank(const nlohmann::json& p, const onnx::NodeProto& node,
+                         const AnalyzedModel& m) {
+  auto check = [&](const std::string& name) -> std::optional<CheckResult> {
+    const TensorInfo* info = name.empty() ? nullptr : RankedInfo(m, name);
+    if (info && static_cast<int64_t>(info->dims.size()) > p["max"].get<int64_t>()) {
+      return Fail(fmt::format("'{}' has rank {}", name, info->dims.size()));
+    }
+    return std::nullopt;
+  };
+  for (const auto& in : node.input()) {
+    if (m.IsConstant(in)) continue;  // weights are re-laid out by the converter
+    if (auto r = check(in)) return *r;
+  }
+  for (const auto& out : node.output()) {
+    if (auto r = check(out)) return *r;
+  }
+  return Pass();
+}
+
+CheckResult CheckBatch(const nlohmann::json& p, const onnx::NodeProto& node,
+                       const AnalyzedModel& m) {
+  const TensorInfo* info = RankedInfo(m, InputName(node, 0));
+  if (!info || info->dims.empty() || info->dims[0] < 0) return Unverified("batch size is unknown");
+  if (info->dims[0] > p["max"].get<int64_t>())
+    return Fail(fmt::format("batch is {}", info->dims[0]));
+  return Pass();
+}
+
+CheckResult CheckInputAbsent(const nlohmann::json& p, const onnx::NodeProto& node,
+                             const AnalyzedModel& m) {
+  std::string name = InputName(node, p["input"]);
+  if (name.empty()) return Pass();
+  const TensorInfo* info = m.Info(name);
+  if (m.IsConstant(name) && info && info->IsStatic() && ir::ElementCount(info->dims) == 0) {
+    return Pass();
+  }
+  return Fail(fmt::format("input {} ('{}') is given", p["input"].get<int>(), name));
+}
+
+CheckResult CheckInputsConstant(const std::vector<int>& inputs, const onnx::NodeProto& node,
+                                const AnalyzedModel& m) {
+  for (int i : inputs) {
+    std::string name = InputName(node, i);
+    if (!name.empty() && !m.IsConstant(name)) {
+      return Fail(fmt::format("input {} ('{}') is computed at run time", i, name));
+    }
+  }
+  return Pass();
+}
+
+// Scales of a Resize/Upsample node: the constant `scales` input, or constant `sizes` divided by
+// the input's static dims.
+std::optional<std::vector<double>> ResizeScales(const onnx::NodeProto& node,
+                                                const AnalyzedModel& m) {
+  bool upsample_style = node.op_type() == "Upsample" || node.input_size() == 2;
+  std::string scales = InputName(node, upsample_style ? 1 : 2);
+  if (!scales.empty()) {
+    auto values = m.ConstantValues(scales);
+    if (values && !values->empty()) return values;
+  }
+  std::string sizes = InputName(node, 3);
+  const TensorInfo* in = RankedInfo(m, InputName(node, 0));
+  auto size_values = sizes.empty() ? std::nullopt : m.ConstantValues(sizes);
+  if (!size_values || !in || !in->IsStatic() || size_values->size() != in->dims.size()) {
+    return std::nullopt;
+  }
+  std::vector<double> out;
+  for (size_t i = 0; i < in->dims.size(); ++i) {
+    out.push_back(in->dims[i] ? (*size_values)[i] / static_cast<double>(in->dims[i]) : 0);
+  }
+  return out;
+}
+
+CheckResult CheckResizeScale(const nlohmann::json& p, const onnx::NodeProto& node,
+                             const AnalyzedModel& m) {
+  auto scales = ResizeScales(node, m);
+  if (!scales) return Unverified("scales are not constant (or sizes need unknown input dims)");
+  const TensorInfo* in = RankedInfo(m, InputName(node, 0));
+  double lo = p["min"], hi = p["max"];
+  bool integer = p.value("integer", false), from_one = p.value("allow_from_one", false);
+  std::string shown = fmt::format("scales [{}]", fmt::join(*scales, ", "));
+  for (size_t i = 0; i < scales->size(); ++i) {
+    double s = (*scales)[i];
+    if (i < 2) {
+      if (s != 1.0) return Fail(shown + ": N and C must not be scaled");
+      continue;
+    }
+    bool from_unit = from_one && in && i < in->dims.size() && in->dims[i] == 1;
+    if (from_unit) continue;
+    if (integer && std::floor(s) != s)
+      return Fail(shown + ": scale " + fmt::format("{}", s) + " is not an integer");
+    if (s < lo || s > hi)
+      return Fail(shown + fmt::format(": scale {} is outside [{}, {}]", s, lo, hi));
+  }
+  return Pass();
+}
+
+CheckResult CheckStaticShapes(const onnx::NodeProto& node, const AnalyzedModel& m) {
+  for (const auto& names : {node.input(), node.output()}) {
+    for (const auto& name : names) {
+      if (name.empty() || m.IsConstant(name)) continue;
+      const TensorInfo* info = m.Info(name);
+      if (!info || !info->IsStatic()) return Fail("'" + name + "' has no static shape");
+    }
+  }
+  return Pass();
+}
+
+void ParseNumberParam(const JsonFile& f, const std::string& p, const char* key) {
+  if (f.Has(p + "/" + key))
+    f.Number(p + "/" + key);
+  else
+    f.Fail(p, std::string("check needs \"") + key + "\" (a number)");
+}
+
+}  // namespace
+
+Check ParseCheck(const JsonFile& f, const std::string& p) {
+  Check c;
+  c.kind = f.String(p + "/kind");
+  auto it = kCheckParams.find(c.kind);
+  if (it == kCheckParams.end()) {
+    std::vector<std::string> kinds;
+    for (const auto& [k, v] : kCheckParams) kinds.push_back(k);
+    f.Fail(p + "/kind", "unknown check kind \"" + c.kind + "\" (expected one of " +
+                            util::Join(kinds, ", ") + ")");
+  }
+  std::vector<std::string> allowed = it->second;
+  allowed.push_back("kind");
+  f.OnlyKeys(p, allowed);
+  const std::string& k = c.kind;
+  if (k == "attr_in" || k == "attr_range") f.String(p + "/attr");
+  if (k == "attr_in" || k == "axis_in") f.Array(p + "/values");
+  if (k == "attr_range" || k == "input_rank" || k == "resize_scale") {
+    ParseNumberParam(f, p, "min");
+    ParseNumberParam(f, p, "max");
+  }
+  if (k == "max_rank" || k == "batch") ParseNumberParam(f, p, "max");
+  if (k == "attrs_unset") f.Strings(p + "/attrs");
+  if (k == "axis_in" || k == "input_rank" || k == "input_absent" || k == "input_constant") {
+    f.Integer(p + "/input");
+  }
+  if (k == "axis_in") {
+    const auto& defaults = f.Array(p + "/defaults");
+    for (size_t i = 0; i < defaults.size(); ++i) {
+      f.Integer(p + "/defaults/" + std::to_string(i) + "/since");
+      f.Integer(p + "/defaults/" + std::to_string(i) + "/value");
+    }
+  }
+  if (k == "inputs_constant") {
+    const auto& inputs = f.Array(p + "/inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) f.Integer(p + "/inputs/" + std::to_string(i));
+  }
+  c.params = f.At(p);
+  return c;
+}
+
+CheckResult RunCheck(const Check& check, const AnalyzedModel& m, int node_index) {
+  const onnx::NodeProto& node = m.graph().node(node_index);
+  const auto& p = check.params;
+  const std::string& k = check.kind;
+  if (k == "attr_in") return CheckAttrIn(p, node);
+  if (k == "attr_range") return CheckAttrRange(p, node, m);
+  if (k == "attrs_unset") return CheckAttrsUnset(p, node);
+  if (k == "axis_in") return CheckAxisIn(p, node, m);
+  if (k == "input_rank") return CheckInputRank(p, node, m);
+  if (k == "max_rank") return CheckMaxRank(p, node, m);
+  if (k == "batch") return CheckBatch(p, node, m);
+  if (k == "input_absent") return CheckInputAbsent(p, node, m);
+  if (k == "input_constant") return CheckInputsConstant({p["input"].get<int>()}, node, m);
+  if (k == "inputs_constant")
+    return CheckInputsConstant(p["inputs"].get<std::vector<int>>(), node, m);
+  if (k == "resize_scale") return CheckResizeScale(p, node, m);
+  if (k == "static_shapes") return CheckStaticShapes(node, m);
+  ThrowInternal("check kind '{}' passed validation but has no implementation", k);
+}
+
+bool IsKnownOp(const std::string& key, const std::set<std::string>& declared) {
+  if (key.find(':') != std::string::npos) return declared.count(key) > 0;
+  return onnx::OpSchemaRegistry::Schema(key, onnx::ONNX_DOMAIN) != nullptr ||
+         kNewerOnnxOps.count(key) > 0;
+}
+
+bool TargetProfile::AcceleratorHas(const std::string& op) const {
+  if (accelerator_exclude.count(op)) return false;
+  if (accelerator_ops.count(op)) return true;
+  return accelerator_all_onnx && op.find(':') == std::string::npos && IsKnownOp(op, {});
+}
+
+bool TargetProfile::FallbackHas(const std::string& op) const {
+  if (unsupported_ops.count(op)) return false;
+  if (fallback == Fallback::kList) return fallback_ops.count(op) > 0;
+  // "yes": every op the toolkit knows, i.e. ONNX ops and the domain ops the profile declares.
+  return fallback == Fallback::kAll && IsKnownOp(op, accelerator_ops);
+}
+
+namespace {
+
+std::set<std::string> DeclaredOps(const TargetProfile& t) {
+  std::set<std::string> out = t.accelerator_ops;
+  out.insert(t.fallback_ops.begin(), t.fallback_ops.end());
+  return out;
+}
+
+std::set<std::string> ParseOpList(const JsonFile& f, const std::string& p, bool declares,
+                                  const std::set<std::string>& declared, bool allow_star) {
+  std::set<std::string> ops;
+  auto names = f.Strings(p);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& op = names[i];
+    bool ok = (allow_star && op == "*") ||
+              (declares && op.find(':') != std::string::npos && op.front() != ':') ||
+              IsKnownOp(op, declared);
+    if (!ok) {
+      f.Fail(p + "/" + std::to_string(i),
+             "unknown op name \"" + op +
+                 "\" (expected an ai.onnx op known to ONNX's schema "
+                 "registry, or a \"domain:Op\" declared in accelerator_ops/cpu_fallback)");
+    }
+    ops.insert(op);
+  }
+  return ops;
+}
+
+std::vector<Constraint> ParseConstraints(const JsonFile& f, const std::string& p) {
+  std::vector<Constraint> out;
+  const auto& arr = f.Array(p);
+  for (size_t i = 0; i < arr.size(); ++i) {
+    std::string cp = p + "/" + std::to_string(i);
+    f.OnlyKeys(cp, {"id", "text", "source", "check"});
+    out.push_back({f.String(cp + "/id"), f.String(cp + "/text"), f.String(cp + "/source"),
+                   ParseCheck(f, cp + "/check")});
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<Constraint>> ParseOpConstraints(const JsonFile& f,
+                                                                  const std::string& p,
+                                                                  const TargetProfile& t) {
+  std::map<std::string, std::vector<Constraint>> out;
+  for (const auto& [op, value] : f.Object(p).items()) {
+    std::string op_pointer = p + "/" + PointerToken(op);
+    if (!IsKnownOp(op, DeclaredOps(t))) {
+      f.Fail(op_pointer, "unknown op name \"" + op +
+                             "\" (expected an ai.onnx op known to ONNX's "
+                             "schema registry, or a \"domain:Op\" the profile declares)");
+    }
+    out[op] = ParseConstraints(f, op_pointer);
+  }
+  return out;
+}
+
+void ParseHardware(const JsonFile& f, TargetProfile& t) {
+  f.OnlyKeys("/hardware", {"class", "ram_bytes", "flash_bytes", "usable_fraction", "weights_in_ram",
+                           "has_host_cpu"});
+  static const std::vector<std::string> kClasses = {"server-x86", "server-arm64",        "jetson",
+                                                    "soc-npu",    "soc-npu-vendor-only", "cortex-a",
+                                                    "cortex-m",   "riscv-mcu",           "fpga"};
+  t.hardware_class = f.String("/hardware/class");
+  if (std::find(kClasses.begin(), kClasses.end(), t.hardware_class) == kClasses.end()) {
+    f.Fail("/hardware/class", "unknown hardware class \"" + t.hardware_class +
+                                  "\" (expected one of " + util::Join(kClasses, ", ") + ")");
+  }
+  t.ram_bytes = f.Integer("/hardware/ram_bytes");
+  t.flash_bytes = f.Integer("/hardware/flash_bytes");
+  t.usable_fraction = f.NumberOr("/hardware/usable_fraction", 0.7);
+  if (t.usable_fraction <= 0 || t.usable_fraction > 1) {
+    f.Fail("/hardware/usable_fraction", "expected a fraction in (0, 1]");
+  }
+  t.weights_in_ram = f.Bool("/hardware/weights_in_ram");
+  t.has_host_cpu = f.Bool("/hardware/has_host_cpu");
+}
+
+void ParseFallback(const JsonFile& f, TargetProfile& t) {
+  const auto& v = f.At("/cpu_fallback");
+  if (v.is_array()) {
+    t.fallback = TargetProfile::Fallback::kList;
+    t.fallback_ops = ParseOpList(f, "/cpu_fallback", true, DeclaredOps(t), false);
+  } else if (v == "yes") {
+    t.fallback = TargetProfile::Fallback::kAll;
+  } else if (v == "none") {
+    t.fallback = TargetProfile::Fallback::kNone;
+  } else {
+    f.Fail("/cpu_fallback", "expected \"yes\", \"none\" or an array of op names, got " + v.dump());
+  }
+}
+
+// Reads the fields `f` sets into `t` (a parent's values stay where `f` is silent).
+void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::string>& seen) {
+  f.OnlyKeys("", {"schema",
+                  "name",
+                  "extends",
+                  "title",
+                  "sources",
+                  "notes",
+                  "hardware",
+                  "alignment_bytes",
+                  "dtypes",
+                  "opset",
+                  "dynamic_shapes",
+                  "compute",
+                  "cpu_fallback",
+                  "accelerator_ops",
+                  "accelerator_exclude",
+                  "unsupported_ops",
+                  "unsupported_reason",
+                  "generic_constraints",
+                  "op_constraints",
+                  "cpu_constraints"});
+  for (const auto& [key, value] : f.root().items()) seen.insert(key);
+  if (f.String("/schema") != "porttool.target/1") {
+    f.Fail("/schema", "expected \"porttool.target/1\"");
+  }
+  auto has = [&](const char* key) { return f.Has(std::string("/") + key); };
+  t.name = f.String("/name");
+  if (has("title")) t.title = f.String("/title");
+  if (has("sources")) {
+    const auto& sources = f.Array("/sources");
+    if (sources.empty()) f.Fail("/sources", "expected at least one source document");
+    for (size_t i = 0; i < sources.size(); ++i) {
+      std::string sp = "/sources/" + std::to_string(i);
+      f.OnlyKeys(sp, {"document", "toolkit", "location"});
+      f.String(sp + "/document");
+      f.String(sp + "/toolkit");
+      f.String(sp + "/location");
+    }
+    t.sources = sources;
+  }
+  if (has("notes")) t.notes = f.Strings("/notes");
+  if (has("hardware")) ParseHardware(f, t);
+  if (has("alignment_bytes")) t.alignment_bytes = f.Integer("/alignment_bytes");
+  if (has("dtypes")) {
+    f.OnlyKeys("/dtypes", {"supported", "weights", "activations"});
+    t.dtypes = f.Strings("/dtypes/supported");
+    t.weight_dtype = f.String("/dtypes/weights");
+    t.activation_dtype = f.String("/dtypes/activations");
+  }
+  if (has("opset")) {
+    f.OnlyKeys("/opset", {"min", "max"});
+    t.opset_min = f.Integer("/opset/min");
+    t.opset_max = f.Integer("/opset/max");
+    if (t.opset_min > t.opset_max) f.Fail("/opset", "expected min <= max");
+  }
+  if (has("dynamic_shapes")) {
+    f.OnlyKeys("/dynamic_shapes", {"support", "text"});
+    t.dynamic_support = f.String("/dynamic_shapes/support");
+    t.dynamic_text = f.String("/dynamic_shapes/text");
+  }
+  if (has("compute")) {
+    f.OnlyKeys("/compute", {"peak_macs_per_s", "efficiency", "source"});
+    t.peak_macs_per_s = f.Number("/compute/peak_macs_per_s");
+    t.efficiency = f.Number("/compute/efficiency");
+    t.compute_source = f.String("/compute/source");
+  }
+  if (has("accelerator_ops")) {
+    t.accelerator_ops = ParseOpList(f, "/accelerator_ops", true, {}, true);
+    t.accelerator_all_onnx = t.accelerator_ops.erase("*") > 0;
+  }
+  if (has("cpu_fallback")) ParseFallback(f, t);
+  if (has("accelerator_exclude")) {
+    t.accelerator_exclude = ParseOpList(f, "/accelerator_exclude", false, DeclaredOps(t), false);
+  }
+  if (has("unsupported_ops")) {
+    t.unsupported_ops = ParseOpList(f, "/unsupported_ops", false, DeclaredOps(t), false);
+  }
+  if (has("unsupported_reason")) t.unsupported_reason = f.String("/unsupported_reason");
+  if (has("generic_constraints"))
+    t.generic_constraints = ParseConstraints(f, "/generic_constraints");
+  if (has("op_constraints")) t.op_constraints = ParseOpConstraints(f, "/op_constraints", t);
+  if (has("cpu_constraints")) t.cpu_constraints = ParseOpConstraints(f, "/cpu_constraints", t);
+}
+
+void LoadInto(const std::filesystem::path& path, TargetProfile& t, std::set<std::string>& seen,
+              int depth) {
+  JsonFile f = JsonFile::Load(path);
+  if (f.Has("/extends")) {
+    std::string parent = f.String("/extends");
+    auto parent_path = path.parent_path() / (parent + ".json");
+    if (depth > 4 || !std::filesystem::exists(parent_path)) {
+      f.Fail("/extends", "expected the name of another profile in " + path.parent_path().string() +
+                             " (no " + parent + ".json, or a cycle)");
+    }
+    LoadInto(parent_path, t, seen, depth + 1);
+  }
+  ParseProfileFields(f, t, seen);
+  t.file = path.string();
+}
+
+}  // namespace
+
+TargetProfile LoadTargetFile(const std::filesystem::path& path) {
+  TargetProfile t;
+  std::set<std::string> seen;
+  LoadInto(path, t, seen, 0);
+  for (const char* key : {"name", "title", "sources", "hardware", "dtypes", "opset",
+                          "dynamic_shapes", "cpu_fallback", "accelerator_ops"}) {
+    if (!seen.count(key)) {
+      JsonFile::Load(path).Fail("", std::string("missing required field \"") + key + "\"");
+    }
+  }
+  if (t.name != path.stem().string()) {
+    JsonFile::Load(path).Fail(
+        "/name", "expected \"" + path.stem().string() + "\" (the name must match the file name)");
+  }
+  return t;
+}
+
+std::vector<std::string> TargetNames() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(RulesDir() / "targets", ec)) {
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TargetProfile LoadTarget(const std::string& name) {
+  auto path = RulesDir() / "targets" / (name + ".json");
+  if (name.find('/') != std::string::npos || !std::filesystem::exists(path)) {
+    auto names = TargetNames();
+    auto close = util::ClosestNames(name, names, 1);
+    ThrowUsage("unknown target '{}' (shipped targets: {}{}; profiles live in {})", name,
+               util::Join(names, ", "), close.empty() ? "" : "; did you mean '" + close[0] + "'?",
+               (RulesDir() / "targets").string());
+  }
+  return LoadTargetFile(path);
+}
+
+}  // namespace porttool::decide

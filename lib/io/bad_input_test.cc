@@ -1,0 +1,186 @@
+// Every unreadable or unsafe input the issue lists: through the CLI (exit code 3, a one-line
+// message naming the tensor and location, the input untouched) and through the library.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "lib/io/external_data.h"
+#include "lib/io/model.h"
+#include "lib/util/error.h"
+#include "lib/util/testing.h"
+
+namespace porttool::io {
+namespace {
+
+using porttool::testing::ReadFile;
+using porttool::testing::RunPorttool;
+using porttool::testing::TempDir;
+using porttool::testing::WriteFile;
+
+constexpr const char* kTiny = R"(
+<ir_version: 8, opset_import: ["" : 14]>
+tiny (float[4] x) => (float[4] y) {
+  y = Add(x, w)
+}
+)";
+
+// Writes a model whose initializer `w` (4 floats) points at `location` + `offset`.
+std::filesystem::path WriteExternalModel(const TempDir& dir, const std::string& location,
+                                         uint64_t offset = 0, uint64_t length = 16) {
+  Model m = ParseText(kTiny);
+  auto* w = m.proto.mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(length / 4);
+  SetExternalRef(*w, location, offset, length);
+  auto path = dir / "model.onnx";
+  WriteFile(path, m.proto.SerializeAsString());
+  return path;
+}
+
+// Runs `porttool check` and asserts exit 3 with a one-line message containing every `needle`,
+// and that the model file is unchanged.
+void ExpectBadInput(const std::filesystem::path& model, const std::vector<std::string>& needles) {
+  std::string before = std::filesystem::is_regular_file(model) ? ReadFile(model) : "";
+  auto r = RunPorttool("check '" + model.string() + "'");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one-line cause: " << r.err;
+  if (std::filesystem::is_regular_file(model)) {
+    EXPECT_EQ(ReadFile(model), before);
+  }
+}
+
+TEST(BadInput, EmptyFile) {
+  TempDir dir;
+  WriteFile(dir / "empty.onnx", "");
+  ExpectBadInput(dir / "empty.onnx", {"empty"});
+}
+
+TEST(BadInput, RandomBytes) {
+  TempDir dir;
+  std::mt19937 rng(42);
+  std::string junk(4096, '\0');
+  for (auto& c : junk) c = static_cast<char>(rng());
+  WriteFile(dir / "junk.onnx", junk);
+  ExpectBadInput(dir / "junk.onnx", {"junk.onnx"});
+}
+
+TEST(BadInput, TruncatedProtobuf) {
+  TempDir dir;
+  std::string full = ReadFile(porttool::testing::TestData("demo_detector.onnx"));
+  WriteFile(dir / "cut.onnx", full.substr(0, full.size() / 2));
+  ExpectBadInput(dir / "cut.onnx", {"truncated"});
+}
+
+TEST(BadInput, Directory) {
+  TempDir dir;
+  std::filesystem::create_directory(dir / "d.onnx");
+  ExpectBadInput(dir / "d.onnx", {"directory"});
+}
+
+TEST(BadInput, ModelWithoutGraph) {
+  TempDir dir;
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("nothing");
+  WriteFile(dir / "nograph.onnx", m.SerializeAsString());
+  ExpectBadInput(dir / "nograph.onnx", {"no graph"});
+}
+
+TEST(BadInput, HostileExternalLocations) {
+  for (std::string location : {"../../etc/passwd", "/etc/passwd", "sub/../../x"}) {
+    SCOPED_TRACE(location);
+    TempDir dir;
+    ExpectBadInput(WriteExternalModel(dir, location), {"'w'", "'" + location + "'"});
+  }
+}
+
+TEST(BadInput, SymlinkPointingOutside) {
+  TempDir dir;
+  std::filesystem::create_symlink("/etc/passwd", dir / "w.bin");
+  ExpectBadInput(WriteExternalModel(dir, "w.bin"), {"'w'", "'w.bin'", "outside"});
+}
+
+TEST(BadInput, OffsetPastEndOfFile) {
+  TempDir dir;
+  WriteFile(dir / "w.bin", std::string(16, '\0'));
+  ExpectBadInput(WriteExternalModel(dir, "w.bin", /*offset=*/100), {"'w'", "'w.bin'", "offset"});
+  ExpectBadInput(WriteExternalModel(dir, "w.bin", /*offset=*/8, /*length=*/16),
+                 {"'w'", "past the end"});
+}
+
+TEST(BadInput, ExternalDataThatIsNotARegularFile) {
+  TempDir dir;
+  std::filesystem::create_directory(dir / "w.bin");
+  ExpectBadInput(WriteExternalModel(dir, "w.bin"), {"'w'", "regular file"});
+}
+
+TEST(BadInput, LibraryThrowsBadInputNamingTensor) {
+  TempDir dir;
+  auto path = WriteExternalModel(dir, "../secret.bin");
+  try {
+    Load(path);
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("'w'"), std::string::npos);
+  }
+}
+
+// A weight file of `bytes` that occupies no disk: a hole made with ftruncate.
+void MakeSparseFile(const std::filesystem::path& path, uint64_t bytes) {
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(bytes)), 0);
+  ::close(fd);
+}
+
+TEST(BadInput, CheckOfFourGigabytesOfExternalDataKeepsRssLow) {
+  TempDir dir;
+  constexpr uint64_t kBytes = uint64_t{4} << 30;
+  MakeSparseFile(dir / "w.bin", kBytes);
+  auto model = WriteExternalModel(dir, "w.bin", 0, kBytes);
+  // The graph expects float[4]; the huge weight is what matters for memory, not validity.
+  for (const char* sub : {"check", "inspect"}) {
+    auto r = porttool::testing::RunShell("/usr/bin/time -f 'RSS_KB=%M' " +
+                                         porttool::testing::PorttoolBin() + " " + sub + " '" +
+                                         model.string() + "'");
+    auto pos = r.err.find("RSS_KB=");
+    ASSERT_NE(pos, std::string::npos) << r.err;
+    long rss_kb = std::stol(r.err.substr(pos + 7));
+    EXPECT_NE(r.exit_code, 3) << r.err;
+    EXPECT_LT(rss_kb, 100 * 1024) << sub << " read the weights? " << r.err;
+  }
+}
+
+TEST(BadInput, InlineSaveOverTwoGigabytesIsRefusedNamingExternalData) {
+  TempDir dir;
+  Model m = ParseText(kTiny);
+  auto* w = m.proto.mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::UINT8);
+  w->add_dims(static_cast<int64_t>(kProtobufLimit) + 1);
+  // A stage that materialised a huge weight inline (e.g. folding); the save must refuse it
+  // before writing anything.
+  w->mutable_raw_data()->resize(kProtobufLimit + 1);
+  try {
+    Save(m, dir / "big.onnx");
+    FAIL() << "expected a usage error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("--external-data"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(BadInput, LoadingAFileOverTwoGigabytesIsBadInput) {
+  TempDir dir;
+  MakeSparseFile(dir / "huge.onnx", kProtobufLimit + 16);
+  ExpectBadInput(dir / "huge.onnx", {"2 GB"});
+}
+
+}  // namespace
+}  // namespace porttool::io

@@ -1,0 +1,821 @@
+#include "lib/ir/split.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lib/io/atomic_file.h"
+#include "lib/io/external_data.h"
+#include "lib/ir/dtype.h"
+#include "lib/shape/infer.h"
+#include "lib/util/error.h"
+#include "lib/util/sha256.h"
+#include "lib/util/strings.h"
+
+namespace porttool::ir {
+namespace fs = std::filesystem;
+
+const char* RoleName(SegmentRole role) {
+  return role == SegmentRole::kHost ? "host" : "accelerator";
+}
+
+std::optional<uint64_t> StaticBytes(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type()) return std::nullopt;
+  size_t element = DtypeSize(type.tensor_type().elem_type());
+  auto dims = StaticShape(type);
+  if (element == 0 || !dims) return std::nullopt;
+  return static_cast<uint64_t>(ElementCount(*dims)) * element;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor types
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// How much a type tells: 0 nothing, 1 dtype only, 2 a shape with unknown dims, 3 static.
+int TypeScore(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type()) return type.value_case() == onnx::TypeProto::VALUE_NOT_SET ? 0 : 2;
+  const auto& t = type.tensor_type();
+  if (t.elem_type() == 0) return 0;
+  if (!t.has_shape()) return 1;
+  return StaticShape(type) ? 3 : 2;
+}
+
+onnx::TypeProto TypeOfInitializer(const onnx::TensorProto& tensor) {
+  onnx::TypeProto type;
+  auto* t = type.mutable_tensor_type();
+  t->set_elem_type(tensor.data_type());
+  auto* shape = t->mutable_shape();
+  for (auto d : tensor.dims()) shape->add_dim()->set_dim_value(d);
+  return type;
+}
+
+onnx::TypeProto KnownType(const GraphView& view, const std::string& name) {
+  if (const auto* info = view.ValueInfo(name)) return info->type();
+  if (const auto* init = view.Initializer(name)) return TypeOfInitializer(*init);
+  return {};
+}
+
+// Runs porttool's shape inference (contrib schemas, data propagation, fixed point) on `model`
+// in place. A failure is tolerated: tensors it could not type stay unknown and the boundaries
+// that need them are reported by the caller.
+void InferInPlace(io::Model& model) {
+  try {
+    shape::InferShapes(model);
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace
+
+TensorTypes::TensorTypes(const io::Model& model, const GraphView& view)
+    : model_(model), view_(view) {}
+
+TensorTypes::~TensorTypes() = default;
+
+void TensorTypes::InferOnce() {
+  if (inferred_) return;
+  inferred_ = true;
+  inferred_model_ = std::make_unique<io::Model>(model_);
+  InferInPlace(*inferred_model_);
+  inferred_view_ = std::make_unique<GraphView>(inferred_model_->proto.graph());
+}
+
+onnx::TypeProto TensorTypes::Find(const std::string& name) {
+  onnx::TypeProto known = KnownType(view_, name);
+  if (TypeScore(known) == 3) return known;
+  InferOnce();
+  onnx::TypeProto inferred = KnownType(*inferred_view_, name);
+  return TypeScore(inferred) > TypeScore(known) ? inferred : known;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sub-model construction (shared by split and extract)
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// Everything of the source model except its graph: opsets, IR version, producer, functions.
+void CopyModelShell(const onnx::ModelProto& from, onnx::ModelProto& to) {
+  to.set_ir_version(from.ir_version());
+  *to.mutable_opset_import() = from.opset_import();
+  to.set_producer_name(from.producer_name());
+  to.set_producer_version(from.producer_version());
+  to.set_domain(from.domain());
+  to.set_model_version(from.model_version());
+  to.set_doc_string(from.doc_string());
+  *to.mutable_metadata_props() = from.metadata_props();
+  *to.mutable_functions() = from.functions();
+}
+
+onnx::ValueInfoProto TypedValueInfo(const std::string& name, TensorTypes& types,
+                                    std::vector<std::string>* notes) {
+  onnx::ValueInfoProto info;
+  info.set_name(name);
+  onnx::TypeProto type = types.Find(name);
+  if (TypeScore(type) == 0 && notes) {
+    notes->push_back(fmt::format(
+        "tensor '{}' has no known type (shape inference could not reach it); the segment that "
+        "uses it may fail the ONNX checker: pin input shapes with --input-shape",
+        name));
+  }
+  if (TypeScore(type) > 0) *info.mutable_type() = std::move(type);
+  return info;
+}
+
+[[noreturn]] void ThrowUndefined(const onnx::NodeProto& node, const std::string& tensor) {
+  throw Error(ErrorKind::kBadInput,
+              fmt::format("node '{}' ({}) reads '{}', which is neither an input of the part, an "
+                          "initializer, nor produced by an earlier node in it",
+                          node.name(), node.op_type(), tensor),
+              node.name(), tensor);
+}
+
+}  // namespace
+
+io::Model BuildSubModel(const io::Model& source, const GraphView& view, const SubModelSpec& spec,
+                        TensorTypes& types, std::vector<std::string>* notes) {
+  io::Model sub;
+  sub.base_dir = source.base_dir;
+  sub.maps = source.maps;
+  CopyModelShell(source.proto, sub.proto);
+  auto* graph = sub.proto.mutable_graph();
+  graph->set_name(spec.graph_name.empty() ? view.graph().name() : spec.graph_name);
+  bool initializers_are_inputs = source.proto.ir_version() < 4;
+
+  std::unordered_set<std::string> defined(spec.inputs.begin(), spec.inputs.end());
+  for (const auto& name : spec.inputs) *graph->add_input() = TypedValueInfo(name, types, notes);
+  std::vector<std::string> produced;
+  for (int index : spec.nodes) {
+    const auto& node = view.node(index);
+    for (const auto& name : view.NodeReads(index)) {
+      if (defined.count(name)) continue;
+      const onnx::TensorProto* init = view.Initializer(name);
+      if (!init) ThrowUndefined(node, name);
+      *graph->add_initializer() = *init;
+      if (initializers_are_inputs) *graph->add_input() = TypedValueInfo(name, types, nullptr);
+      defined.insert(name);
+    }
+    *graph->add_node() = node;
+    for (const auto& out : node.output()) {
+      if (!out.empty() && defined.insert(out).second) produced.push_back(out);
+    }
+  }
+  std::unordered_set<std::string> outputs(spec.outputs.begin(), spec.outputs.end());
+  for (const auto& name : spec.outputs) {
+    if (!defined.count(name) && view.Initializer(name)) {
+      *graph->add_initializer() = *view.Initializer(name);
+      defined.insert(name);
+    }
+    if (!defined.count(name)) {
+      ThrowInternal("part output '{}' is not computed by the part's nodes", name);
+    }
+    *graph->add_output() = TypedValueInfo(name, types, notes);
+  }
+  for (const auto& name : produced) {
+    if (outputs.count(name)) continue;
+    if (const auto* info = view.ValueInfo(name)) *graph->add_value_info() = *info;
+  }
+  return sub;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolving --at names
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+bool SubgraphHoldsNode(const onnx::GraphProto& graph, const std::string& name);
+
+bool NodeHoldsNested(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& attr : node.attribute()) {
+    if (attr.has_g() && SubgraphHoldsNode(attr.g(), name)) return true;
+    for (const auto& g : attr.graphs()) {
+      if (SubgraphHoldsNode(g, name)) return true;
+    }
+  }
+  return false;
+}
+
+bool SubgraphHoldsNode(const onnx::GraphProto& graph, const std::string& name) {
+  for (const auto& node : graph.node()) {
+    if (node.name() == name || NodeHoldsNested(node, name)) return true;
+  }
+  return false;
+}
+
+int ResolveOne(const GraphView& view, const std::string& name) {
+  std::vector<int> found = view.NodesNamed(name);
+  if (found.size() == 1) return found.front();
+  if (found.size() > 1) {
+    std::vector<std::string> where;
+    for (int i : found) where.push_back(fmt::format("#{} ({})", i, view.node(i).op_type()));
+    ThrowUsage(
+        "node name '{}' is ambiguous: {} nodes carry it ({}); give the nodes unique names "
+        "first",
+        name, found.size(), util::Join(where, ", "));
+  }
+  if (view.Initializer(name)) {
+    ThrowUsage("'{}' is an initializer (a weight), not a node; --at takes node names", name);
+  }
+  if (view.GraphInput(name)) {
+    ThrowUsage("'{}' is a graph input, not a node; --at takes node names", name);
+  }
+  if (int producer = view.Producer(name); producer >= 0) {
+    ThrowUsage("'{}' is a tensor, not a node; it is produced by node '{}' ({}): pass --at {}", name,
+               view.node(producer).name(), view.node(producer).op_type(),
+               view.node(producer).name());
+  }
+  for (int i = 0; i < view.node_count(); ++i) {
+    if (NodeHoldsNested(view.node(i), name)) {
+      ThrowUsage(
+          "node '{}' is inside a subgraph of node '{}' ({}); a node inside a subgraph "
+          "cannot be cut: cut at '{}' instead (it moves whole)",
+          name, view.node(i).name(), view.node(i).op_type(), view.node(i).name());
+    }
+  }
+  auto closest = util::ClosestNames(name, view.NodeNames());
+  throw Error(ErrorKind::kUsage,
+              fmt::format("no node named '{}'{}", name,
+                          closest.empty() ? std::string("")
+                                          : "; closest node names: " + util::Join(closest, ", ")),
+              name);
+}
+
+}  // namespace
+
+std::vector<int> ResolveCutNodes(const GraphView& view, const std::vector<std::string>& names) {
+  if (names.empty()) ThrowUsage("no cut node given: name at least one node with --at");
+  std::vector<int> out;
+  for (const auto& name : names) out.push_back(ResolveOne(view, name));
+  return out;
+}
+
+SplitResult SplitAtNodes(const io::Model& model, const std::vector<std::string>& node_names,
+                         const SplitOptions& options) {
+  GraphView view(model.proto.graph());
+  std::vector<bool> host(view.node_count(), false);
+  for (int i : ResolveCutNodes(view, node_names)) host[i] = true;
+  return SplitModel(model, host, options);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Splitting
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// A Constant node is not a cut position: it is cloned into each segment that reads it, so a
+// constant never becomes a bridge.
+bool IsFloatingConstant(const GraphView& view, int index, bool host) {
+  const auto& node = view.node(index);
+  if (host || node.op_type() != "Constant") return false;
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+  for (const auto& out : node.output()) {
+    if (view.IsGraphOutput(out)) return false;
+  }
+  return true;
+}
+
+int OutputSlot(const onnx::NodeProto& node, const std::string& tensor) {
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i) == tensor) return i;
+  }
+  return node.output_size();
+}
+
+class Splitter {
+ public:
+  Splitter(const io::Model& model, const std::vector<bool>& host, const SplitOptions& options)
+      : model_(model), view_(model.proto.graph()), types_(model, view_), options_(options) {
+    if (static_cast<int>(host.size()) != view_.node_count()) {
+      ThrowInternal("split: {} host flags for {} nodes", host.size(), view_.node_count());
+    }
+    host_ = host;
+  }
+
+  SplitResult Run() {
+    result_.source_nodes = view_.node_count();
+    FormRuns();
+    for (size_t s = 0; s < result_.segments.size(); ++s) BuildSegment(static_cast<int>(s));
+    CollectBridges();
+    Advise();
+    return std::move(result_);
+  }
+
+ private:
+  void FormRuns() {
+    int n = view_.node_count();
+    floating_.assign(n, false);
+    segment_of_.assign(n, -1);
+    position_.assign(n, -1);
+    for (int index : view_.TopoOrder()) {
+      if (IsFloatingConstant(view_, index, host_[index])) {
+        floating_[index] = true;
+        continue;
+      }
+      SegmentRole role = host_[index] ? SegmentRole::kHost : SegmentRole::kAccelerator;
+      auto& segments = result_.segments;
+      if (segments.empty() || segments.back().role != role) {
+        segments.emplace_back().role = role;
+        segment_start_.push_back(static_cast<int>(linear_.size()));
+      }
+      segments.back().nodes.push_back(index);
+      segment_of_[index] = static_cast<int>(segments.size()) - 1;
+      position_[index] = static_cast<int>(linear_.size());
+      linear_.push_back(index);
+    }
+    if (linear_.empty()) ThrowBadInput("nothing to split: the graph has no nodes");
+  }
+
+  // Whether `tensor`, produced in segment `s`, is read by any other segment.
+  bool ReadElsewhere(const std::string& tensor, int s) const {
+    for (int c : view_.Consumers(tensor)) {
+      if (segment_of_[c] != s) return true;
+    }
+    return false;
+  }
+
+  void BuildSegment(int s) {
+    Segment& segment = result_.segments[s];
+    std::set<int> constants;
+    std::unordered_set<std::string> graph_inputs_read;
+    // (producer position, output slot, tensor): bridges arrive in production order.
+    std::vector<std::tuple<int, int, std::string>> bridges_in;
+    std::unordered_set<std::string> seen;
+    for (int index : segment.nodes) {
+      for (const auto& name : view_.NodeReads(index)) {
+        if (!seen.insert(name).second) continue;
+        int p = view_.Producer(name);
+        if (p >= 0 && floating_[p]) {
+          constants.insert(p);
+        } else if (p >= 0 && segment_of_[p] != s) {
+          bridges_in.emplace_back(position_[p], OutputSlot(view_.node(p), name), name);
+          bridge_consumers_[name].insert(s);
+        } else if (p < 0 && !view_.Initializer(name) && view_.GraphInput(name)) {
+          graph_inputs_read.insert(name);
+        }
+      }
+    }
+    SubModelSpec spec;
+    spec.graph_name = fmt::format("{}_{:02d}_{}", view_.graph().name(), s, RoleName(segment.role));
+    bool last = s + 1 == static_cast<int>(result_.segments.size());
+    for (const auto& out : view_.graph().output()) {
+      int p = view_.Producer(out.name());
+      bool here = p >= 0 ? segment_of_[p] == s : last;  // pass-through outputs: last segment
+      if (!here) continue;
+      spec.outputs.push_back(out.name());
+      result_.graph_outputs[out.name()] = s;
+      if (p < 0 && view_.GraphInput(out.name())) graph_inputs_read.insert(out.name());
+    }
+    for (const auto& in : view_.graph().input()) {
+      if (graph_inputs_read.count(in.name())) spec.inputs.push_back(in.name());
+    }
+    std::sort(bridges_in.begin(), bridges_in.end());
+    for (const auto& [pos, slot, name] : bridges_in) spec.inputs.push_back(name);
+    for (int index : segment.nodes) {
+      for (const auto& out : view_.node(index).output()) {
+        if (out.empty() || view_.IsGraphOutput(out) || !ReadElsewhere(out, s)) continue;
+        spec.outputs.push_back(out);
+      }
+    }
+    spec.nodes.assign(constants.begin(), constants.end());
+    spec.nodes.insert(spec.nodes.end(), segment.nodes.begin(), segment.nodes.end());
+    segment.model = BuildSubModel(model_, view_, spec, types_, &result_.notes);
+    segment.file = fmt::format("{:02d}_{}.onnx", s, RoleName(segment.role));
+    segment.inputs = Boundary(spec.inputs, segment.model.proto.graph().input());
+    segment.outputs = Boundary(spec.outputs, segment.model.proto.graph().output());
+  }
+
+  static std::vector<BoundaryTensor> Boundary(
+      const std::vector<std::string>& names,
+      const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& infos) {
+    std::vector<BoundaryTensor> out;
+    for (const auto& name : names) {
+      for (const auto& info : infos) {
+        if (info.name() != name) continue;
+        out.push_back({name, info.type(), StaticBytes(info.type())});
+        break;
+      }
+    }
+    return out;
+  }
+
+  // Graph outputs produced early and read later are bridges too; they are outputs of their
+  // segment already, so only their consumers need recording.
+  void CollectBridges() {
+    for (const auto& [name, consumers] : bridge_consumers_) {
+      int producer = segment_of_[view_.Producer(name)];
+      Bridge bridge{
+          name, producer, {consumers.begin(), consumers.end()}, StaticBytes(types_.Find(name))};
+      result_.bridges.push_back(std::move(bridge));
+    }
+    std::sort(result_.bridges.begin(), result_.bridges.end(), [&](const auto& a, const auto& b) {
+      return position_[view_.Producer(a.tensor)] < position_[view_.Producer(b.tensor)];
+    });
+  }
+
+  // ---- cut-point advice ----
+
+  struct Span {
+    int first = 0;  // position of the producer
+    int last = 0;   // position of the last consumer
+    std::optional<uint64_t> bytes;
+    std::string tensor;
+  };
+
+  // Every tensor read after the node producing it, as positions in the linear order.
+  std::vector<Span> Spans() {
+    std::vector<Span> spans;
+    for (int index : linear_) {
+      for (const auto& out : view_.node(index).output()) {
+        int last = -1;
+        for (int c : view_.Consumers(out)) last = std::max(last, position_[c]);
+        if (last > position_[index]) {
+          spans.push_back({position_[index], last, StaticBytes(types_.Find(out)), out});
+        }
+      }
+    }
+    return spans;
+  }
+
+  // Bytes crossing a boundary placed just before position `p`; nullopt when a size is unknown.
+  static std::optional<uint64_t> CrossingBytes(const std::vector<Span>& spans, int p,
+                                               std::vector<std::string>* tensors = nullptr) {
+    uint64_t total = 0;
+    for (const auto& span : spans) {
+      if (span.first >= p || span.last < p) continue;
+      if (!span.bytes) return std::nullopt;
+      total += *span.bytes;
+      if (tensors) tensors->push_back(span.tensor);
+    }
+    return total;
+  }
+
+  void Advise() {
+    std::vector<Span> spans;
+    for (int b = 1; b < static_cast<int>(result_.segments.size()); ++b) {
+      std::vector<std::pair<std::string, uint64_t>> large;
+      for (const auto& bridge : result_.bridges) {
+        bool crosses = bridge.producer < b && bridge.consumers.back() >= b;
+        if (crosses && bridge.bytes && *bridge.bytes > options_.bridge_warn_bytes) {
+          large.emplace_back(bridge.tensor, *bridge.bytes);
+        }
+      }
+      if (large.empty()) continue;
+      if (spans.empty()) spans = Spans();
+      result_.advice.push_back(AdviseBoundary(b, spans, large));
+    }
+  }
+
+  CutAdvice AdviseBoundary(int b, const std::vector<Span>& spans,
+                           const std::vector<std::pair<std::string, uint64_t>>& large) {
+    CutAdvice advice;
+    advice.boundary = b;
+    for (const auto& [name, bytes] : large) advice.large_bridges.push_back(name);
+    int at = segment_start_[b];
+    advice.bytes = CrossingBytes(spans, at).value_or(0);
+    // The boundary may only move into the accelerator segment: the host must keep its nodes.
+    bool host_after = result_.segments[b].role == SegmentRole::kHost;
+    int lo = host_after ? std::max(segment_start_[b - 1] + 1, at - options_.advice_window) : at + 1;
+    int end = b + 1 < static_cast<int>(segment_start_.size()) ? segment_start_[b + 1]
+                                                              : static_cast<int>(linear_.size());
+    int hi = host_after ? at - 1 : std::min(end - 1, at + options_.advice_window);
+    for (int p = lo; p <= hi; ++p) {
+      std::vector<std::string> tensors;
+      auto bytes = CrossingBytes(spans, p, &tensors);
+      if (!bytes || *bytes >= advice.bytes) continue;
+      advice.candidates.push_back(
+          {view_.node(linear_[p]).name(), std::abs(p - at), *bytes, std::move(tensors)});
+    }
+    std::sort(advice.candidates.begin(), advice.candidates.end(), [](const auto& x, const auto& y) {
+      return std::tie(x.bytes, x.nodes_moved) < std::tie(y.bytes, y.nodes_moved);
+    });
+    if (advice.candidates.size() > 3) advice.candidates.resize(3);
+    advice.message = AdviceMessage(advice, large);
+    return advice;
+  }
+
+  std::string AdviceMessage(const CutAdvice& advice,
+                            const std::vector<std::pair<std::string, uint64_t>>& large) const {
+    std::vector<std::string> sized;
+    for (const auto& [name, bytes] : large) {
+      sized.push_back(fmt::format("'{}' {}", name, util::FormatBytes(bytes)));
+    }
+    std::string text = fmt::format(
+        "the cut between segments {} and {} bridges {} in total ({} over the {} threshold)",
+        advice.boundary - 1, advice.boundary, util::FormatBytes(advice.bytes),
+        util::Join(sized, ", "), util::FormatBytes(options_.bridge_warn_bytes));
+    if (advice.candidates.empty()) {
+      return text + fmt::format("; no smaller cut within {} nodes", options_.advice_window);
+    }
+    std::vector<std::string> candidates;
+    for (const auto& c : advice.candidates) {
+      candidates.push_back(fmt::format("before '{}' ({} more node{} on the host): {} [{}]",
+                                       c.before_node, c.nodes_moved, c.nodes_moved == 1 ? "" : "s",
+                                       util::FormatBytes(c.bytes), util::Join(c.tensors, ", ")));
+    }
+    return text + "; smaller cuts nearby: " + util::Join(candidates, "; ");
+  }
+
+  const io::Model& model_;
+  GraphView view_;
+  TensorTypes types_;
+  const SplitOptions& options_;
+  std::vector<bool> host_;
+  std::vector<bool> floating_;
+  std::vector<int> segment_of_;
+  std::vector<int> position_;       // node index -> position in linear_
+  std::vector<int> linear_;         // non-floating nodes in execution order
+  std::vector<int> segment_start_;  // segment -> position of its first node
+  std::unordered_map<std::string, std::set<int>> bridge_consumers_;
+  SplitResult result_;
+};
+
+}  // namespace
+
+SplitResult SplitModel(const io::Model& model, const std::vector<bool>& host,
+                       const SplitOptions& options) {
+  if (options.input_shapes.empty()) return Splitter(model, host, options).Run();
+  io::Model pinned = model;
+  shape::ApplyInputShapes(pinned, options.input_shapes);
+  SplitResult result = Splitter(pinned, host, options).Run();
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Manifest and table
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+nlohmann::json ShapeJson(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return nullptr;
+  nlohmann::json dims = nlohmann::json::array();
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    if (d.has_dim_value()) {
+      dims.push_back(d.dim_value());
+    } else if (d.has_dim_param()) {
+      dims.push_back(d.dim_param());
+    } else {
+      dims.push_back(nullptr);
+    }
+  }
+  return dims;
+}
+
+nlohmann::json DtypeJson(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || type.tensor_type().elem_type() == 0) return nullptr;
+  return DtypeName(type.tensor_type().elem_type());
+}
+
+nlohmann::json OptionalBytes(const std::optional<uint64_t>& bytes) {
+  return bytes ? nlohmann::json(*bytes) : nlohmann::json(nullptr);
+}
+
+nlohmann::json TensorJson(const BoundaryTensor& t) {
+  return {{"name", t.name},
+          {"dtype", DtypeJson(t.type)},
+          {"shape", ShapeJson(t.type)},
+          {"bytes", OptionalBytes(t.bytes)}};
+}
+
+nlohmann::json TensorListJson(const std::vector<BoundaryTensor>& tensors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : tensors) out.push_back(TensorJson(t));
+  return out;
+}
+
+std::string TensorListText(const std::vector<BoundaryTensor>& tensors) {
+  std::vector<std::string> parts;
+  for (const auto& t : tensors) {
+    parts.push_back(fmt::format("{}[{}]", t.name, ShapeToString(t.type)));
+  }
+  return util::Join(parts, ", ");
+}
+
+std::string BytesText(const std::optional<uint64_t>& bytes) {
+  return bytes ? util::FormatBytes(*bytes) : "?";
+}
+
+}  // namespace
+
+nlohmann::json PipelineManifest(const SplitResult& result, const io::Model& source,
+                                const std::string& source_sha256, const std::string& weights_mode) {
+  nlohmann::json doc;
+  doc["format"] = "porttool-pipeline/1";
+  doc["source"] = {
+      {"path", source.path.string()}, {"sha256", source_sha256}, {"nodes", result.source_nodes}};
+  doc["weights"] = weights_mode;
+  nlohmann::json segments = nlohmann::json::array();
+  for (size_t s = 0; s < result.segments.size(); ++s) {
+    const Segment& seg = result.segments[s];
+    nlohmann::json entry = {{"index", s},
+                            {"file", seg.file},
+                            {"role", RoleName(seg.role)},
+                            {"nodes", seg.model.proto.graph().node_size()},
+                            {"inputs", TensorListJson(seg.inputs)},
+                            {"outputs", TensorListJson(seg.outputs)}};
+    if (seg.role == SegmentRole::kHost) {
+      nlohmann::json names = nlohmann::json::array();
+      for (int i : seg.nodes) names.push_back(source.proto.graph().node(i).name());
+      entry["host_nodes"] = names;
+    }
+    segments.push_back(entry);
+  }
+  doc["segments"] = segments;
+  nlohmann::json bridges = nlohmann::json::array();
+  for (const auto& b : result.bridges) {
+    bridges.push_back({{"tensor", b.tensor},
+                       {"producer", b.producer},
+                       {"consumers", b.consumers},
+                       {"bytes", OptionalBytes(b.bytes)}});
+  }
+  doc["bridges"] = bridges;
+  nlohmann::json outputs = nlohmann::json::object();
+  for (const auto& [name, s] : result.graph_outputs) outputs[name] = s;
+  doc["graph_outputs"] = outputs;
+  nlohmann::json advice = nlohmann::json::array();
+  for (const auto& a : result.advice) {
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const auto& c : a.candidates) {
+      candidates.push_back({{"before_node", c.before_node},
+                            {"nodes_moved", c.nodes_moved},
+                            {"bytes", c.bytes},
+                            {"tensors", c.tensors}});
+    }
+    advice.push_back({{"boundary", {a.boundary - 1, a.boundary}},
+                      {"bytes", a.bytes},
+                      {"large_bridges", a.large_bridges},
+                      {"candidates", candidates},
+                      {"message", a.message}});
+  }
+  doc["advice"] = advice;
+  return doc;
+}
+
+std::string FormatSplitTable(const SplitResult& result) {
+  std::string out = fmt::format("{:>3}  {:<22} {:<12} {:>6}  {}\n", "#", "file", "role", "nodes",
+                                "inputs -> outputs");
+  for (size_t s = 0; s < result.segments.size(); ++s) {
+    const Segment& seg = result.segments[s];
+    out += fmt::format("{:>3}  {:<22} {:<12} {:>6}  {} -> {}\n", s, seg.file, RoleName(seg.role),
+                       seg.model.proto.graph().node_size(), TensorListText(seg.inputs),
+                       TensorListText(seg.outputs));
+  }
+  if (result.bridges.empty()) return out + "no bridges\n";
+  out += fmt::format("\n{:<32} {:>12}  {:>4}  {}\n", "bridge", "bytes", "from", "to");
+  for (const auto& b : result.bridges) {
+    std::vector<std::string> to;
+    for (int c : b.consumers) to.push_back(std::to_string(c));
+    out += fmt::format("{:<32} {:>12}  {:>4}  {}\n", b.tensor, BytesText(b.bytes), b.producer,
+                       util::Join(to, ","));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+// A directory under construction; removed unless released.
+class TempDirGuard {
+ public:
+  explicit TempDirGuard(const fs::path& target) {
+    std::string name = fmt::format(".{}.tmp-XXXXXX", target.filename().string());
+    std::string pattern = (target.parent_path() / name).string();
+    if (!::mkdtemp(pattern.data())) {
+      ThrowBadInput("cannot create a directory next to '{}': {}", target.string(),
+                    std::strerror(errno));
+    }
+    path_ = pattern;
+  }
+  ~TempDirGuard() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  void Release() { path_.clear(); }
+
+ private:
+  fs::path path_;
+};
+
+bool IsInside(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  fs::path d = fs::weakly_canonical(fs::absolute(dir), ec);
+  auto [end, _] = std::mismatch(d.begin(), d.end(), p.begin(), p.end());
+  return end == d.end();
+}
+
+void CheckReplaceable(const fs::path& dir, const io::Model& source) {
+  if (!source.path.empty() && IsInside(source.path, dir)) {
+    ThrowUsage("the output directory '{}' holds the input model '{}'; choose another -o",
+               dir.string(), source.path.string());
+  }
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) {
+    ThrowUsage("'{}' exists and is not a directory; choose another -o", dir.string());
+  }
+  if (!fs::is_empty(dir, ec) && !fs::exists(dir / "pipeline.json", ec)) {
+    ThrowUsage(
+        "'{}' exists and is not a previous split (no pipeline.json); refusing to replace "
+        "it: choose another -o",
+        dir.string());
+  }
+}
+
+// Swaps the finished directory into place; an old split there is removed afterwards.
+void MoveIntoPlace(TempDirGuard& built, const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    TempDirGuard old(dir);
+    fs::remove(old.path());
+    fs::rename(dir, old.path(), ec);
+    if (ec) ThrowBadInput("cannot replace '{}': {}", dir.string(), ec.message());
+    fs::rename(built.path(), dir, ec);
+    if (ec) {
+      fs::rename(old.path(), dir);
+      ThrowBadInput("cannot move the split into '{}': {}", dir.string(), ec.message());
+    }
+  } else {
+    fs::rename(built.path(), dir, ec);
+    if (ec) ThrowBadInput("cannot move the split into '{}': {}", dir.string(), ec.message());
+  }
+  built.Release();
+}
+
+uint64_t WeightBytes(const onnx::ModelProto& proto) {
+  uint64_t total = 0;
+  io::ForEachTensor(proto.graph(), [&](const onnx::TensorProto& t) {
+    if (t.data_type() != onnx::TensorProto::STRING) total += io::TensorPayloadBytes(t);
+  });
+  return total;
+}
+
+// Copies external weights into the tensors themselves.
+void InlineWeights(io::Model& model) {
+  io::ForEachTensor(*model.proto.mutable_graph(), [&](onnx::TensorProto& t) {
+    if (!io::IsExternal(t)) return;
+    io::TensorBytes bytes = io::ReadTensorBytes(model, t);
+    t.set_raw_data(bytes.bytes.data(), bytes.bytes.size());
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+  });
+}
+
+// Leaves room for the graph itself next to the weights under protobuf's limit.
+constexpr uint64_t kInlineWeightLimit = io::kProtobufLimit - (uint64_t{64} << 20);
+
+io::SaveResult SaveSegment(Segment& segment, const fs::path& out, bool copy_weights) {
+  io::SaveOptions options;
+  if (copy_weights) {
+    if (WeightBytes(segment.model.proto) < kInlineWeightLimit) {
+      InlineWeights(segment.model);
+    } else {
+      options.external_data = true;
+      options.external_file = segment.file + ".data";
+    }
+  }
+  return io::Save(segment.model, out, options);
+}
+
+}  // namespace
+
+fs::path DefaultSplitDir(const fs::path& model_path) {
+  return fs::path(model_path.stem().string() + ".split");
+}
+
+WriteSplitResult WriteSplit(SplitResult& result, const io::Model& source, const fs::path& dir_in,
+                            const WriteSplitOptions& options) {
+  fs::path dir = dir_in.lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  if (dir.empty()) ThrowUsage("the output directory must not be empty");
+  std::error_code ec;
+  if (!dir.parent_path().empty()) fs::create_directories(dir.parent_path(), ec);
+  CheckReplaceable(dir, source);
+
+  WriteSplitResult written;
+  written.dir = dir;
+  TempDirGuard building(dir);
+  std::set<std::string> notes;
+  for (auto& segment : result.segments) {
+    io::SaveResult saved =
+        SaveSegment(segment, building.path() / segment.file, options.copy_weights);
+    notes.insert(saved.notes.begin(), saved.notes.end());
+  }
+  std::string sha = source.path.empty() ? "" : util::Sha256File(source.path);
+  written.manifest =
+      PipelineManifest(result, source, sha, options.copy_weights ? "copy" : "zero-copy");
+  io::WriteFileAtomic(building.path() / "pipeline.json", written.manifest.dump(2) + "\n");
+  MoveIntoPlace(building, dir);
+  written.notes.assign(notes.begin(), notes.end());
+  return written;
+}
+
+}  // namespace porttool::ir

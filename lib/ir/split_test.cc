@@ -1,0 +1,503 @@
+#include "lib/ir/split.h"
+
+#include <gtest/gtest.h>
+#include <onnx/checker.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <set>
+
+#include "lib/io/external_data.h"
+#include "lib/ir/dtype.h"
+#include "lib/util/error.h"
+#include "lib/util/sha256.h"
+#include "lib/util/testing.h"
+
+namespace porttool::ir {
+namespace {
+
+namespace fs = std::filesystem;
+
+void NameNodes(onnx::GraphProto& graph) {
+  for (auto& node : *graph.mutable_node()) {
+    if (node.name().empty()) node.set_name("n_" + node.output(0));
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) NameNodes(*attr.mutable_g());
+    }
+  }
+}
+
+// Parses ONNX text and names every node "n_<first output>" (the 1.12 parser has no node names).
+io::Model Parse(const std::string& text) {
+  io::Model model = io::ParseText(text);
+  NameNodes(*model.proto.mutable_graph());
+  return model;
+}
+
+std::vector<std::string> Names(const std::vector<BoundaryTensor>& tensors) {
+  std::vector<std::string> out;
+  for (const auto& t : tensors) out.push_back(t.name);
+  return out;
+}
+
+std::vector<std::string> NodeNames(const Segment& segment) {
+  std::vector<std::string> out;
+  for (const auto& node : segment.model.proto.graph().node()) out.push_back(node.name());
+  return out;
+}
+
+std::vector<std::string> Roles(const SplitResult& r) {
+  std::vector<std::string> out;
+  for (const auto& s : r.segments) out.push_back(RoleName(s.role));
+  return out;
+}
+
+const Bridge* FindBridge(const SplitResult& r, const std::string& tensor) {
+  for (const auto& b : r.bridges) {
+    if (b.tensor == tensor) return &b;
+  }
+  return nullptr;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// The structural contract of a split: each original output produced by exactly one segment,
+// every segment input a graph input or a bridge from an earlier segment, every bridge an output
+// of its producer and an input of each consumer, every segment a valid model.
+void ExpectChained(const io::Model& source, const SplitResult& r) {
+  GraphView view(source.proto.graph());
+  for (const auto& out : source.proto.graph().output()) {
+    int producers = 0;
+    for (const auto& s : r.segments) producers += Contains(Names(s.outputs), out.name());
+    EXPECT_EQ(producers, 1) << out.name();
+  }
+  for (size_t s = 0; s < r.segments.size(); ++s) {
+    for (const auto& in : r.segments[s].inputs) {
+      const Bridge* b = FindBridge(r, in.name);
+      bool graph_input = view.GraphInput(in.name) != nullptr;
+      EXPECT_TRUE(graph_input || b) << in.name << " in segment " << s;
+      if (b) {
+        EXPECT_LT(b->producer, static_cast<int>(s));
+        EXPECT_TRUE(std::count(b->consumers.begin(), b->consumers.end(), static_cast<int>(s)));
+      }
+    }
+    EXPECT_NO_THROW(onnx::checker::check_model(r.segments[s].model.proto)) << "segment " << s;
+    EXPECT_EQ(r.segments[s].model.proto.ir_version(), source.proto.ir_version());
+    EXPECT_EQ(r.segments[s].model.proto.opset_import_size(), source.proto.opset_import_size());
+  }
+  for (const auto& b : r.bridges) {
+    EXPECT_TRUE(Contains(Names(r.segments[b.producer].outputs), b.tensor)) << b.tensor;
+    for (int c : b.consumers) EXPECT_TRUE(Contains(Names(r.segments[c].inputs), b.tensor));
+  }
+  // Every node that is not a (cloned) Constant lands in exactly one segment.
+  std::multiset<std::string> placed;
+  for (const auto& s : r.segments) {
+    for (const auto& node : s.model.proto.graph().node()) {
+      if (node.op_type() != "Constant") placed.insert(node.name());
+    }
+  }
+  for (const auto& node : source.proto.graph().node()) {
+    if (node.op_type() == "Constant") continue;
+    EXPECT_EQ(placed.count(node.name()), 1u) << node.name();
+  }
+}
+
+const char* kChain = R"(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "test">
+chain (float[1,4] x) => (float[1,4] y) {
+  a = Relu(x)
+  b = Neg(a)
+  c = Abs(b)
+  d = Sigmoid(c)
+  y = Tanh(d)
+}
+)";
+
+TEST(Split, LinearChain) {
+  io::Model m = Parse(kChain);
+  SplitResult r = SplitAtNodes(m, {"n_b"});
+  ExpectChained(m, r);
+  EXPECT_EQ(Roles(r), (std::vector<std::string>{"accelerator", "host", "accelerator"}));
+  EXPECT_EQ(NodeNames(r.segments[0]), (std::vector<std::string>{"n_a"}));
+  EXPECT_EQ(NodeNames(r.segments[1]), (std::vector<std::string>{"n_b"}));
+  EXPECT_EQ(NodeNames(r.segments[2]), (std::vector<std::string>{"n_c", "n_d", "n_y"}));
+  ASSERT_EQ(r.bridges.size(), 2u);
+  EXPECT_EQ(r.bridges[0].tensor, "a");
+  EXPECT_EQ(r.bridges[0].bytes, 16u);
+  EXPECT_EQ(r.bridges[1].tensor, "b");
+  EXPECT_EQ(r.segments[1].model.proto.producer_name(), "test");
+  EXPECT_EQ(r.segments[2].file, "02_accelerator.onnx");
+  EXPECT_EQ(r.graph_outputs.at("y"), 2);
+}
+
+TEST(Split, TwoCutsAndAdjacentCutsShareOneHostSegment) {
+  io::Model m = Parse(kChain);
+  SplitResult two = SplitAtNodes(m, {"n_b", "n_d"});
+  ExpectChained(m, two);
+  EXPECT_EQ(Roles(two), (std::vector<std::string>{"accelerator", "host", "accelerator", "host",
+                                                  "accelerator"}));
+  SplitResult adjacent = SplitAtNodes(m, {"n_b", "n_c"});
+  ExpectChained(m, adjacent);
+  ASSERT_EQ(adjacent.segments.size(), 3u);
+  EXPECT_EQ(NodeNames(adjacent.segments[1]), (std::vector<std::string>{"n_b", "n_c"}));
+}
+
+TEST(Split, CutAtFirstOrLastNodeEmitsNoEmptySegment) {
+  io::Model m = Parse(kChain);
+  SplitResult first = SplitAtNodes(m, {"n_a"});
+  ExpectChained(m, first);
+  EXPECT_EQ(Roles(first), (std::vector<std::string>{"host", "accelerator"}));
+  EXPECT_EQ(Names(first.segments[0].inputs), (std::vector<std::string>{"x"}));
+  SplitResult last = SplitAtNodes(m, {"n_y"});
+  ExpectChained(m, last);
+  EXPECT_EQ(Roles(last), (std::vector<std::string>{"accelerator", "host"}));
+  EXPECT_EQ(Names(last.segments[1].outputs), (std::vector<std::string>{"y"}));
+}
+
+TEST(Split, SkipConnectionAcrossTheCutIsBridgedToEveryConsumer) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x) => (float[2,3] y) {
+  a = Relu(x)
+  b = Neg(a)
+  c = Abs(b)
+  y = Add(c, a)
+}
+)");
+  SplitResult r = SplitAtNodes(m, {"n_b"});
+  ExpectChained(m, r);
+  const Bridge* skip = FindBridge(r, "a");
+  ASSERT_NE(skip, nullptr);
+  EXPECT_EQ(skip->producer, 0);
+  EXPECT_EQ(skip->consumers, (std::vector<int>{1, 2}));
+  EXPECT_EQ(Names(r.segments[2].inputs), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(Split, GraphOutputProducedBeforeTheCut) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] early, float[4] y) {
+  early = Relu(x)
+  b = Neg(early)
+  y = Abs(b)
+}
+)");
+  SplitResult r = SplitAtNodes(m, {"n_b"});
+  ExpectChained(m, r);
+  EXPECT_EQ(r.graph_outputs.at("early"), 0);
+  EXPECT_EQ(Names(r.segments[0].outputs), (std::vector<std::string>{"early"}));
+  ASSERT_NE(FindBridge(r, "early"), nullptr);  // also read by the host segment
+  // A graph input read only by a later segment is that segment's input.
+  io::Model late = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x, float[4] z) => (float[4] y) {
+  a = Relu(x)
+  b = Neg(a)
+  y = Add(b, z)
+}
+)");
+  SplitResult r2 = SplitAtNodes(late, {"n_b"});
+  ExpectChained(late, r2);
+  EXPECT_EQ(Names(r2.segments[2].inputs), (std::vector<std::string>{"z", "b"}));
+}
+
+TEST(Split, CutNodeWithTwoInputsAndTwoOutputs) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,8] x, int64[1] k) => (float[1,3] y) {
+  a = Relu(x)
+  v, i = TopK(a, k)
+  f = Cast<to = 1>(i)
+  y = Add(v, f)
+}
+)");
+  SplitResult r = SplitAtNodes(m, {"n_v"});
+  ExpectChained(m, r);
+  EXPECT_EQ(Names(r.segments[1].inputs), (std::vector<std::string>{"k", "a"}));
+  EXPECT_EQ(Names(r.segments[1].outputs), (std::vector<std::string>{"v", "i"}));
+  EXPECT_EQ(Names(r.segments[2].inputs), (std::vector<std::string>{"v", "i"}));
+}
+
+TEST(Split, SharedInitializerIsCarriedByEverySegmentThatReadsIt) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y)
+<float[4] w = {1.0, 2.0, 3.0, 4.0}, float[4] unused = {0.0, 0.0, 0.0, 0.0}>
+{
+  a = Add(x, w)
+  b = Neg(a)
+  y = Mul(b, w)
+}
+)");
+  SplitResult r = SplitAtNodes(m, {"n_b"});
+  ExpectChained(m, r);
+  ASSERT_EQ(r.segments[0].model.proto.graph().initializer_size(), 1);
+  EXPECT_EQ(r.segments[0].model.proto.graph().initializer(0).name(), "w");
+  EXPECT_EQ(r.segments[1].model.proto.graph().initializer_size(), 0);
+  ASSERT_EQ(r.segments[2].model.proto.graph().initializer_size(), 1);
+  EXPECT_TRUE(r.bridges.size() == 2u && !FindBridge(r, "w"));
+}
+
+const char* kWithIf = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4] x, bool c) => (float[1,4] y) {
+  a = Relu(x)
+  b = If(c) <then_branch = thn () => (float[1,4] t) { t = Neg(a) },
+             else_branch = els () => (float[1,4] e) { e = Abs(a) }>
+  y = Add(b, a)
+}
+)";
+
+TEST(Split, IfNodeAsTheCutMovesWholeWithItsCaptures) {
+  io::Model m = Parse(kWithIf);
+  SplitResult r = SplitAtNodes(m, {"n_b"});
+  ExpectChained(m, r);
+  ASSERT_EQ(r.segments.size(), 3u);
+  const auto& host = r.segments[1].model.proto.graph();
+  ASSERT_EQ(host.node_size(), 1);
+  EXPECT_EQ(host.node(0).attribute_size(), 2);  // both branches kept
+  // The branches capture `a`: it is an input of the host segment.
+  EXPECT_EQ(Names(r.segments[1].inputs), (std::vector<std::string>{"c", "a"}));
+  EXPECT_EQ(FindBridge(r, "a")->consumers, (std::vector<int>{1, 2}));
+}
+
+TEST(Split, NodeInsideASubgraphCannotBeCut) {
+  io::Model m = Parse(kWithIf);
+  try {
+    SplitAtNodes(m, {"n_t"});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("inside a subgraph of node 'n_b'"), std::string::npos)
+        << e.what();
+  }
+}
+
+std::string UsageMessage(const io::Model& m, const std::vector<std::string>& at) {
+  try {
+    SplitAtNodes(m, at);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return {};
+}
+
+TEST(Split, BadNamesAreUsageErrorsThatSayWhatToDo) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y) <float[4] w = {1.0, 2.0, 3.0, 4.0}> {
+  a = Add(x, w)
+  b = Neg(a)
+  y = Abs(b)
+}
+)");
+  EXPECT_NE(UsageMessage(m, {"n_bb"}).find("closest node names: n_b"), std::string::npos);
+  EXPECT_NE(UsageMessage(m, {"x"}).find("graph input"), std::string::npos);
+  EXPECT_NE(UsageMessage(m, {"w"}).find("initializer"), std::string::npos);
+  EXPECT_NE(UsageMessage(m, {"a"}).find("produced by node 'n_a'"), std::string::npos);
+  m.proto.mutable_graph()->mutable_node(2)->set_name("n_b");
+  EXPECT_NE(UsageMessage(m, {"n_b"}).find("ambiguous"), std::string::npos);
+  EXPECT_NE(UsageMessage(m, {}).find("--at"), std::string::npos);
+}
+
+TEST(Split, ConstantsAreClonedIntoTheirReadersNotBridged) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y) {
+  k = Constant<value = float[1] {2.0}>()
+  a = Mul(x, k)
+  b = Neg(a)
+  y = Mul(b, k)
+}
+)");
+  SplitResult r = SplitAtNodes(m, {"n_b"});
+  ExpectChained(m, r);
+  EXPECT_EQ(FindBridge(r, "k"), nullptr);
+  EXPECT_EQ(NodeNames(r.segments[0]), (std::vector<std::string>{"n_k", "n_a"}));
+  EXPECT_EQ(NodeNames(r.segments[2]), (std::vector<std::string>{"n_k", "n_y"}));
+}
+
+TEST(Split, LargeBridgeGetsSmallerCutCandidates) {
+  // Expanding a reduced tensor just before the cut: cutting before the Expand bridges 4 bytes
+  // instead of 256.
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,64] x) => (float[1,64] y) <int64[2] shape = {1, 64}> {
+  a = Relu(x)
+  r = ReduceSum<keepdims = 1>(a)
+  e = Expand(r, shape)
+  c = Neg(e)
+  y = Abs(c)
+}
+)");
+  SplitOptions options;
+  options.bridge_warn_bytes = 100;
+  SplitResult r = SplitAtNodes(m, {"n_c"}, options);
+  ExpectChained(m, r);
+  // Both cuts carry 256 bytes; only the one before the host node has a smaller neighbour.
+  ASSERT_EQ(r.advice.size(), 2u);
+  EXPECT_TRUE(r.advice[1].candidates.empty());
+  EXPECT_NE(r.advice[1].message.find("no smaller cut"), std::string::npos);
+  const CutAdvice& advice = r.advice[0];
+  EXPECT_EQ(advice.boundary, 1);
+  EXPECT_EQ(advice.bytes, 256u);
+  ASSERT_FALSE(advice.candidates.empty());
+  EXPECT_EQ(advice.candidates[0].before_node, "n_e");
+  EXPECT_EQ(advice.candidates[0].bytes, 4u);
+  EXPECT_EQ(advice.candidates[0].tensors, (std::vector<std::string>{"r"}));
+  EXPECT_NE(advice.message.find("before 'n_e'"), std::string::npos) << advice.message;
+  // Under the default threshold there is nothing to warn about.
+  EXPECT_TRUE(SplitAtNodes(m, {"n_c"}).advice.empty());
+}
+
+TEST(Split, TypesComeFromInferenceAndPinnedInputShapes) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x) => (float[N,4] y) {
+  a = Relu(x)
+  b = Neg(a)
+  y = Abs(b)
+}
+)");
+  SplitResult dynamic = SplitAtNodes(m, {"n_b"});
+  ExpectChained(m, dynamic);
+  EXPECT_EQ(ShapeToString(dynamic.segments[1].inputs[0].type), "Nx4");
+  EXPECT_FALSE(dynamic.bridges[0].bytes.has_value());
+  SplitOptions options;
+  options.input_shapes = {{"x", {2, 4}}};
+  SplitResult pinned = SplitAtNodes(m, {"n_b"}, options);
+  ExpectChained(m, pinned);
+  EXPECT_EQ(pinned.bridges[0].bytes, 32u);
+  EXPECT_EQ(ShapeToString(pinned.segments[0].inputs[0].type), "2x4");
+}
+
+TEST(Split, HostFlagsEntryPointMergesRunsInTopologicalOrder) {
+  io::Model m = Parse(kChain);
+  SplitResult r = SplitModel(m, {false, true, true, false, true});
+  ExpectChained(m, r);
+  EXPECT_EQ(Roles(r), (std::vector<std::string>{"accelerator", "host", "accelerator", "host"}));
+  EXPECT_THROW(SplitModel(m, {true}), Error);
+}
+
+TEST(Split, ManifestListsSegmentsBridgesAndOutputs) {
+  io::Model m = Parse(kChain);
+  SplitResult r = SplitAtNodes(m, {"n_b"});
+  nlohmann::json doc = PipelineManifest(r, m, "abc", "zero-copy");
+  ASSERT_EQ(doc["segments"].size(), 3u);
+  EXPECT_EQ(doc["segments"][1]["role"], "host");
+  EXPECT_EQ(doc["segments"][1]["host_nodes"][0], "n_b");
+  EXPECT_EQ(doc["segments"][1]["inputs"][0]["name"], "a");
+  EXPECT_EQ(doc["segments"][1]["inputs"][0]["dtype"], "float32");
+  EXPECT_EQ(doc["segments"][1]["inputs"][0]["shape"], nlohmann::json::array({1, 4}));
+  EXPECT_EQ(doc["segments"][1]["inputs"][0]["bytes"], 16);
+  EXPECT_EQ(doc["bridges"][0]["tensor"], "a");
+  EXPECT_EQ(doc["bridges"][0]["consumers"], nlohmann::json::array({1}));
+  EXPECT_EQ(doc["graph_outputs"]["y"], 2);
+  std::string table = FormatSplitTable(r);
+  EXPECT_NE(table.find("01_host.onnx"), std::string::npos) << table;
+}
+
+// ---- writing ----
+
+struct ExternalModel {
+  testing::TempDir dir;
+  fs::path path;
+  io::Model model;
+};
+
+// A chain whose two weights live in an external data file.
+std::unique_ptr<ExternalModel> MakeExternalModel() {
+  auto out = std::make_unique<ExternalModel>();
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[256] x) => (float[256] y)
+<float[256] w1 = {1.0}, float[256] w2 = {2.0}>
+{
+  a = Add(x, w1)
+  b = Neg(a)
+  y = Mul(b, w2)
+}
+)");
+  for (auto& t : *m.proto.mutable_graph()->mutable_initializer()) {
+    float v = t.float_data(0);
+    t.clear_float_data();
+    for (int i = 0; i < 256; ++i) t.add_float_data(v);
+  }
+  fs::create_directories(out->dir / "src");
+  out->path = out->dir / "src" / "model.onnx";
+  io::SaveOptions options;
+  options.external_data = true;
+  options.external_file = "model.data";
+  io::Save(m, out->path, options);
+  out->model = io::Load(out->path);
+  return out;
+}
+
+TEST(SplitWrite, ZeroCopyHardLinksTheDataFileAndLeavesTheInputUntouched) {
+  auto src = MakeExternalModel();
+  std::string before = util::Sha256File(src->dir / "src" / "model.data");
+  SplitResult r = SplitAtNodes(src->model, {"n_b"});
+  fs::path out = src->dir / "out.split";
+  WriteSplitResult w = WriteSplit(r, src->model, out);
+  EXPECT_TRUE(w.notes.empty());
+  struct stat a {
+  }, b{};
+  ASSERT_EQ(::stat((src->dir / "src" / "model.data").c_str(), &a), 0);
+  ASSERT_EQ(::stat((out / "model.data").c_str(), &b), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino);
+  EXPECT_EQ(util::Sha256File(src->dir / "src" / "model.data"), before);
+  for (const auto& file : {"00_accelerator.onnx", "01_host.onnx", "02_accelerator.onnx"}) {
+    io::Model seg = io::Load(out / file);  // Load validates every location
+    io::ForEachTensor(seg.proto.graph(), [&](const onnx::TensorProto& t) {
+      ASSERT_TRUE(io::IsExternal(t));
+      EXPECT_EQ(io::ParseExternalRef(t).location, "model.data");
+    });
+  }
+  nlohmann::json doc = nlohmann::json::parse(testing::ReadFile(out / "pipeline.json"));
+  EXPECT_EQ(doc["weights"], "zero-copy");
+  EXPECT_EQ(doc["source"]["sha256"], util::Sha256File(src->path));
+  // No temp directories are left beside the output.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(src->dir.path())) ++entries;
+  EXPECT_EQ(entries, 2);  // src/ and out.split/
+}
+
+TEST(SplitWrite, CopyWeightsWritesSelfContainedSegmentsWithOnlyTheirWeights) {
+  auto src = MakeExternalModel();
+  SplitResult r = SplitAtNodes(src->model, {"n_b"});
+  fs::path out = src->dir / "copy.split";
+  WriteSplit(r, src->model, out, {.copy_weights = true});
+  EXPECT_FALSE(fs::exists(out / "model.data"));
+  io::Model first = io::Load(out / "00_accelerator.onnx");
+  ASSERT_EQ(first.proto.graph().initializer_size(), 1);
+  const auto& w1 = first.proto.graph().initializer(0);
+  EXPECT_FALSE(io::IsExternal(w1));
+  io::TensorBytes bytes = io::ReadTensorBytes(first, w1);
+  ASSERT_EQ(bytes.bytes.size(), 1024u);
+  EXPECT_EQ(reinterpret_cast<const float*>(bytes.bytes.data())[255], 1.0f);
+  nlohmann::json doc = nlohmann::json::parse(testing::ReadFile(out / "pipeline.json"));
+  EXPECT_EQ(doc["weights"], "copy");
+}
+
+TEST(SplitWrite, ReplacesAPreviousSplitButNothingElse) {
+  auto src = MakeExternalModel();
+  SplitResult r = SplitAtNodes(src->model, {"n_b"});
+  fs::path out = src->dir / "out.split";
+  WriteSplit(r, src->model, out);
+  SplitResult again = SplitAtNodes(src->model, {"n_a"});
+  WriteSplit(again, src->model, out);
+  EXPECT_FALSE(fs::exists(out / "02_accelerator.onnx"));  // the old third segment is gone
+  EXPECT_TRUE(fs::exists(out / "01_accelerator.onnx"));
+  fs::create_directories(src->dir / "other");
+  testing::WriteFile(src->dir / "other" / "keep.txt", "x");
+  EXPECT_THROW(WriteSplit(again, src->model, src->dir / "other"), Error);
+  EXPECT_TRUE(fs::exists(src->dir / "other" / "keep.txt"));
+  EXPECT_THROW(WriteSplit(again, src->model, src->dir / "src"), Error);  // holds the input
+}
+
+}  // namespace
+}  // namespace porttool::ir

@@ -1,0 +1,24 @@
+#include "lib/runtime/kernels/all_kernels.h"
+
+namespace porttool::runtime {
+
+const KernelRegistry& KernelRegistry::Default() {
+  static const KernelRegistry* registry = [] {
+    auto* r = new KernelRegistry;
+    RegisterElementwiseKernels(*r);
+    RegisterShapeKernels(*r);
+    RegisterReduceKernels(*r);
+    RegisterQuantKernels(*r);
+    RegisterControlFlowKernels(*r);
+    RegisterContribKernels(*r);
+    RegisterConvKernels(*r);
+    RegisterMatMulKernels(*r);
+    RegisterPoolKernels(*r);
+    RegisterNormKernels(*r);
+    RegisterResizeKernels(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace porttool::runtime

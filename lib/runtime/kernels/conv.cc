@@ -1,0 +1,427 @@
+// Conv and ConvTranspose. Conv runs as one of three paths: a direct kernel for depthwise convs
+// (memory-bound, so im2col would only add traffic), a plain GEMM for 1x1 stride-1 convs (the input
+// already is the im2col matrix), and im2col + GEMM for the rest, with im2col built in cache-sized
+// column chunks that are spread over the thread pool (see executor-performance.md for why the
+// chunking and a single threading system matter on this machine).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/gemm.h"
+#include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/kernels/simd.h"
+#include "lib/runtime/kernels/spatial.h"
+#include "lib/runtime/parallel.h"
+
+namespace porttool::runtime {
+namespace {
+
+using kernels::Gemm;
+using kernels::Window3;
+
+// im2col chunks of about this many bytes stay in L2 while the GEMM consumes them.
+constexpr int64_t kIm2ColChunkBytes = 768 * 1024;
+
+std::unique_ptr<float[]> Scratch(int64_t n) { return std::unique_ptr<float[]>(new float[n]); }
+
+// The operands of one conv, resolved and validated.
+struct ConvProblem {
+  int64_t batch = 0, c_in = 0, c_out = 0, group = 1, cin_g = 0, cout_g = 0;
+  Window3 w;
+  const float* x = nullptr;
+  const float* weights = nullptr;
+  const float* bias = nullptr;  // nullptr when absent
+  float* y = nullptr;
+  int64_t kernel_rows() const { return cin_g * w.kernel_size(); }
+};
+
+void CheckFloat(const KernelContext& ctx, const Tensor& t) {
+  if (t.dtype() != onnx::TensorProto::FLOAT) kernels::FailDtype(ctx, t.dtype());
+}
+
+const float* OptionalBias(const KernelContext& ctx, int64_t c_out) {
+  if (!ctx.has_input(2)) return nullptr;
+  const Tensor& b = ctx.input(2);
+  CheckFloat(ctx, b);
+  if (b.size() != c_out) {
+    ctx.Fail(fmt::format("bias {} must have {} values (one per output channel)", b.DebugString(),
+                         c_out));
+  }
+  return b.data<float>();
+}
+
+int64_t ReadGroup(const KernelContext& ctx, int64_t c_in) {
+  int64_t group = ctx.GetInt("group", 1);
+  if (group <= 0 || c_in % group != 0) {
+    ctx.Fail(fmt::format("group {} does not divide the {} input channels", group, c_in));
+  }
+  return group;
+}
+
+// ---- im2col / col2im ----
+
+// Fills col[r][j] (r over channels x kernel taps, j over output positions [p0, p1)) with the
+// input value each tap reads, or 0 in the padding.
+void Im2Col(const float* x, int64_t channels, const Window3& w, int64_t p0, int64_t p1,
+            float* col) {
+  const int64_t cols = p1 - p0;
+  const auto& in = w.in;
+  const auto& out = w.out;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* xc = x + c * w.in_size();
+    for (int64_t kd = 0; kd < w.kernel[0]; ++kd)
+      for (int64_t kh = 0; kh < w.kernel[1]; ++kh)
+        for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
+          int64_t ow = p0 % out[2], oh = (p0 / out[2]) % out[1], od = p0 / (out[2] * out[1]);
+          const int64_t iw_off = kw * w.dilations[2] - w.pad_begin[2];
+          for (int64_t p = p0; p < p1;) {
+            const int64_t run = std::min(out[2] - ow, p1 - p);
+            const int64_t id = od * w.strides[0] - w.pad_begin[0] + kd * w.dilations[0];
+            const int64_t ih = oh * w.strides[1] - w.pad_begin[1] + kh * w.dilations[1];
+            if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
+              std::fill(col, col + run, 0.f);
+            } else {
+              const float* src = xc + (id * in[1] + ih) * in[2];
+              const int64_t sw = w.strides[2];
+              if (sw == 1) {
+                const int64_t iw0 = ow + iw_off;
+                const int64_t lo = std::clamp<int64_t>(-iw0, 0, run);
+                const int64_t hi = std::clamp<int64_t>(in[2] - iw0, lo, run);
+                std::fill(col, col + lo, 0.f);
+                std::memcpy(col + lo, src + iw0 + lo, (hi - lo) * sizeof(float));
+                std::fill(col + hi, col + run, 0.f);
+              } else {
+                for (int64_t j = 0; j < run; ++j) {
+                  const int64_t iw = (ow + j) * sw + iw_off;
+                  col[j] = iw >= 0 && iw < in[2] ? src[iw] : 0.f;
+                }
+              }
+            }
+            col += run;
+            p += run;
+            ow = 0;
+            if (++oh == out[1]) {
+              oh = 0;
+              ++od;
+            }
+          }
+          (void)cols;
+        }
+  }
+}
+
+// Adds col[r][i] (r over out channel x kernel taps, i over input positions) into the output
+// plane of channel `co`, which starts at `y`. `w` describes the forward direction seen from the
+// output: w.out is the ConvTranspose input size, w.in its output size.
+void Col2ImChannel(const float* col, const Window3& w, float* y) {
+  const auto& in = w.out;  // ConvTranspose input
+  const auto& out = w.in;  // ConvTranspose output
+  const int64_t positions = w.out_size();
+  for (int64_t kd = 0; kd < w.kernel[0]; ++kd)
+    for (int64_t kh = 0; kh < w.kernel[1]; ++kh)
+      for (int64_t kw = 0; kw < w.kernel[2]; ++kw, col += positions) {
+        for (int64_t id = 0; id < in[0]; ++id) {
+          const int64_t od = id * w.strides[0] - w.pad_begin[0] + kd * w.dilations[0];
+          if (od < 0 || od >= out[0]) continue;
+          for (int64_t ih = 0; ih < in[1]; ++ih) {
+            const int64_t oh = ih * w.strides[1] - w.pad_begin[1] + kh * w.dilations[1];
+            if (oh < 0 || oh >= out[1]) continue;
+            const float* src = col + (id * in[1] + ih) * in[2];
+            float* dst = y + (od * out[1] + oh) * out[2];
+            const int64_t off = kw * w.dilations[2] - w.pad_begin[2];
+            for (int64_t iw = 0; iw < in[2]; ++iw) {
+              const int64_t ow = iw * w.strides[2] + off;
+              if (ow >= 0 && ow < out[2]) dst[ow] += src[iw];
+            }
+          }
+        }
+      }
+}
+
+void AddBiasRows(const float* bias, int64_t rows, int64_t cols, int64_t ld, float* y) {
+  if (bias == nullptr) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float b = bias[r];
+    float* row = y + r * ld;
+    for (int64_t j = 0; j < cols; ++j) row[j] += b;
+  }
+}
+
+// ---- depthwise ----
+
+struct DepthwisePlane {
+  const float* in;  // padded input plane
+  int64_t in_w;     // its row stride
+  const float* k;   // kernel taps
+  float bias;
+  float* out;
+  int64_t out_h, out_w;
+  int64_t stride_h;
+};
+
+// Rows of a KxK depthwise conv with stride S along W and no dilation: the taps are unrolled, the
+// loop over output columns vectorises.
+template <int K, int S>
+PORTTOOL_ALWAYS_INLINE void DepthwiseRows(const DepthwisePlane& a) {
+  float k[K * K];
+  for (int i = 0; i < K * K; ++i) k[i] = a.k[i];
+  for (int64_t oy = 0; oy < a.out_h; ++oy) {
+    const float* rows[K];
+    for (int i = 0; i < K; ++i) rows[i] = a.in + (oy * a.stride_h + i) * a.in_w;
+    float* dst = a.out + oy * a.out_w;
+    for (int64_t ox = 0; ox < a.out_w; ++ox) {
+      float acc = a.bias;
+#pragma GCC unroll 5
+      for (int ky = 0; ky < K; ++ky)
+#pragma GCC unroll 5
+        for (int kx = 0; kx < K; ++kx) acc += k[ky * K + kx] * rows[ky][ox * S + kx];
+      dst[ox] = acc;
+    }
+  }
+}
+
+PORTTOOL_SIMD_CLONES void Depthwise3x3S1(const DepthwisePlane& a) { DepthwiseRows<3, 1>(a); }
+PORTTOOL_SIMD_CLONES void Depthwise3x3S2(const DepthwisePlane& a) { DepthwiseRows<3, 2>(a); }
+PORTTOOL_SIMD_CLONES void Depthwise5x5S1(const DepthwisePlane& a) { DepthwiseRows<5, 1>(a); }
+PORTTOOL_SIMD_CLONES void Depthwise5x5S2(const DepthwisePlane& a) { DepthwiseRows<5, 2>(a); }
+
+// Any kernel size, stride and dilation over the padded plane.
+void DepthwiseGeneric(const DepthwisePlane& a, const Window3& w) {
+  for (int64_t oy = 0; oy < a.out_h; ++oy) {
+    float* dst = a.out + oy * a.out_w;
+    std::fill(dst, dst + a.out_w, a.bias);
+    for (int64_t ky = 0; ky < w.kernel[1]; ++ky) {
+      const float* row = a.in + (oy * w.strides[1] + ky * w.dilations[1]) * a.in_w;
+      for (int64_t kx = 0; kx < w.kernel[2]; ++kx) {
+        const float kv = a.k[ky * w.kernel[2] + kx];
+        const float* src = row + kx * w.dilations[2];
+        for (int64_t ox = 0; ox < a.out_w; ++ox) dst[ox] += kv * src[ox * w.strides[2]];
+      }
+    }
+  }
+}
+
+using DepthwiseFn = void (*)(const DepthwisePlane&);
+
+DepthwiseFn FastDepthwise(const Window3& w) {
+  if (w.kernel[1] != w.kernel[2] || w.dilations[1] != 1 || w.dilations[2] != 1) return nullptr;
+  if (w.strides[2] != 1 && w.strides[2] != 2) return nullptr;
+  const bool s1 = w.strides[2] == 1;
+  if (w.kernel[1] == 3) return s1 ? Depthwise3x3S1 : Depthwise3x3S2;
+  if (w.kernel[1] == 5) return s1 ? Depthwise5x5S1 : Depthwise5x5S2;
+  return nullptr;
+}
+
+// Depthwise conv (one input and one output channel per group) over 1-D/2-D inputs: each plane
+// is copied once into a zero-padded buffer so the inner loops have no bounds checks.
+void RunDepthwise(const ConvProblem& p) {
+  const Window3& w = p.w;
+  const int64_t pad_h = w.pad_begin[1] + w.pad_end[1], pad_w = w.pad_begin[2] + w.pad_end[2];
+  const int64_t in_h = w.in[1], in_w = w.in[2];
+  const int64_t ph = in_h + pad_h, pw = in_w + pad_w + 8;  // slack for vector over-reads
+  const bool padded = pad_h != 0 || pad_w != 0;
+  const DepthwiseFn fast = FastDepthwise(w);
+  const int64_t planes = p.batch * p.c_out;
+  ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
+    std::unique_ptr<float[]> buffer = padded ? Scratch(ph * pw) : nullptr;
+    if (padded) std::fill(buffer.get(), buffer.get() + ph * pw, 0.f);
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const int64_t c = plane % p.c_out;
+      const float* src = p.x + plane * w.in_size();
+      DepthwisePlane a{src,
+                       in_w,
+                       p.weights + c * w.kernel_size(),
+                       p.bias ? p.bias[c] : 0.f,
+                       p.y + plane * w.out_size(),
+                       w.out[1],
+                       w.out[2],
+                       w.strides[1]};
+      if (padded) {
+        // Only the interior changes between planes; the zero border is written once.
+        for (int64_t r = 0; r < in_h; ++r) {
+          std::memcpy(buffer.get() + (r + w.pad_begin[1]) * pw + w.pad_begin[2], src + r * in_w,
+                      in_w * sizeof(float));
+        }
+        a.in = buffer.get();
+        a.in_w = pw;
+      }
+      if (fast) {
+        fast(a);
+      } else {
+        DepthwiseGeneric(a, w);
+      }
+    }
+  });
+}
+
+// ---- GEMM paths ----
+
+// 1x1, stride 1, no padding: Y[g] = W[g] * X[g] with the input as the GEMM's B matrix, split by
+// column blocks across threads.
+void RunPointwise(const ConvProblem& p) {
+  const int64_t positions = p.w.out_size();
+  const int64_t block = std::max<int64_t>(256, (positions + NumThreads() - 1) / NumThreads());
+  const int64_t blocks = (positions + block - 1) / block;
+  const int64_t images = p.batch * p.group;
+  ParallelFor(images * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t image = item / blocks, g = image % p.group, n = image / p.group;
+      const int64_t j0 = (item % blocks) * block, cols = std::min(block, positions - j0);
+      const float* x = p.x + (n * p.c_in + g * p.cin_g) * positions + j0;
+      float* y = p.y + (n * p.c_out + g * p.cout_g) * positions + j0;
+      Gemm(false, false, p.cout_g, cols, p.cin_g, 1.f, p.weights + g * p.cout_g * p.cin_g, p.cin_g,
+           x, positions, 0.f, y, positions);
+      AddBiasRows(p.bias ? p.bias + g * p.cout_g : nullptr, p.cout_g, cols, positions, y);
+    }
+  });
+}
+
+// General conv: im2col over column chunks that fit in L2, each followed by its GEMM.
+void RunIm2ColGemm(const ConvProblem& p) {
+  const int64_t positions = p.w.out_size();
+  const int64_t rows = p.kernel_rows();
+  int64_t chunk = std::max<int64_t>(
+      16, kIm2ColChunkBytes / static_cast<int64_t>(sizeof(float)) / rows / 16 * 16);
+  chunk = std::min(chunk, positions);
+  const int64_t chunks = (positions + chunk - 1) / chunk;
+  const int64_t images = p.batch * p.group;
+  ParallelFor(images * chunks, 1, [&](int64_t begin, int64_t end) {
+    std::unique_ptr<float[]> col = Scratch(rows * chunk);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t image = item / chunks, g = image % p.group, n = image / p.group;
+      const int64_t j0 = (item % chunks) * chunk, cols = std::min(chunk, positions - j0);
+      Im2Col(p.x + (n * p.c_in + g * p.cin_g) * p.w.in_size(), p.cin_g, p.w, j0, j0 + cols,
+             col.get());
+      float* y = p.y + (n * p.c_out + g * p.cout_g) * positions + j0;
+      Gemm(false, false, p.cout_g, cols, rows, 1.f, p.weights + g * p.cout_g * rows, rows,
+           col.get(), cols, 0.f, y, positions);
+      AddBiasRows(p.bias ? p.bias + g * p.cout_g : nullptr, p.cout_g, cols, positions, y);
+    }
+  });
+}
+
+// One input and one output channel per group, and at most two spatial dims in play.
+bool IsPlanarDepthwise(const ConvProblem& p) {
+  return p.cin_g == 1 && p.cout_g == 1 && p.w.in[0] == 1 && p.w.out[0] == 1 &&
+         p.w.pad_begin[0] == 0 && p.w.kernel[0] == 1;
+}
+
+bool IsPointwise(const Window3& w) {
+  for (int i = 0; i < kernels::kMaxSpatialRank; ++i) {
+    if (w.kernel[i] != 1 || w.strides[i] != 1 || w.pad_begin[i] != 0 || w.pad_end[i] != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// ---- kernels ----
+
+void ConvKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  const Tensor& x = ctx.input(0);
+  const Tensor& wt = ctx.input(1);
+  CheckFloat(ctx, x);
+  CheckFloat(ctx, wt);
+  const std::vector<int64_t> spatial = kernels::SpatialDims(ctx, x.shape());
+  if (wt.rank() != x.rank()) {
+    ctx.Fail(fmt::format("weights {} must have the input's rank {}", wt.DebugString(), x.rank()));
+  }
+  ConvProblem p;
+  p.batch = x.dim(0);
+  p.c_in = x.dim(1);
+  p.c_out = wt.dim(0);
+  p.group = ReadGroup(ctx, p.c_in);
+  p.cin_g = p.c_in / p.group;
+  if (wt.dim(1) != p.cin_g || p.c_out % p.group != 0) {
+    ctx.Fail(fmt::format("weights {} do not fit input {} with group {}", wt.DebugString(),
+                         x.DebugString(), p.group));
+  }
+  p.cout_g = p.c_out / p.group;
+  const std::vector<int64_t> kernel(wt.shape().begin() + 2, wt.shape().end());
+  const kernels::Window win = kernels::ForwardWindow(ctx, spatial, kernel, false);
+  p.w = kernels::To3D(win);
+  std::vector<int64_t> out_shape = {p.batch, p.c_out};
+  out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
+  Tensor& y = ctx.output(0) = Tensor(onnx::TensorProto::FLOAT, out_shape);
+  p.x = x.data<float>();
+  p.weights = wt.data<float>();
+  p.bias = OptionalBias(ctx, p.c_out);
+  p.y = y.mutable_data<float>();
+  if (y.size() == 0) return;
+  if (IsPlanarDepthwise(p)) {
+    RunDepthwise(p);
+  } else if (IsPointwise(p.w)) {
+    RunPointwise(p);
+  } else {
+    RunIm2ColGemm(p);
+  }
+}
+
+void ConvTransposeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"auto_pad", "dilations", "group", "kernel_shape", "output_padding",
+                       "output_shape", "pads", "strides"});
+  const Tensor& x = ctx.input(0);
+  const Tensor& wt = ctx.input(1);
+  CheckFloat(ctx, x);
+  CheckFloat(ctx, wt);
+  const std::vector<int64_t> spatial = kernels::SpatialDims(ctx, x.shape());
+  if (wt.rank() != x.rank() || wt.dim(0) != x.dim(1)) {
+    ctx.Fail(fmt::format("weights {} must be [C_in={}, C_out/group, kernel...]", wt.DebugString(),
+                         x.dim(1)));
+  }
+  const int64_t batch = x.dim(0), c_in = x.dim(1);
+  const int64_t group = ReadGroup(ctx, c_in);
+  const int64_t cin_g = c_in / group, cout_g = wt.dim(1), c_out = cout_g * group;
+  const std::vector<int64_t> kernel(wt.shape().begin() + 2, wt.shape().end());
+  const kernels::Window win = kernels::TransposedWindow(ctx, spatial, kernel);
+  // Seen from the output, ConvTranspose is a forward conv: swap in and out for the col2im walk.
+  kernels::Window fwd = win;
+  std::swap(fwd.in, fwd.out);
+  const Window3 w = kernels::To3D(fwd);
+  std::vector<int64_t> out_shape = {batch, c_out};
+  out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
+  Tensor& y = ctx.output(0) = Tensor(onnx::TensorProto::FLOAT, out_shape);
+  const float* bias = OptionalBias(ctx, c_out);
+  if (y.size() == 0) return;
+  const int64_t in_positions = w.out_size(), out_positions = w.in_size();
+  const int64_t rows = cout_g * w.kernel_size();
+  std::unique_ptr<float[]> col = Scratch(rows * in_positions);
+  float* py = y.mutable_data<float>();
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t g = 0; g < group; ++g) {
+      const float* xg = x.data<float>() + (n * c_in + g * cin_g) * in_positions;
+      const float* wg = wt.data<float>() + g * cin_g * rows;
+      const int64_t block =
+          std::max<int64_t>(256, (in_positions + NumThreads() - 1) / NumThreads());
+      ParallelFor((in_positions + block - 1) / block, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          const int64_t j0 = b * block, cols = std::min(block, in_positions - j0);
+          Gemm(true, false, rows, cols, cin_g, 1.f, wg, rows, xg + j0, in_positions, 0.f,
+               col.get() + j0, in_positions);
+        }
+      });
+      ParallelFor(cout_g, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t co = begin; co < end; ++co) {
+          float* plane = py + (n * c_out + g * cout_g + co) * out_positions;
+          std::fill(plane, plane + out_positions, bias ? bias[g * cout_g + co] : 0.f);
+          Col2ImChannel(col.get() + co * w.kernel_size() * in_positions, w, plane);
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+
+void RegisterConvKernels(KernelRegistry& r) {
+  r.Register("", "Conv", 1, 17, ConvKernel);
+  r.Register("", "ConvTranspose", 1, 17, ConvTransposeKernel);
+}
+
+}  // namespace porttool::runtime

@@ -1,0 +1,139 @@
+#include "lib/runtime/kernels/kernel_util.h"
+
+#include <fmt/format.h>
+
+#include "lib/ir/dtype.h"
+#include "lib/runtime/parallel.h"
+
+namespace porttool::runtime::kernels {
+
+void FailDtype(const KernelContext& ctx, int32_t dtype) {
+  ctx.Fail(fmt::format("element type {} is not supported by this kernel", ir::DtypeName(dtype)));
+}
+
+int NormalizeAxis(const KernelContext& ctx, int64_t axis, int rank) {
+  if (axis < -rank || axis >= std::max(rank, 1)) {
+    ctx.Fail(fmt::format("axis {} is out of range for a rank-{} input", axis, rank));
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+std::vector<int64_t> ReadInts(const KernelContext& ctx, const Tensor& t) {
+  if (t.dtype() == TP::INT64) return {t.data<int64_t>(), t.data<int64_t>() + t.size()};
+  if (t.dtype() == TP::INT32) return {t.data<int32_t>(), t.data<int32_t>() + t.size()};
+  ctx.Fail(fmt::format("expected an int32/int64 tensor, got {}", t.DebugString()));
+}
+
+double ReadScalar(const KernelContext& ctx, const Tensor& t) {
+  if (t.size() != 1) ctx.Fail(fmt::format("expected a single value, got {}", t.DebugString()));
+  double v = 0;
+  DispatchAll(ctx, t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    v = static_cast<double>(t.data<T>()[0]);
+  });
+  return v;
+}
+
+std::vector<int64_t> BroadcastShape(const KernelContext& ctx,
+                                    const std::vector<const Tensor*>& inputs) {
+  size_t rank = 0;
+  for (const Tensor* t : inputs) rank = std::max(rank, t->shape().size());
+  std::vector<int64_t> out(rank, 1);
+  for (const Tensor* t : inputs) {
+    const auto& s = t->shape();
+    size_t shift = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[shift + i];
+      if (s[i] == o || s[i] == 1) continue;
+      if (o != 1) {
+        std::vector<std::string> shapes;
+        for (const Tensor* u : inputs) shapes.push_back(u->DebugString());
+        ctx.Fail(fmt::format("inputs cannot be broadcast together: {}", fmt::join(shapes, ", ")));
+      }
+      o = s[i];
+    }
+  }
+  return out;
+}
+
+Broadcaster::Broadcaster(const std::vector<int64_t>& out_shape,
+                         const std::vector<std::vector<int64_t>>& in_shapes) {
+  const size_t rank = out_shape.size();
+  const size_t n_in = in_shapes.size();
+  // Per input, element strides in the output's rank (0 where broadcast).
+  std::vector<std::vector<int64_t>> strides(n_in, std::vector<int64_t>(rank, 0));
+  for (size_t k = 0; k < n_in; ++k) {
+    const auto& s = in_shapes[k];
+    size_t shift = rank - s.size();
+    int64_t stride = 1;
+    for (size_t i = s.size(); i-- > 0;) {
+      strides[k][shift + i] = s[i] == 1 ? 0 : stride;
+      stride *= s[i];
+    }
+  }
+  // Merge dim i into the run that follows it when every input is either broadcast along both or
+  // contiguous across both.
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> merged(n_in);
+  for (size_t i = 0; i < rank; ++i) {
+    if (out_shape[i] == 1) continue;
+    bool can_merge = !dims.empty();
+    for (size_t k = 0; k < n_in && can_merge; ++k) {
+      int64_t prev = merged[k].back();
+      int64_t cur = strides[k][i];
+      can_merge = (prev == 0 && cur == 0) || (cur != 0 && prev == cur * out_shape[i]);
+    }
+    if (can_merge) {
+      dims.back() *= out_shape[i];
+      for (size_t k = 0; k < n_in; ++k) merged[k].back() = strides[k][i];
+    } else {
+      dims.push_back(out_shape[i]);
+      for (size_t k = 0; k < n_in; ++k) merged[k].push_back(strides[k][i]);
+    }
+  }
+  inner_steps_.assign(n_in, 0);
+  if (dims.empty()) return;
+  inner_ = dims.back();
+  for (size_t k = 0; k < n_in; ++k) inner_steps_[k] = merged[k].back() != 0 ? 1 : 0;
+  dims.pop_back();
+  outer_dims_ = dims;
+  outer_strides_.resize(n_in);
+  for (size_t k = 0; k < n_in; ++k) {
+    outer_strides_[k].assign(merged[k].begin(), merged[k].end() - 1);
+  }
+  for (int64_t d : outer_dims_) rows_ *= d;
+}
+
+void Broadcaster::RowOffsets(int64_t r, std::vector<int64_t>& offsets) const {
+  std::fill(offsets.begin(), offsets.end(), 0);
+  for (size_t i = outer_dims_.size(); i-- > 0;) {
+    int64_t idx = r % outer_dims_[i];
+    r /= outer_dims_[i];
+    for (size_t k = 0; k < offsets.size(); ++k) offsets[k] += idx * outer_strides_[k][i];
+  }
+}
+
+Tensor LegacyBroadcastOperand(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  if (ctx.GetInt("broadcast", 0) == 0) return b;
+  int64_t axis = ctx.GetInt("axis", a.rank() - b.rank());
+  if (axis < 0) axis += a.rank();
+  if (axis < 0 || axis + b.rank() > a.rank()) {
+    ctx.Fail(fmt::format("legacy broadcast of {} into {} at axis {} is out of range",
+                         b.DebugString(), a.DebugString(), axis));
+  }
+  std::vector<int64_t> shape(axis, 1);
+  shape.insert(shape.end(), b.shape().begin(), b.shape().end());
+  shape.resize(a.rank(), 1);
+  return b.Reshaped(shape);
+}
+
+void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  constexpr int64_t kMinChunk = 1 << 15;
+  if (n < 2 * kMinChunk) {
+    fn(0, n);
+    return;
+  }
+  ParallelFor(n, kMinChunk, fn);
+}
+
+}  // namespace porttool::runtime::kernels

@@ -1,0 +1,171 @@
+// Helpers shared by the kernel files: dtype dispatch, multidirectional (numpy) broadcasting,
+// axis normalisation and reading small integer tensors (shapes, axes, pads). Private to
+// lib/runtime/kernels; nothing outside the executor includes it.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/tensor.h"
+
+namespace porttool::runtime::kernels {
+
+using TP = onnx::TensorProto;
+
+// Calls fn(T{}) with T the C type of `dtype`. The Dispatch* variants accept a subset and reject
+// anything else with ctx.Fail naming the dtype.
+template <typename Fn>
+void DispatchFloat(const KernelContext& ctx, int32_t dtype, Fn&& fn);
+template <typename Fn>
+void DispatchNumeric(const KernelContext& ctx, int32_t dtype, Fn&& fn);  // floats and ints
+template <typename Fn>
+void DispatchAll(const KernelContext& ctx, int32_t dtype, Fn&& fn);  // numeric and bool
+template <typename Fn>
+void DispatchSigned(const KernelContext& ctx, int32_t dtype, Fn&& fn);  // floats, signed ints
+
+[[noreturn]] void FailDtype(const KernelContext& ctx, int32_t dtype);
+
+// Normalises a possibly negative axis into [0, rank); fails naming the node when out of range.
+int NormalizeAxis(const KernelContext& ctx, int64_t axis, int rank);
+// Reads an int32/int64 tensor as int64 values.
+std::vector<int64_t> ReadInts(const KernelContext& ctx, const Tensor& t);
+// Reads a numeric tensor as doubles (scalars for Clip bounds, ConstantOfShape values...).
+double ReadScalar(const KernelContext& ctx, const Tensor& t);
+
+// The numpy broadcast of several shapes; fails naming the node when they are incompatible.
+std::vector<int64_t> BroadcastShape(const KernelContext& ctx,
+                                    const std::vector<const Tensor*>& inputs);
+
+// Iteration plan for an N-ary broadcast: adjacent dims with the same broadcast pattern are merged
+// so the innermost run is as long as possible. For each run, `fn(out_offset, in_offsets, n,
+// in_steps)` gets the start element of the output and of every input, the run length and each
+// input's step within the run (0 when broadcast along it, 1 otherwise).
+class Broadcaster {
+ public:
+  Broadcaster(const std::vector<int64_t>& out_shape,
+              const std::vector<std::vector<int64_t>>& in_shapes);
+  int64_t rows() const { return rows_; }
+  int64_t row_length() const { return inner_; }
+  const std::vector<int64_t>& inner_steps() const { return inner_steps_; }
+  // Start offsets of row `r` for each input.
+  void RowOffsets(int64_t r, std::vector<int64_t>& offsets) const;
+
+ private:
+  std::vector<int64_t> outer_dims_;                  // merged dims except the innermost
+  std::vector<std::vector<int64_t>> outer_strides_;  // per input
+  std::vector<int64_t> inner_steps_;
+  int64_t inner_ = 1;
+  int64_t rows_ = 1;
+};
+
+// out[i] = op(a[i], b[i]) with broadcasting; `out` must already have the broadcast shape.
+template <typename A, typename B, typename O, typename Op>
+void BinaryBroadcast(const Tensor& a, const Tensor& b, Tensor& out, Op op);
+
+// Opset < 7 binary ops: with broadcast=1, B's dims align with A's starting at `axis` (default:
+// trailing) instead of numpy's right alignment. Returns B reshaped so the numpy rules give that
+// result (B itself when the attribute is absent). Call only when ctx.opset() < 7.
+Tensor LegacyBroadcastOperand(const KernelContext& ctx, const Tensor& a, const Tensor& b);
+
+// Splits [0, n) across the thread pool when n is large enough to be worth it.
+void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+// ---- implementation of the templates ----
+
+template <typename Fn>
+void DispatchFloat(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case TP::FLOAT:
+      return fn(float{});
+    case TP::DOUBLE:
+      return fn(double{});
+    default:
+      FailDtype(ctx, dtype);
+  }
+}
+
+template <typename Fn>
+void DispatchSigned(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case TP::FLOAT:
+      return fn(float{});
+    case TP::DOUBLE:
+      return fn(double{});
+    case TP::INT8:
+      return fn(int8_t{});
+    case TP::INT16:
+      return fn(int16_t{});
+    case TP::INT32:
+      return fn(int32_t{});
+    case TP::INT64:
+      return fn(int64_t{});
+    default:
+      FailDtype(ctx, dtype);
+  }
+}
+
+template <typename Fn>
+void DispatchNumeric(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case TP::UINT8:
+      return fn(uint8_t{});
+    case TP::UINT16:
+      return fn(uint16_t{});
+    case TP::UINT32:
+      return fn(uint32_t{});
+    case TP::UINT64:
+      return fn(uint64_t{});
+    default:
+      return DispatchSigned(ctx, dtype, fn);
+  }
+}
+
+template <typename Fn>
+void DispatchAll(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
+  if (dtype == TP::BOOL) return fn(bool{});
+  DispatchNumeric(ctx, dtype, fn);
+}
+
+template <typename A, typename B, typename O, typename Op>
+void BinaryBroadcast(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  O* po = out.mutable_data<O>();
+  if (a.shape() == b.shape()) {
+    ParallelElements(out.size(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) po[i] = op(pa[i], pb[i]);
+    });
+    return;
+  }
+  Broadcaster plan(out.shape(), {a.shape(), b.shape()});
+  const int64_t n = plan.row_length();
+  const int64_t sa = plan.inner_steps()[0], sb = plan.inner_steps()[1];
+  ParallelElements(plan.rows(), [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> off(2);
+    for (int64_t r = begin; r < end; ++r) {
+      plan.RowOffsets(r, off);
+      const A* ra = pa + off[0];
+      const B* rb = pb + off[1];
+      O* ro = po + r * n;
+      // Separate loops per step pattern so each one vectorises.
+      if (sa && sb) {
+        for (int64_t i = 0; i < n; ++i) ro[i] = op(ra[i], rb[i]);
+      } else if (sa) {
+        const B vb = rb[0];
+        for (int64_t i = 0; i < n; ++i) ro[i] = op(ra[i], vb);
+      } else if (sb) {
+        const A va = ra[0];
+        for (int64_t i = 0; i < n; ++i) ro[i] = op(va, rb[i]);
+      } else {
+        const O v = op(ra[0], rb[0]);
+        for (int64_t i = 0; i < n; ++i) ro[i] = v;
+      }
+    }
+  });
+}
+
+}  // namespace porttool::runtime::kernels

@@ -1,0 +1,218 @@
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool over 1-D, 2-D and 3-D inputs. The
+// window geometry (auto_pad, ceil_mode, dilations) comes from spatial.h, shared with Conv, so the
+// output sizes agree with what shape inference and ONNX Runtime compute.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/kernels/spatial.h"
+#include "lib/runtime/parallel.h"
+
+namespace porttool::runtime {
+namespace {
+
+using kernels::TP;
+using kernels::Window3;
+
+struct PoolSetup {
+  kernels::Window window;
+  Window3 w;
+  int64_t planes = 0;  // N * C
+  std::vector<int64_t> out_shape;
+};
+
+PoolSetup SetUpPool(const KernelContext& ctx, const Tensor& x, bool ceil_mode) {
+  PoolSetup s;
+  const std::vector<int64_t> spatial = kernels::SpatialDims(ctx, x.shape());
+  if (!ctx.HasAttribute("kernel_shape")) ctx.Fail("attribute 'kernel_shape' is required");
+  s.window = kernels::ForwardWindow(ctx, spatial, ctx.GetInts("kernel_shape"), ceil_mode);
+  s.w = kernels::To3D(s.window);
+  s.planes = x.dim(0) * x.dim(1);
+  s.out_shape = {x.dim(0), x.dim(1)};
+  s.out_shape.insert(s.out_shape.end(), s.window.out.begin(), s.window.out.end());
+  return s;
+}
+
+bool ReadCeilMode(const KernelContext& ctx) {
+  const int64_t v = ctx.GetInt("ceil_mode", 0);
+  if (v != 0 && v != 1) ctx.Fail(fmt::format("ceil_mode must be 0 or 1, got {}", v));
+  return v == 1;
+}
+
+// Calls fn(out_index, d0, h0, w0) for every output position of a plane, with the window's start
+// coordinate (possibly negative: inside the begin padding).
+template <typename Fn>
+void ForEachWindow(const Window3& w, Fn&& fn) {
+  int64_t o = 0;
+  for (int64_t od = 0; od < w.out[0]; ++od)
+    for (int64_t oh = 0; oh < w.out[1]; ++oh)
+      for (int64_t ow = 0; ow < w.out[2]; ++ow, ++o) {
+        fn(o, od * w.strides[0] - w.pad_begin[0], oh * w.strides[1] - w.pad_begin[1],
+           ow * w.strides[2] - w.pad_begin[2]);
+      }
+}
+
+template <typename T>
+void MaxPoolPlanes(const Tensor& x, const PoolSetup& s, bool column_major, Tensor& y,
+                   Tensor* indices) {
+  const Window3& w = s.w;
+  const T* px = x.data<T>();
+  T* py = y.mutable_data<T>();
+  int64_t* pi = indices ? indices->mutable_data<int64_t>() : nullptr;
+  ParallelFor(s.planes, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* in = px + plane * w.in_size();
+      T* out = py + plane * w.out_size();
+      ForEachWindow(w, [&](int64_t o, int64_t d0, int64_t h0, int64_t w0) {
+        T best = std::numeric_limits<T>::lowest();
+        if constexpr (std::numeric_limits<T>::has_infinity)
+          best = -std::numeric_limits<T>::infinity();
+        int64_t best_d = -1, best_h = 0, best_w = 0;
+        for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
+          const int64_t d = d0 + kd * w.dilations[0];
+          if (d < 0 || d >= w.in[0]) continue;
+          for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
+            const int64_t h = h0 + kh * w.dilations[1];
+            if (h < 0 || h >= w.in[1]) continue;
+            const T* row = in + (d * w.in[1] + h) * w.in[2];
+            for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
+              const int64_t c = w0 + kw * w.dilations[2];
+              if (c < 0 || c >= w.in[2]) continue;
+              if (best_d < 0 || row[c] > best) {
+                best = row[c];
+                best_d = d, best_h = h, best_w = c;
+              }
+            }
+          }
+        }
+        out[o] = best;
+        if (pi) {
+          const int64_t local = column_major ? best_d + (best_h + best_w * w.in[1]) * w.in[0]
+                                             : (best_d * w.in[1] + best_h) * w.in[2] + best_w;
+          pi[plane * w.out_size() + o] = plane * w.in_size() + local;
+        }
+      });
+    }
+  });
+}
+
+void MaxPoolKernel(KernelContext& ctx) {
+  ctx.AllowAttributes(
+      {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+  const Tensor& x = ctx.input(0);
+  const PoolSetup s = SetUpPool(ctx, x, ReadCeilMode(ctx));
+  const int64_t storage_order = ctx.GetInt("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) {
+    ctx.Fail(fmt::format("storage_order must be 0 (row major) or 1 (column major), got {}",
+                         storage_order));
+  }
+  Tensor& y = ctx.output(0) = Tensor(x.dtype(), s.out_shape);
+  Tensor* indices = nullptr;
+  if (ctx.output_count() > 1 && ctx.wants_output(1)) {
+    indices = &(ctx.output(1) = Tensor(TP::INT64, s.out_shape));
+  }
+  auto run = [&](auto tag) { MaxPoolPlanes<decltype(tag)>(x, s, storage_order == 1, y, indices); };
+  switch (x.dtype()) {
+    case TP::FLOAT:
+      return run(float{});
+    case TP::DOUBLE:
+      return run(double{});
+    case TP::INT8:
+      return run(int8_t{});
+    case TP::UINT8:
+      return run(uint8_t{});
+    default:
+      kernels::FailDtype(ctx, x.dtype());
+  }
+}
+
+template <typename T>
+void AveragePoolPlanes(const Tensor& x, const PoolSetup& s, bool count_include_pad, Tensor& y) {
+  const Window3& w = s.w;
+  const T* px = x.data<T>();
+  T* py = y.mutable_data<T>();
+  ParallelFor(s.planes, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* in = px + plane * w.in_size();
+      T* out = py + plane * w.out_size();
+      ForEachWindow(w, [&](int64_t o, int64_t d0, int64_t h0, int64_t w0) {
+        const int64_t start[3] = {d0, h0, w0};
+        int64_t lo[3], hi[3], padded = 1, valid = 1;
+        for (int i = 0; i < 3; ++i) {
+          // The window is clipped to the padded extent for the padded count (ceil_mode windows
+          // can reach past it) and to the input for the sum.
+          const int64_t stop = start[i] + w.kernel[i];
+          padded *= std::min(stop, w.in[i] + w.pad_end[i]) - start[i];
+          lo[i] = std::max<int64_t>(start[i], 0);
+          hi[i] = std::min(stop, w.in[i]);
+          valid *= std::max<int64_t>(hi[i] - lo[i], 0);
+        }
+        T sum = 0;
+        for (int64_t d = lo[0]; d < hi[0]; ++d)
+          for (int64_t h = lo[1]; h < hi[1]; ++h) {
+            const T* row = in + (d * w.in[1] + h) * w.in[2];
+            for (int64_t c = lo[2]; c < hi[2]; ++c) sum += row[c];
+          }
+        const int64_t count = count_include_pad ? padded : valid;
+        out[o] = count > 0 ? sum / static_cast<T>(count) : T(0);
+      });
+    }
+  });
+}
+
+void AveragePoolKernel(KernelContext& ctx) {
+  ctx.AllowAttributes(
+      {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+  const Tensor& x = ctx.input(0);
+  const PoolSetup s = SetUpPool(ctx, x, ReadCeilMode(ctx));
+  const bool include_pad = ctx.GetInt("count_include_pad", 0) != 0;
+  Tensor& y = ctx.output(0) = Tensor(x.dtype(), s.out_shape);
+  kernels::DispatchFloat(ctx, x.dtype(),
+                         [&](auto tag) { AveragePoolPlanes<decltype(tag)>(x, s, include_pad, y); });
+}
+
+template <bool kMax>
+void GlobalPoolKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({});
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 3) ctx.Fail(fmt::format("input {} must be [N, C, spatial...]", x.DebugString()));
+  std::vector<int64_t> out_shape(x.rank(), 1);
+  out_shape[0] = x.dim(0);
+  out_shape[1] = x.dim(1);
+  Tensor& y = ctx.output(0) = Tensor(x.dtype(), out_shape);
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t size = planes == 0 ? 0 : x.size() / planes;
+  kernels::DispatchFloat(ctx, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    ParallelFor(planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(size, 1)),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t p = begin; p < end; ++p) {
+                    const T* in = px + p * size;
+                    if constexpr (kMax) {
+                      py[p] = size ? *std::max_element(in, in + size) : T(0);
+                    } else {
+                      T sum = 0;
+                      for (int64_t i = 0; i < size; ++i) sum += in[i];
+                      py[p] = size ? sum / static_cast<T>(size) : T(0);
+                    }
+                  }
+                });
+  });
+}
+
+}  // namespace
+
+void RegisterPoolKernels(KernelRegistry& r) {
+  r.Register("", "MaxPool", 1, 17, MaxPoolKernel);
+  r.Register("", "AveragePool", 1, 17, AveragePoolKernel);
+  r.Register("", "GlobalAveragePool", 1, 17, GlobalPoolKernel<false>);
+  r.Register("", "GlobalMaxPool", 1, 17, GlobalPoolKernel<true>);
+}
+
+}  // namespace porttool::runtime

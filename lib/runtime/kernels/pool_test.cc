@@ -1,0 +1,135 @@
+// MaxPool (with Indices, dilations, ceil_mode, storage_order) and AveragePool (count_include_pad,
+// ceil_mode) against a naive window walk; the global pools on a hand-checked example.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+
+#include "lib/runtime/kernels/kernel_test_util.h"
+#include "lib/util/error.h"
+
+namespace porttool::runtime {
+namespace {
+
+using testing_util::NodeBuilder;
+using testing_util::RandomFloats;
+using testing_util::RunOp;
+
+struct PoolCase {
+  int64_t h, w, kh, kw, sh, sw, dh = 1, dw = 1, pt, pl, pb, pr;
+  bool ceil = false;
+};
+
+int64_t OutSize(int64_t in, int64_t pad, int64_t k, int64_t s, int64_t d, int64_t pad_begin,
+                bool ceil) {
+  const int64_t span = in + pad - ((k - 1) * d + 1);
+  int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
+  if (ceil && (out - 1) * s >= in + pad_begin) --out;
+  return out;
+}
+
+// 2-D pools over a [1, 2, H, W] input; returns max, indices, average (with and without pad).
+struct NaivePool {
+  std::vector<float> max, avg_pad, avg_nopad;
+  std::vector<int64_t> index;
+  int64_t oh, ow;
+};
+
+NaivePool RunNaive(const PoolCase& c, const Tensor& x) {
+  NaivePool r;
+  r.oh = OutSize(c.h, c.pt + c.pb, c.kh, c.sh, c.dh, c.pt, c.ceil);
+  r.ow = OutSize(c.w, c.pl + c.pr, c.kw, c.sw, c.dw, c.pl, c.ceil);
+  const float* px = x.data<float>();
+  for (int64_t ch = 0; ch < 2; ++ch)
+    for (int64_t oy = 0; oy < r.oh; ++oy)
+      for (int64_t ox = 0; ox < r.ow; ++ox) {
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t best_i = -1, valid = 0, padded = 0;
+        double sum = 0;
+        for (int64_t ky = 0; ky < c.kh; ++ky)
+          for (int64_t kx = 0; kx < c.kw; ++kx) {
+            const int64_t y = oy * c.sh - c.pt + ky * c.dh, xx = ox * c.sw - c.pl + kx * c.dw;
+            if (y < c.h + c.pb && xx < c.w + c.pr) ++padded;
+            if (y < 0 || y >= c.h || xx < 0 || xx >= c.w) continue;
+            const int64_t i = (ch * c.h + y) * c.w + xx;
+            ++valid;
+            sum += px[i];
+            if (px[i] > best) best = px[i], best_i = i;
+          }
+        r.max.push_back(best);
+        r.index.push_back(best_i);
+        r.avg_nopad.push_back(static_cast<float>(sum / valid));
+        r.avg_pad.push_back(static_cast<float>(sum / padded));
+      }
+  return r;
+}
+
+TEST(PoolKernels, MatchNaiveOverRandomConfigurations) {
+  std::mt19937 rng(31);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    PoolCase c;
+    c.kh = pick(1, 4), c.kw = pick(1, 4), c.sh = pick(1, 3), c.sw = pick(1, 3);
+    c.pt = pick(0, c.kh - 1), c.pb = pick(0, c.kh - 1), c.pl = pick(0, c.kw - 1);
+    c.pr = pick(0, c.kw - 1), c.ceil = pick(0, 1) == 1;
+    const bool dilate = trial % 3 == 0;
+    c.dh = dilate ? pick(1, 2) : 1, c.dw = dilate ? pick(1, 2) : 1;
+    c.h = pick((c.kh - 1) * c.dh + 1, 12), c.w = pick((c.kw - 1) * c.dw + 1, 12);
+    Tensor x = RandomFloats({1, 2, c.h, c.w}, rng);
+    NaivePool expected = RunNaive(c, x);
+    const std::vector<int64_t> shape = {1, 2, expected.oh, expected.ow};
+    const std::vector<int64_t> pads = {c.pt, c.pl, c.pb, c.pr};
+    const std::string what = "trial " + std::to_string(trial);
+    NodeBuilder mp("MaxPool", 1, 2);
+    mp.Ints("kernel_shape", {c.kh, c.kw}).Ints("strides", {c.sh, c.sw}).Ints("pads", pads);
+    mp.Ints("dilations", {c.dh, c.dw}).Int("ceil_mode", c.ceil);
+    auto out = RunOp(mp.node(), 12, {&x});
+    testing_util::ExpectClose(out[0], shape, expected.max, what + " max");
+    ASSERT_EQ(out[1].shape(), shape);
+    for (size_t i = 0; i < expected.index.size(); ++i) {
+      ASSERT_EQ(out[1].data<int64_t>()[i], expected.index[i]) << what << " index " << i;
+    }
+    if (dilate) continue;  // AveragePool has no dilations before opset 19
+    for (int include : {0, 1}) {
+      NodeBuilder ap("AveragePool", 1);
+      ap.Ints("kernel_shape", {c.kh, c.kw}).Ints("strides", {c.sh, c.sw}).Ints("pads", pads);
+      ap.Int("ceil_mode", c.ceil).Int("count_include_pad", include);
+      auto avg = RunOp(ap.node(), 11, {&x});
+      testing_util::ExpectClose(avg[0], shape, include ? expected.avg_pad : expected.avg_nopad,
+                                what + " avg include_pad=" + std::to_string(include));
+    }
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(PoolKernels, StorageOrderColumnMajorIndices) {
+  // 2x3 input, 2x2 window stride 1: max of each window, index in column-major order h + w * H.
+  Tensor x = testing_util::FloatTensor({1, 1, 2, 3}, {1, 6, 2, 5, 3, 4});
+  NodeBuilder mp("MaxPool", 1, 2);
+  mp.Ints("kernel_shape", {2, 2}).Int("storage_order", 1);
+  auto out = RunOp(mp.node(), 12, {&x});
+  testing_util::ExpectClose(out[0], {1, 1, 1, 2}, {6, 6}, "values");
+  EXPECT_EQ(out[1].data<int64_t>()[0], 0 + 1 * 2);  // (h=0, w=1)
+  EXPECT_EQ(out[1].data<int64_t>()[1], 0 + 1 * 2);
+}
+
+TEST(PoolKernels, GlobalPoolsAndRejections) {
+  Tensor x = testing_util::FloatTensor({1, 2, 2, 2}, {1, 2, 3, 4, -1, -2, -3, -8});
+  auto avg = RunOp(NodeBuilder("GlobalAveragePool", 1).node(), 1, {&x});
+  testing_util::ExpectClose(avg[0], {1, 2, 1, 1}, {2.5f, -3.5f}, "avg");
+  auto mx = RunOp(NodeBuilder("GlobalMaxPool", 1).node(), 1, {&x});
+  testing_util::ExpectClose(mx[0], {1, 2, 1, 1}, {4, -1}, "max");
+  EXPECT_THROW(RunOp(NodeBuilder("MaxPool", 1).node(), 12, {&x}), Error);  // no kernel_shape
+  EXPECT_THROW(RunOp(NodeBuilder("AveragePool", 1)
+                         .Ints("kernel_shape", {2, 2})
+                         .Ints("dilations", {2, 2})
+                         .node(),
+                     11, {&x}),
+               Error);
+  EXPECT_THROW(RunOp(NodeBuilder("MaxPool", 1).Ints("kernel_shape", {2}).node(), 12, {&x}), Error);
+}
+
+}  // namespace
+}  // namespace porttool::runtime

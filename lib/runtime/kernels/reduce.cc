@@ -1,0 +1,324 @@
+// Reductions (Reduce*, ArgMax/ArgMin, TopK) and the softmax family. Softmax, LogSoftmax and
+// Hardmax changed meaning at opset 13: before, the input is flattened to 2-D at `axis` (default 1)
+// and normalised over everything from `axis` on; from 13, over the single `axis` (default -1).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "lib/ir/dtype.h"
+#include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/kernel_util.h"
+
+namespace porttool::runtime {
+namespace {
+
+using namespace kernels;  // NOLINT
+constexpr int kLatest = 99;
+
+enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
+
+struct ReduceSpec {
+  std::vector<bool> reduced;  // per input axis
+  std::vector<int64_t> out_shape;
+};
+
+// Axes come from the attribute before `input_opset` and from input 1 from then on.
+ReduceSpec PlanReduce(KernelContext& ctx, const Tensor& x, int input_opset) {
+  bool axes_as_input = ctx.opset() >= input_opset;
+  std::vector<int64_t> axes;
+  if (axes_as_input) {
+    ctx.AllowAttributes({"keepdims", "noop_with_empty_axes"});
+    if (ctx.has_input(1)) axes = ReadInts(ctx, ctx.input(1));
+  } else {
+    ctx.AllowAttributes({"keepdims", "axes"});
+    axes = ctx.GetInts("axes");
+  }
+  bool keepdims = ctx.GetInt("keepdims", 1) != 0;
+  bool noop = ctx.GetInt("noop_with_empty_axes", 0) != 0;
+  ReduceSpec spec;
+  spec.reduced.assign(x.rank(), axes.empty() && !noop);
+  for (int64_t a : axes) spec.reduced[NormalizeAxis(ctx, a, x.rank())] = true;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (!spec.reduced[d]) {
+      spec.out_shape.push_back(x.dim(d));
+    } else if (keepdims) {
+      spec.out_shape.push_back(1);
+    }
+  }
+  return spec;
+}
+
+template <typename T, typename Acc>
+void ReduceT(const Tensor& x, const ReduceSpec& spec, Reduction kind, Tensor& out) {
+  const int rank = x.rank();
+  // Output element strides in input-axis terms (0 along reduced axes).
+  std::vector<int64_t> out_strides(rank, 0);
+  int64_t stride = 1;
+  for (int d = rank; d-- > 0;) {
+    if (!spec.reduced[d]) {
+      out_strides[d] = stride;
+      stride *= x.dim(d);
+    }
+  }
+  const int64_t n_out = out.size();
+  const int64_t count = n_out == 0 ? 0 : x.size() / n_out;
+  Acc init = 0;
+  if (kind == Reduction::kMax) init = std::numeric_limits<Acc>::lowest();
+  if (kind == Reduction::kMin) init = std::numeric_limits<Acc>::max();
+  if (kind == Reduction::kProd) init = 1;
+  std::vector<Acc> acc(n_out, init);
+  const T* px = x.data<T>();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t o = 0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    Acc v = static_cast<Acc>(px[i]);
+    Acc& a = acc[o];
+    switch (kind) {
+      case Reduction::kMax:
+        a = std::max(a, v);
+        break;
+      case Reduction::kMin:
+        a = std::min(a, v);
+        break;
+      case Reduction::kProd:
+        a *= v;
+        break;
+      case Reduction::kL1:
+        a += v < 0 ? -v : v;
+        break;
+      case Reduction::kL2:
+      case Reduction::kSumSquare:
+        a += v * v;
+        break;
+      case Reduction::kLogSumExp:
+        a += static_cast<Acc>(std::exp(static_cast<double>(v)));
+        break;
+      default:
+        a += v;
+    }
+    for (int d = rank; d-- > 0;) {
+      o += out_strides[d];
+      if (++idx[d] < x.dim(d)) break;
+      o -= out_strides[d] * x.dim(d);
+      idx[d] = 0;
+    }
+  }
+  T* po = out.mutable_data<T>();
+  for (int64_t j = 0; j < n_out; ++j) {
+    double a = static_cast<double>(acc[j]);
+    switch (kind) {
+      case Reduction::kMean:
+        a = count ? a / static_cast<double>(count) : a;
+        break;
+      case Reduction::kL2:
+        a = std::sqrt(a);
+        break;
+      case Reduction::kLogSum:
+      case Reduction::kLogSumExp:
+        a = std::log(a);
+        break;
+      default:
+        break;
+    }
+    po[j] = std::is_integral_v<T> && kind != Reduction::kMean ? static_cast<T>(acc[j])
+                                                              : static_cast<T>(a);
+  }
+}
+
+KernelFn ReduceKernel(Reduction kind, int input_opset) {
+  return [kind, input_opset](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    ReduceSpec spec = PlanReduce(ctx, x, input_opset);
+    Tensor out(x.dtype(), spec.out_shape);
+    DispatchNumeric(ctx, x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+      ReduceT<T, Acc>(x, spec, kind, out);
+    });
+    ctx.output(0) = std::move(out);
+  };
+}
+
+void RegisterReduce(KernelRegistry& r, const char* name, Reduction kind, int input_opset) {
+  r.Register("", name, 1, kLatest, ReduceKernel(kind, input_opset));
+}
+
+// ---- ArgMax / ArgMin / TopK ----
+
+// The tensor viewed as [outer, n, inner] around `axis`.
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisView ViewAround(const Tensor& x, int axis) {
+  AxisView v;
+  for (int d = 0; d < axis; ++d) v.outer *= x.dim(d);
+  v.n = x.rank() ? x.dim(axis) : 1;
+  for (int d = axis + 1; d < x.rank(); ++d) v.inner *= x.dim(d);
+  return v;
+}
+
+KernelFn ArgKernel(bool is_max) {
+  return [is_max](KernelContext& ctx) {
+    ctx.AllowAttributes({"axis", "keepdims", "select_last_index"});
+    const Tensor& x = ctx.input(0);
+    int axis = NormalizeAxis(ctx, ctx.GetInt("axis", 0), x.rank());
+    bool keepdims = ctx.GetInt("keepdims", 1) != 0;
+    bool last = ctx.GetInt("select_last_index", 0) != 0;
+    auto shape = x.shape();
+    if (keepdims) {
+      shape[axis] = 1;
+    } else {
+      shape.erase(shape.begin() + axis);
+    }
+    Tensor out(TP::INT64, shape);
+    AxisView v = ViewAround(x, axis);
+    if (v.n == 0) ctx.Fail("cannot take the arg of an empty axis");
+    DispatchNumeric(ctx, x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x.data<T>();
+      int64_t* po = out.mutable_data<int64_t>();
+      for (int64_t o = 0; o < v.outer; ++o) {
+        for (int64_t i = 0; i < v.inner; ++i) {
+          const T* p = px + o * v.n * v.inner + i;
+          int64_t best = 0;
+          for (int64_t k = 1; k < v.n; ++k) {
+            T a = p[k * v.inner], b = p[best * v.inner];
+            bool better = is_max ? (a > b || (last && a == b)) : (a < b || (last && a == b));
+            if (better) best = k;
+          }
+          po[o * v.inner + i] = best;
+        }
+      }
+    });
+    ctx.output(0) = std::move(out);
+  };
+}
+
+void TopKKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t k;
+  if (ctx.opset() < 10) {
+    ctx.AllowAttributes({"axis", "k"});
+    k = ctx.GetInt("k", -1);
+  } else {
+    ctx.AllowAttributes({"axis", "largest", "sorted"});
+    k = ReadInts(ctx, ctx.input(1)).at(0);
+  }
+  int axis = NormalizeAxis(ctx, ctx.GetInt("axis", -1), x.rank());
+  bool largest = ctx.GetInt("largest", 1) != 0;
+  AxisView v = ViewAround(x, axis);
+  if (k < 0 || k > v.n) ctx.Fail(fmt::format("k={} is out of range for axis size {}", k, v.n));
+  auto shape = x.shape();
+  shape[axis] = k;
+  Tensor values(x.dtype(), shape), indices(TP::INT64, shape);
+  DispatchNumeric(ctx, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* pv = values.mutable_data<T>();
+    int64_t* pi = indices.mutable_data<int64_t>();
+    std::vector<int64_t> order(v.n);
+    for (int64_t o = 0; o < v.outer; ++o) {
+      for (int64_t i = 0; i < v.inner; ++i) {
+        const T* p = px + o * v.n * v.inner + i;
+        std::iota(order.begin(), order.end(), 0);
+        // Ties keep the lower index first, as ONNX Runtime does.
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+          T va = p[a * v.inner], vb = p[b * v.inner];
+          if (va != vb) return largest ? va > vb : va < vb;
+          return a < b;
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t dst = (o * k + j) * v.inner + i;
+          pv[dst] = p[order[j] * v.inner];
+          pi[dst] = order[j];
+        }
+      }
+    }
+  });
+  ctx.output(0) = std::move(values);
+  if (ctx.wants_output(1)) ctx.output(1) = std::move(indices);
+}
+
+// ---- softmax family ----
+
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+
+template <typename T>
+void SoftmaxRow(const T* in, T* out, int64_t n, int64_t stride, SoftmaxKind kind) {
+  T max = in[0];
+  int64_t arg = 0;
+  for (int64_t k = 1; k < n; ++k) {
+    if (in[k * stride] > max) {
+      max = in[k * stride];
+      arg = k;
+    }
+  }
+  if (kind == SoftmaxKind::kHardmax) {
+    for (int64_t k = 0; k < n; ++k) out[k * stride] = k == arg ? T(1) : T(0);
+    return;
+  }
+  double sum = 0;
+  for (int64_t k = 0; k < n; ++k) sum += std::exp(static_cast<double>(in[k * stride] - max));
+  if (kind == SoftmaxKind::kLogSoftmax) {
+    T log_sum = static_cast<T>(std::log(sum));
+    for (int64_t k = 0; k < n; ++k) out[k * stride] = in[k * stride] - max - log_sum;
+  } else {
+    for (int64_t k = 0; k < n; ++k) {
+      out[k * stride] = static_cast<T>(std::exp(static_cast<double>(in[k * stride] - max)) / sum);
+    }
+  }
+}
+
+KernelFn SoftmaxKernel(SoftmaxKind kind) {
+  return [kind](KernelContext& ctx) {
+    ctx.AllowAttributes({"axis"});
+    const Tensor& x = ctx.input(0);
+    bool legacy = ctx.opset() < 13;
+    int axis = NormalizeAxis(ctx, ctx.GetInt("axis", legacy ? 1 : -1), x.rank());
+    AxisView v = ViewAround(x, axis);
+    if (legacy) {  // flattened to [outer, everything from axis on]
+      v.n *= v.inner;
+      v.inner = 1;
+    }
+    Tensor out(x.dtype(), x.shape());
+    DispatchFloat(ctx, x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x.data<T>();
+      T* po = out.mutable_data<T>();
+      if (v.n == 0) return;
+      ParallelElements(v.outer * v.inner, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          int64_t base = (r / v.inner) * v.n * v.inner + r % v.inner;
+          SoftmaxRow(px + base, po + base, v.n, v.inner, kind);
+        }
+      });
+    });
+    ctx.output(0) = std::move(out);
+  };
+}
+
+}  // namespace
+
+void RegisterReduceKernels(KernelRegistry& r) {
+  RegisterReduce(r, "ReduceSum", Reduction::kSum, 13);
+  RegisterReduce(r, "ReduceMean", Reduction::kMean, 18);
+  RegisterReduce(r, "ReduceMax", Reduction::kMax, 18);
+  RegisterReduce(r, "ReduceMin", Reduction::kMin, 18);
+  RegisterReduce(r, "ReduceProd", Reduction::kProd, 18);
+  RegisterReduce(r, "ReduceL1", Reduction::kL1, 18);
+  RegisterReduce(r, "ReduceL2", Reduction::kL2, 18);
+  RegisterReduce(r, "ReduceLogSum", Reduction::kLogSum, 18);
+  RegisterReduce(r, "ReduceLogSumExp", Reduction::kLogSumExp, 18);
+  RegisterReduce(r, "ReduceSumSquare", Reduction::kSumSquare, 18);
+  r.Register("", "ArgMax", 1, kLatest, ArgKernel(true));
+  r.Register("", "ArgMin", 1, kLatest, ArgKernel(false));
+  r.Register("", "TopK", 1, kLatest, TopKKernel);
+  r.Register("", "Softmax", 1, kLatest, SoftmaxKernel(SoftmaxKind::kSoftmax));
+  r.Register("", "LogSoftmax", 1, kLatest, SoftmaxKernel(SoftmaxKind::kLogSoftmax));
+  r.Register("", "Hardmax", 1, kLatest, SoftmaxKernel(SoftmaxKind::kHardmax));
+}
+
+}  // namespace porttool::runtime

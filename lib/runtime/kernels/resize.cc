@@ -1,0 +1,525 @@
+// Resize (opsets 10, 11, 13), Upsample (7, 9), DepthToSpace and SpaceToDepth.
+//
+// Resize is computed as a weighted gather: for every resized axis and output index, a few taps
+// (input index, weight) are precomputed from the coordinate transformation, the mode and the
+// nearest-rounding rule; an output element is the sum over the product of its axes' taps. That
+// single formulation covers nearest (1 tap), linear (2) and cubic (4, with exclude_outside
+// renormalisation), and tf_crop_and_resize extrapolation, on any number of resized axes. Leading
+// axes that map one to one (batch, channels) become an outer loop over planes, and the common
+// case of two resized axes (H, W) gets a dedicated loop.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "lib/ir/dtype.h"
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/parallel.h"
+
+namespace porttool::runtime {
+namespace {
+
+using kernels::TP;
+
+enum class Mode { kNearest, kLinear, kCubic };
+enum class Coord {
+  kHalfPixel,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize
+};
+// kSimple is the pre-opset-11 rule (Upsample, Resize-10): truncate when upsampling, ceil when
+// downsampling, as ONNX Runtime implements it.
+enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
+
+struct ResizeSpec {
+  Mode mode = Mode::kNearest;
+  Coord coord = Coord::kAsymmetric;
+  Rounding rounding = Rounding::kSimple;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  float extrapolation = 0.f;
+  std::vector<double> scales;  // per axis, as given or out/in when sizes were given
+  // in * scale, unrounded: the reference implementation's output length in the coordinate
+  // formulas (align_corners over a downscale by 0.6 differs from using the rounded size).
+  std::vector<double> resized_len;
+  std::vector<int64_t> out;
+  std::vector<double> roi;  // [starts..., ends...] or empty
+};
+
+// The taps of one axis: for output index i, taps [i*count, (i+1)*count).
+struct AxisTaps {
+  int count = 1;
+  std::vector<int64_t> index;
+  std::vector<float> weight;
+  std::vector<uint8_t> outside;  // tf_crop_and_resize: the output takes extrapolation_value
+  bool identity = false;
+};
+
+template <typename E>
+E ParseEnum(const KernelContext& ctx, const char* attr, const std::string& def,
+            std::initializer_list<std::pair<const char*, E>> table) {
+  const std::string v = ctx.GetString(attr, def);
+  std::string names;
+  for (const auto& [name, value] : table) {
+    if (v == name) return value;
+    names += names.empty() ? name : std::string(", ") + name;
+  }
+  ctx.Fail(fmt::format("{} '{}' is not supported (expected one of: {})", attr, v, names));
+}
+
+Mode ParseMode(const KernelContext& ctx, bool allow_cubic) {
+  Mode m = ParseEnum<Mode>(ctx, "mode", "nearest",
+                           {{"nearest", Mode::kNearest},
+                            {"linear", Mode::kLinear},
+                            {"bilinear", Mode::kLinear},
+                            {"cubic", Mode::kCubic}});
+  if (m == Mode::kCubic && !allow_cubic) ctx.Fail("mode 'cubic' needs Resize opset 11 or later");
+  return m;
+}
+
+double OriginalCoord(const ResizeSpec& s, int axis, double x, int64_t in) {
+  const double scale = s.scales[axis];
+  const double out = s.resized_len[axis];
+  switch (s.coord) {
+    case Coord::kHalfPixel:
+      return (x + 0.5) / scale - 0.5;
+    case Coord::kPytorchHalfPixel:
+      return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case Coord::kAlignCorners:
+      return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (out - 1);
+    case Coord::kAsymmetric:
+      return x / scale;
+    case Coord::kTfHalfPixelForNn:
+      return (x + 0.5) / scale;
+    case Coord::kTfCropAndResize: {
+      const size_t rank = s.roi.size() / 2;
+      const double start = s.roi[axis], end = s.roi[rank + axis];
+      if (out == 1) return 0.5 * (start + end) * static_cast<double>(in - 1);
+      return start * static_cast<double>(in - 1) +
+             x * (end - start) * static_cast<double>(in - 1) / (out - 1);
+    }
+  }
+  return x;
+}
+
+int64_t NearestIndex(Rounding r, double x, bool downsampling) {
+  switch (r) {
+    case Rounding::kRoundPreferFloor:
+      return static_cast<int64_t>(x == std::floor(x) + 0.5 ? std::floor(x) : std::round(x));
+    case Rounding::kRoundPreferCeil:
+      return static_cast<int64_t>(x == std::floor(x) + 0.5 ? std::ceil(x) : std::round(x));
+    case Rounding::kFloor:
+      return static_cast<int64_t>(std::floor(x));
+    case Rounding::kCeil:
+      return static_cast<int64_t>(std::ceil(x));
+    case Rounding::kSimple:
+      return static_cast<int64_t>(downsampling ? std::ceil(x) : static_cast<double>(int64_t(x)));
+  }
+  return 0;
+}
+
+void CubicWeights(double t, double a, double w[4]) {
+  const double d[4] = {t + 1, t, 1 - t, 2 - t};  // distance of each tap from x
+  for (int i = 0; i < 4; ++i) {
+    const double v = d[i];
+    w[i] = v <= 1 ? ((a + 2) * v - (a + 3)) * v * v + 1 : ((a * v - 5 * a) * v + 8 * a) * v - 4 * a;
+  }
+}
+
+AxisTaps ComputeTaps(const ResizeSpec& s, int axis, int64_t in) {
+  const int64_t out = s.out[axis];
+  AxisTaps t;
+  t.count = s.mode == Mode::kNearest ? 1 : s.mode == Mode::kLinear ? 2 : 4;
+  t.index.resize(out * t.count);
+  t.weight.resize(out * t.count);
+  t.outside.assign(out, 0);
+  t.identity = out == in;
+  for (int64_t i = 0; i < out; ++i) {
+    const double x = OriginalCoord(s, axis, static_cast<double>(i), in);
+    if (s.coord == Coord::kTfCropAndResize && (x < 0 || x > static_cast<double>(in - 1))) {
+      t.outside[i] = 1;
+    }
+    int64_t idx[4];
+    double w[4];
+    if (s.mode == Mode::kNearest) {
+      idx[0] = NearestIndex(s.rounding, x, s.scales[axis] < 1);
+      w[0] = 1;
+    } else {
+      const double x0 = std::floor(x), frac = x - x0;
+      if (s.mode == Mode::kLinear) {
+        idx[0] = static_cast<int64_t>(x0), idx[1] = idx[0] + 1;
+        w[0] = 1 - frac, w[1] = frac;
+      } else {
+        for (int k = 0; k < 4; ++k) idx[k] = static_cast<int64_t>(x0) - 1 + k;
+        CubicWeights(frac, s.cubic_a, w);
+      }
+    }
+    double total = 0;
+    for (int k = 0; k < t.count; ++k) {
+      if (s.exclude_outside && (idx[k] < 0 || idx[k] >= in)) w[k] = 0;
+      total += w[k];
+    }
+    for (int k = 0; k < t.count; ++k) {
+      if (s.exclude_outside && total != 0) w[k] /= total;
+      // Taps beyond the edge read the edge value (the spec pads with edge values).
+      const int64_t clamped = std::clamp<int64_t>(idx[k], 0, in - 1);
+      t.index[i * t.count + k] = clamped;
+      t.weight[i * t.count + k] = static_cast<float>(w[k]);
+      if (w[k] != 0 && (clamped != i || w[k] != 1)) t.identity = false;
+    }
+    if (t.outside[i]) t.identity = false;
+  }
+  return t;
+}
+
+// Writes the resized planes: `outer` planes of the trailing axes, which start at axis `first`.
+template <typename T>
+void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTaps>& taps, int first,
+                 Tensor& y) {
+  const int rank = x.rank();
+  int64_t outer = 1, in_plane = 1, out_plane = 1;
+  for (int a = 0; a < first; ++a) outer *= x.dim(a);
+  for (int a = first; a < rank; ++a) in_plane *= x.dim(a), out_plane *= s.out[a];
+  const T* px = x.data<T>();
+  T* py = y.mutable_data<T>();
+  const T extrapolation = static_cast<T>(s.extrapolation);
+  // Element strides of the input along each trailing axis.
+  std::vector<int64_t> stride(rank, 1);
+  for (int a = rank - 2; a >= 0; --a) stride[a] = stride[a + 1] * x.dim(a + 1);
+  const int inner_axes = rank - first;
+  ParallelFor(outer * (inner_axes == 2 ? s.out[first] : 1), 1, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> pos(rank, 0);
+    for (int64_t item = begin; item < end; ++item) {
+      if (inner_axes == 1) {
+        const AxisTaps& tw = taps[rank - 1];
+        const T* in = px + item * in_plane;
+        T* out = py + item * out_plane;
+        for (int64_t ox = 0; ox < s.out[rank - 1]; ++ox) {
+          if (s.mode == Mode::kNearest) {
+            out[ox] = tw.outside[ox] ? extrapolation : in[tw.index[ox]];
+            continue;
+          }
+          float acc = 0;
+          for (int k = 0; k < tw.count; ++k)
+            acc += tw.weight[ox * tw.count + k] * in[tw.index[ox * tw.count + k]];
+          out[ox] = tw.outside[ox] ? extrapolation : static_cast<T>(acc);
+        }
+        continue;
+      }
+      if (inner_axes == 2) {
+        // One output row per item.
+        const int64_t plane = item / s.out[first], oy = item % s.out[first];
+        const AxisTaps& th = taps[first];
+        const AxisTaps& tw = taps[rank - 1];
+        const T* in = px + plane * in_plane;
+        T* out = py + plane * out_plane + oy * s.out[rank - 1];
+        const int64_t width = x.dim(rank - 1);
+        if (s.mode == Mode::kNearest) {
+          // A pure copy: exact for every element type, and the hot case (FPN upsampling).
+          const T* row = in + th.index[oy] * width;
+          for (int64_t ox = 0; ox < s.out[rank - 1]; ++ox) {
+            out[ox] = th.outside[oy] || tw.outside[ox] ? extrapolation : row[tw.index[ox]];
+          }
+          continue;
+        }
+        for (int64_t ox = 0; ox < s.out[rank - 1]; ++ox) {
+          if (th.outside[oy] || tw.outside[ox]) {
+            out[ox] = extrapolation;
+            continue;
+          }
+          float acc = 0;
+          for (int ky = 0; ky < th.count; ++ky) {
+            const float wy = th.weight[oy * th.count + ky];
+            if (wy == 0) continue;
+            const T* row = in + th.index[oy * th.count + ky] * width;
+            float racc = 0;
+            for (int kx = 0; kx < tw.count; ++kx)
+              racc += tw.weight[ox * tw.count + kx] * row[tw.index[ox * tw.count + kx]];
+            acc += wy * racc;
+          }
+          out[ox] = static_cast<T>(acc);
+        }
+        continue;
+      }
+      // Three or more resized axes: walk the output plane with an odometer over its axes and
+      // the taps of every axis.
+      const int64_t plane = item;
+      const T* in = px + plane * in_plane;
+      T* out = py + plane * out_plane;
+      std::fill(pos.begin(), pos.end(), 0);
+      for (int64_t o = 0; o < out_plane; ++o) {
+        bool outside = false;
+        for (int a = first; a < rank; ++a) outside = outside || taps[a].outside[pos[a]];
+        float acc = 0;
+        if (!outside) {
+          std::vector<int> k(rank, 0);
+          while (true) {
+            float w = 1;
+            int64_t off = 0;
+            for (int a = first; a < rank; ++a) {
+              const AxisTaps& t = taps[a];
+              w *= t.weight[pos[a] * t.count + k[a]];
+              off += t.index[pos[a] * t.count + k[a]] * stride[a];
+            }
+            acc += w * in[off];
+            int a = rank - 1;
+            for (; a >= first; --a) {
+              if (++k[a] < taps[a].count) break;
+              k[a] = 0;
+            }
+            if (a < first) break;
+          }
+        }
+        out[o] = outside ? extrapolation : static_cast<T>(acc);
+        for (int a = rank - 1; a >= first; --a) {
+          if (++pos[a] < s.out[a]) break;
+          pos[a] = 0;
+        }
+      }
+    }
+  });
+}
+
+void RunResize(KernelContext& ctx, const ResizeSpec& s) {
+  const Tensor& x = ctx.input(0);
+  const int rank = x.rank();
+  std::vector<AxisTaps> taps;
+  int first = rank;  // axes before `first` map one to one
+  for (int a = 0; a < rank; ++a) {
+    taps.push_back(ComputeTaps(s, a, x.dim(a)));
+    if (!taps.back().identity && first == rank) first = a;
+  }
+  first = std::min(first, std::max(rank - 2, 0));  // at least the last two axes are walked
+  Tensor& y = ctx.output(0) = Tensor(x.dtype(), s.out);
+  if (y.size() == 0) return;
+  if (x.size() == 0) ctx.Fail("cannot resize an empty input to a non-empty output");
+  auto run = [&](auto tag) { Interpolate<decltype(tag)>(x, s, taps, first, y); };
+  switch (x.dtype()) {
+    case TP::FLOAT:
+      return run(float{});
+    case TP::DOUBLE:
+      return run(double{});
+    case TP::INT8:
+      return run(int8_t{});
+    case TP::UINT8:
+      return run(uint8_t{});
+    case TP::INT32:
+      return run(int32_t{});
+    case TP::INT64:
+      return run(int64_t{});
+    default:
+      kernels::FailDtype(ctx, x.dtype());
+  }
+}
+
+std::vector<double> ReadFloats(const KernelContext& ctx, const Tensor& t) {
+  std::vector<double> v;
+  kernels::DispatchFloat(ctx, t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    v.assign(t.data<T>(), t.data<T>() + t.size());
+  });
+  return v;
+}
+
+// Output sizes from scales, or scales from output sizes.
+void ResolveScales(const KernelContext& ctx, const Tensor& x, const std::vector<double>& scales,
+                   const std::vector<int64_t>& sizes, ResizeSpec& s) {
+  const int rank = x.rank();
+  if (!scales.empty() && !sizes.empty()) ctx.Fail("only one of 'scales' and 'sizes' may be given");
+  if (scales.empty() && sizes.empty()) ctx.Fail("one of 'scales' and 'sizes' must be given");
+  const size_t n = scales.empty() ? sizes.size() : scales.size();
+  if (n != static_cast<size_t>(rank)) {
+    ctx.Fail(fmt::format("{} has {} values but the input {} has rank {}",
+                         scales.empty() ? "sizes" : "scales", n, x.DebugString(), rank));
+  }
+  s.scales.resize(rank);
+  s.out.resize(rank);
+  s.resized_len.resize(rank);
+  for (int a = 0; a < rank; ++a) {
+    if (!scales.empty()) {
+      if (!(scales[a] > 0))
+        ctx.Fail(fmt::format("scale {} on axis {} is not positive", scales[a], a));
+      s.scales[a] = scales[a];
+      s.resized_len[a] = static_cast<double>(x.dim(a)) * scales[a];
+      s.out[a] = static_cast<int64_t>(std::floor(s.resized_len[a]));
+    } else {
+      if (sizes[a] < 0) ctx.Fail(fmt::format("size {} on axis {} is negative", sizes[a], a));
+      s.out[a] = sizes[a];
+      s.resized_len[a] = static_cast<double>(sizes[a]);
+      s.scales[a] = x.dim(a) ? static_cast<double>(sizes[a]) / static_cast<double>(x.dim(a)) : 1;
+    }
+  }
+}
+
+void ResizeKernel(KernelContext& ctx) {
+  for (const char* opset18 : {"antialias", "axes", "keep_aspect_ratio_policy"}) {
+    if (ctx.HasAttribute(opset18)) {
+      ctx.Fail(
+          fmt::format("attribute '{}' belongs to Resize opset 18, which this executor does "
+                      "not support; export the model at opset 17 or lower",
+                      opset18));
+    }
+  }
+  const Tensor& x = ctx.input(0);
+  ResizeSpec s;
+  if (ctx.opset() < 11) {
+    ctx.AllowAttributes({"mode"});
+    s.mode = ParseMode(ctx, false);
+    ResolveScales(ctx, x, ReadFloats(ctx, ctx.input(1)), {}, s);
+    return RunResize(ctx, s);
+  }
+  ctx.AllowAttributes({"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                       "extrapolation_value", "mode", "nearest_mode"});
+  s.mode = ParseMode(ctx, true);
+  s.coord = ParseEnum<Coord>(ctx, "coordinate_transformation_mode", "half_pixel",
+                             {{"half_pixel", Coord::kHalfPixel},
+                              {"pytorch_half_pixel", Coord::kPytorchHalfPixel},
+                              {"align_corners", Coord::kAlignCorners},
+                              {"asymmetric", Coord::kAsymmetric},
+                              {"tf_half_pixel_for_nn", Coord::kTfHalfPixelForNn},
+                              {"tf_crop_and_resize", Coord::kTfCropAndResize}});
+  s.rounding = ParseEnum<Rounding>(ctx, "nearest_mode", "round_prefer_floor",
+                                   {{"round_prefer_floor", Rounding::kRoundPreferFloor},
+                                    {"round_prefer_ceil", Rounding::kRoundPreferCeil},
+                                    {"floor", Rounding::kFloor},
+                                    {"ceil", Rounding::kCeil}});
+  s.cubic_a = ctx.GetFloat("cubic_coeff_a", -0.75f);
+  s.exclude_outside = ctx.GetInt("exclude_outside", 0) != 0;
+  s.extrapolation = ctx.GetFloat("extrapolation_value", 0.f);
+  const std::vector<double> scales =
+      ctx.has_input(2) ? ReadFloats(ctx, ctx.input(2)) : std::vector<double>{};
+  const std::vector<int64_t> sizes =
+      ctx.has_input(3) ? kernels::ReadInts(ctx, ctx.input(3)) : std::vector<int64_t>{};
+  ResolveScales(ctx, x, scales, sizes, s);
+  if (s.coord == Coord::kTfCropAndResize) {
+    if (!ctx.has_input(1)) ctx.Fail("coordinate_transformation_mode tf_crop_and_resize needs roi");
+    s.roi = ReadFloats(ctx, ctx.input(1));
+    if (s.roi.size() != 2 * static_cast<size_t>(x.rank())) {
+      ctx.Fail(fmt::format("roi has {} values; tf_crop_and_resize needs 2 x rank = {}",
+                           s.roi.size(), 2 * x.rank()));
+    }
+  }
+  RunResize(ctx, s);
+}
+
+void UpsampleKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"mode", "scales"});
+  const Tensor& x = ctx.input(0);
+  ResizeSpec s;
+  s.mode = ParseMode(ctx, false);
+  std::vector<double> scales;
+  if (ctx.opset() < 9) {
+    for (float f : ctx.GetFloats("scales")) scales.push_back(f);
+    if (scales.empty()) ctx.Fail("attribute 'scales' is required");
+  } else {
+    scales = ReadFloats(ctx, ctx.input(1));
+  }
+  ResolveScales(ctx, x, scales, {}, s);
+  RunResize(ctx, s);
+}
+
+// ---- DepthToSpace / SpaceToDepth: pure data movement, done per element size ----
+
+struct BlockMove {
+  int64_t n, c, h, w, block;  // of the depth (channel-stacked) side
+  bool crd;
+};
+
+// Copies between the depth side [N, C, H, W] and the space side [N, C/b², H*b, W*b].
+template <typename U>
+void MoveBlocks(const BlockMove& m, const U* src, U* dst, bool to_space) {
+  const int64_t b = m.block, c_out = m.c / (b * b);
+  ParallelFor(m.n * c_out, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / c_out, c = item % c_out;
+      for (int64_t i = 0; i < b; ++i)
+        for (int64_t j = 0; j < b; ++j) {
+          const int64_t depth_c = m.crd ? (c * b + i) * b + j : (i * b + j) * c_out + c;
+          const int64_t depth_base = (n * m.c + depth_c) * m.h * m.w;
+          const int64_t space_base = (n * c_out + c) * m.h * b * m.w * b;
+          for (int64_t h = 0; h < m.h; ++h)
+            for (int64_t w = 0; w < m.w; ++w) {
+              const int64_t d = depth_base + h * m.w + w;
+              const int64_t sp = space_base + (h * b + i) * m.w * b + w * b + j;
+              if (to_space) {
+                dst[sp] = src[d];
+              } else {
+                dst[d] = src[sp];
+              }
+            }
+        }
+    }
+  });
+}
+
+void MoveBlocksAnySize(const KernelContext& ctx, const BlockMove& m, const Tensor& src, Tensor& dst,
+                       bool to_space) {
+  switch (ir::DtypeSize(src.dtype())) {
+    case 1:
+      return MoveBlocks(m, static_cast<const uint8_t*>(src.raw()),
+                        static_cast<uint8_t*>(dst.mutable_raw()), to_space);
+    case 2:
+      return MoveBlocks(m, static_cast<const uint16_t*>(src.raw()),
+                        static_cast<uint16_t*>(dst.mutable_raw()), to_space);
+    case 4:
+      return MoveBlocks(m, static_cast<const uint32_t*>(src.raw()),
+                        static_cast<uint32_t*>(dst.mutable_raw()), to_space);
+    case 8:
+      return MoveBlocks(m, static_cast<const uint64_t*>(src.raw()),
+                        static_cast<uint64_t*>(dst.mutable_raw()), to_space);
+    default:
+      kernels::FailDtype(ctx, src.dtype());
+  }
+}
+
+int64_t ReadBlockSize(const KernelContext& ctx, const Tensor& x) {
+  if (x.rank() != 4) ctx.Fail(fmt::format("input {} must be 4-D [N, C, H, W]", x.DebugString()));
+  if (!ctx.HasAttribute("blocksize")) ctx.Fail("attribute 'blocksize' is required");
+  const int64_t b = ctx.GetInt("blocksize", 0);
+  if (b <= 0) ctx.Fail(fmt::format("blocksize {} must be positive", b));
+  return b;
+}
+
+void DepthToSpaceKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"blocksize", "mode"});
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ReadBlockSize(ctx, x);
+  const std::string mode = ctx.GetString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") ctx.Fail(fmt::format("mode '{}' is not DCR or CRD", mode));
+  if (x.dim(1) % (b * b) != 0) {
+    ctx.Fail(fmt::format("channels {} are not divisible by blocksize² = {}", x.dim(1), b * b));
+  }
+  Tensor& y = ctx.output(0) =
+      Tensor(x.dtype(), {x.dim(0), x.dim(1) / (b * b), x.dim(2) * b, x.dim(3) * b});
+  MoveBlocksAnySize(ctx, {x.dim(0), x.dim(1), x.dim(2), x.dim(3), b, mode == "CRD"}, x, y, true);
+}
+
+void SpaceToDepthKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"blocksize"});
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ReadBlockSize(ctx, x);
+  if (x.dim(2) % b != 0 || x.dim(3) % b != 0) {
+    ctx.Fail(
+        fmt::format("spatial dims of {} are not divisible by blocksize {}", x.DebugString(), b));
+  }
+  Tensor& y = ctx.output(0) =
+      Tensor(x.dtype(), {x.dim(0), x.dim(1) * b * b, x.dim(2) / b, x.dim(3) / b});
+  MoveBlocksAnySize(ctx, {x.dim(0), x.dim(1) * b * b, x.dim(2) / b, x.dim(3) / b, b, false}, x, y,
+                    false);
+}
+
+}  // namespace
+
+void RegisterResizeKernels(KernelRegistry& r) {
+  r.Register("", "Resize", 10, 17, ResizeKernel);
+  r.Register("", "Upsample", 7, 9, UpsampleKernel);
+  r.Register("", "DepthToSpace", 1, 17, DepthToSpaceKernel);
+  r.Register("", "SpaceToDepth", 1, 17, SpaceToDepthKernel);
+}
+
+}  // namespace porttool::runtime

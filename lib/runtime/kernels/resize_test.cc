@@ -1,0 +1,87 @@
+// Resize / Upsample on hand-checked cases (the ONNX backend node tests cover the mode x
+// coordinate-transformation matrix against the reference implementation), DepthToSpace in both
+// modes round-tripping through SpaceToDepth, and the opset-18 rejections.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "lib/runtime/kernels/kernel_test_util.h"
+#include "lib/util/error.h"
+
+namespace porttool::runtime {
+namespace {
+
+using testing_util::FloatTensor;
+using testing_util::NodeBuilder;
+using testing_util::RunOp;
+
+TEST(ResizeKernel, NearestUpsampleByScales) {
+  Tensor x = FloatTensor({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor scales = FloatTensor({4}, {1, 1, 2, 2});
+  auto out = RunOp(NodeBuilder("Resize", 3)
+                       .Str("coordinate_transformation_mode", "asymmetric")
+                       .Str("nearest_mode", "floor")
+                       .node(),
+                   13, {&x, nullptr, &scales});
+  testing_util::ExpectClose(out[0], {1, 1, 4, 4}, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4},
+                            "nearest x2");
+}
+
+TEST(ResizeKernel, LinearHalfPixelBySizes) {
+  // in [0, 1] -> 4 outputs, half_pixel: x = (i + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25,
+  // clamped at the edges: 0, 0.25, 0.75, 1.
+  Tensor x = FloatTensor({1, 2}, {0, 1});
+  Tensor sizes = testing_util::Int64Tensor({2}, {1, 4});
+  auto out = RunOp(NodeBuilder("Resize", 4).Str("mode", "linear").node(), 13,
+                   {&x, nullptr, nullptr, &sizes});
+  testing_util::ExpectClose(out[0], {1, 4}, {0, 0.25f, 0.75f, 1}, "linear");
+}
+
+TEST(ResizeKernel, TfCropAndResizeExtrapolates) {
+  Tensor x = FloatTensor({1, 3}, {10, 20, 30});
+  Tensor roi = FloatTensor({4}, {0, 0, 1, 1.5f});  // W crop [0, 1.5] of the input extent
+  Tensor sizes = testing_util::Int64Tensor({2}, {1, 4});
+  auto out = RunOp(NodeBuilder("Resize", 4)
+                       .Str("mode", "linear")
+                       .Str("coordinate_transformation_mode", "tf_crop_and_resize")
+                       .Float("extrapolation_value", -1)
+                       .node(),
+                   13, {&x, &roi, nullptr, &sizes});
+  // x = i * 1.5 * 2 / 3 = 0, 1, 2, 3 -> 10, 20, 30, outside
+  testing_util::ExpectClose(out[0], {1, 4}, {10, 20, 30, -1}, "crop");
+}
+
+TEST(ResizeKernel, UpsampleAndRejections) {
+  Tensor x = FloatTensor({1, 1, 1, 2}, {1, 2});
+  auto up = RunOp(NodeBuilder("Upsample", 1).Floats("scales", {1, 1, 2, 2}).node(), 7, {&x});
+  testing_util::ExpectClose(up[0], {1, 1, 2, 4}, {1, 1, 2, 2, 1, 1, 2, 2}, "upsample-7");
+  Tensor scales = FloatTensor({4}, {1, 1, 2, 2});
+  EXPECT_THROW(
+      RunOp(NodeBuilder("Resize", 3).Int("antialias", 1).node(), 13, {&x, nullptr, &scales}),
+      Error);
+  EXPECT_THROW(
+      RunOp(NodeBuilder("Resize", 3).Str("mode", "area").node(), 13, {&x, nullptr, &scales}),
+      Error);
+  Tensor sizes = testing_util::Int64Tensor({4}, {1, 1, 2, 4});
+  EXPECT_THROW(RunOp(NodeBuilder("Resize", 4).node(), 13, {&x, nullptr, &scales, &sizes}), Error);
+}
+
+TEST(DepthToSpaceKernel, BothModesInvertedBySpaceToDepth) {
+  std::mt19937 rng(51);
+  Tensor x = testing_util::RandomFloats({2, 8, 3, 5}, rng);
+  auto space = RunOp(NodeBuilder("DepthToSpace", 1).Int("blocksize", 2).node(), 13, {&x});
+  ASSERT_EQ(space[0].shape(), (std::vector<int64_t>{2, 2, 6, 10}));
+  auto back = RunOp(NodeBuilder("SpaceToDepth", 1).Int("blocksize", 2).node(), 13, {&space[0]});
+  testing_util::ExpectClose(back[0], x.shape(),
+                            std::vector<float>(x.data<float>(), x.data<float>() + x.size()),
+                            "DCR round trip", 0);
+  // CRD on a known case: channel c*4 + i*2 + j goes to (2h+i, 2w+j) of channel c.
+  Tensor y = FloatTensor({1, 4, 1, 1}, {1, 2, 3, 4});
+  auto crd =
+      RunOp(NodeBuilder("DepthToSpace", 1).Int("blocksize", 2).Str("mode", "CRD").node(), 13, {&y});
+  testing_util::ExpectClose(crd[0], {1, 1, 2, 2}, {1, 2, 3, 4}, "CRD");
+  EXPECT_THROW(RunOp(NodeBuilder("DepthToSpace", 1).Int("blocksize", 3).node(), 13, {&x}), Error);
+}
+
+}  // namespace
+}  // namespace porttool::runtime

@@ -1,0 +1,612 @@
+// Shape and data-movement kernels. They move elements without looking at their values, so most
+// work on any dtype through byte-level copies (element sizes 1, 2, 4, 8).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "lib/ir/dtype.h"
+#include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/error.h"
+
+namespace porttool::runtime {
+namespace {
+
+using namespace kernels;  // NOLINT
+constexpr int kLatest = 99;
+
+std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+template <typename E>
+void StridedCopyT(const E* src, int64_t base, const std::vector<int64_t>& shape,
+                  const std::vector<int64_t>& strides, E* dst) {
+  const size_t rank = shape.size();
+  int64_t total = ir::ElementCount(shape);
+  if (total == 0) return;
+  if (rank == 0) {
+    dst[0] = src[base];
+    return;
+  }
+  const int64_t inner = shape.back(), step = strides.back();
+  std::vector<int64_t> idx(rank - 1, 0);
+  int64_t offset = base;
+  for (int64_t o = 0; o < total; o += inner) {
+    const E* s = src + offset;
+    if (step == 1) {
+      std::memcpy(dst + o, s, inner * sizeof(E));
+    } else {
+      for (int64_t i = 0; i < inner; ++i) dst[o + i] = s[i * step];
+    }
+    for (size_t d = rank - 1; d-- > 0;) {  // odometer over the outer dims
+      offset += strides[d];
+      if (++idx[d] < shape[d]) break;
+      offset -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// Copies the elements of `src` addressed by (base, per-dim strides) into a new tensor of
+// `shape`. Strides may be 0 (broadcast) or negative (reversed slices).
+Tensor StridedCopy(const Tensor& src, int64_t base, const std::vector<int64_t>& shape,
+                   const std::vector<int64_t>& strides) {
+  Tensor out(src.dtype(), shape);
+  switch (ir::DtypeSize(src.dtype())) {
+    case 1:
+      StridedCopyT(static_cast<const uint8_t*>(src.raw()), base, shape, strides,
+                   static_cast<uint8_t*>(out.mutable_raw()));
+      break;
+    case 2:
+      StridedCopyT(static_cast<const uint16_t*>(src.raw()), base, shape, strides,
+                   static_cast<uint16_t*>(out.mutable_raw()));
+      break;
+    case 4:
+      StridedCopyT(static_cast<const uint32_t*>(src.raw()), base, shape, strides,
+                   static_cast<uint32_t*>(out.mutable_raw()));
+      break;
+    case 8:
+      StridedCopyT(static_cast<const uint64_t*>(src.raw()), base, shape, strides,
+                   static_cast<uint64_t*>(out.mutable_raw()));
+      break;
+    default:
+      ThrowInternal("element size {} for {}", ir::DtypeSize(src.dtype()), src.DebugString());
+  }
+  return out;
+}
+
+// ---- Reshape family ----
+
+void ReshapeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"allowzero"});
+  bool allow_zero = ctx.GetInt("allowzero", 0) != 0;
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> shape = ReadInts(ctx, ctx.input(1));
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allow_zero) {
+      if (i >= x.shape().size()) ctx.Fail("shape has 0 at a dim the input does not have");
+      shape[i] = x.dim(static_cast<int>(i));
+    }
+    if (shape[i] == -1) {
+      if (infer >= 0) ctx.Fail("shape has more than one -1");
+      infer = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      ctx.Fail(fmt::format("invalid dim {} in shape", shape[i]));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) shape[infer] = known == 0 ? 0 : x.size() / known;
+  if (ir::ElementCount(shape) != x.size()) {
+    ctx.Fail(fmt::format("cannot reshape {} to [{}]", x.DebugString(), fmt::join(shape, ",")));
+  }
+  ctx.output(0) = x.Reshaped(shape);
+}
+
+void FlattenKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"axis"});
+  const Tensor& x = ctx.input(0);
+  int64_t axis = ctx.GetInt("axis", 1);
+  if (axis < 0) axis += x.rank();
+  if (axis < 0 || axis > x.rank()) ctx.Fail(fmt::format("axis {} out of range", axis));
+  int64_t outer = 1;
+  for (int i = 0; i < axis; ++i) outer *= x.dim(i);
+  ctx.output(0) = x.Reshaped({outer, outer == 0 ? 0 : x.size() / std::max<int64_t>(outer, 1)});
+}
+
+std::vector<int64_t> AxesFromAttrOrInput(KernelContext& ctx, int input_index, int first_opset) {
+  if (ctx.opset() >= first_opset) {
+    return ctx.has_input(input_index) ? ReadInts(ctx, ctx.input(input_index))
+                                      : std::vector<int64_t>{};
+  }
+  return ctx.GetInts("axes");
+}
+
+void SqueezeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes(ctx.opset() < 13 ? std::vector<std::string>{"axes"}
+                                       : std::vector<std::string>{});
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> axes = AxesFromAttrOrInput(ctx, 1, 13);
+  std::vector<bool> drop(x.rank(), false);
+  for (int64_t a : axes) {
+    int axis = NormalizeAxis(ctx, a, x.rank());
+    if (x.dim(axis) != 1)
+      ctx.Fail(fmt::format("cannot squeeze axis {} of size {}", a, x.dim(axis)));
+    drop[axis] = true;
+  }
+  std::vector<int64_t> shape;
+  for (int i = 0; i < x.rank(); ++i) {
+    bool squeeze = axes.empty() ? x.dim(i) == 1 : drop[i];
+    if (!squeeze) shape.push_back(x.dim(i));
+  }
+  ctx.output(0) = x.Reshaped(shape);
+}
+
+void UnsqueezeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes(ctx.opset() < 13 ? std::vector<std::string>{"axes"}
+                                       : std::vector<std::string>{});
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> axes = AxesFromAttrOrInput(ctx, 1, 13);
+  int out_rank = x.rank() + static_cast<int>(axes.size());
+  std::vector<bool> inserted(out_rank, false);
+  for (int64_t a : axes) {
+    int axis = NormalizeAxis(ctx, a, out_rank);
+    if (inserted[axis]) ctx.Fail(fmt::format("axis {} repeated", a));
+    inserted[axis] = true;
+  }
+  std::vector<int64_t> shape;
+  for (int i = 0, j = 0; i < out_rank; ++i) shape.push_back(inserted[i] ? 1 : x.dim(j++));
+  ctx.output(0) = x.Reshaped(shape);
+}
+
+// ---- data movement ----
+
+void TransposeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"perm"});
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> perm = ctx.GetInts("perm");
+  if (perm.empty()) {
+    for (int i = x.rank(); i-- > 0;) perm.push_back(i);
+  }
+  if (static_cast<int>(perm.size()) != x.rank()) ctx.Fail("perm length differs from the rank");
+  auto in_strides = Strides(x.shape());
+  std::vector<int64_t> shape, strides;
+  std::vector<bool> seen(x.rank(), false);
+  for (int64_t p : perm) {
+    int axis = NormalizeAxis(ctx, p, x.rank());
+    if (seen[axis]) ctx.Fail("perm repeats an axis");
+    seen[axis] = true;
+    shape.push_back(x.dim(axis));
+    strides.push_back(in_strides[axis]);
+  }
+  ctx.output(0) = StridedCopy(x, 0, shape, strides);
+}
+
+void ConcatKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"axis"});
+  const Tensor& first = ctx.input(0);
+  int axis = NormalizeAxis(ctx, ctx.GetInt("axis", 0), first.rank());
+  std::vector<int64_t> shape = first.shape();
+  shape[axis] = 0;
+  for (int i = 0; i < ctx.input_count(); ++i) {
+    const Tensor& t = ctx.input(i);
+    if (t.rank() != first.rank() || t.dtype() != first.dtype()) {
+      ctx.Fail(fmt::format("input {} is {}, incompatible with {}", i, t.DebugString(),
+                           first.DebugString()));
+    }
+    for (int d = 0; d < t.rank(); ++d) {
+      if (d != axis && t.dim(d) != first.dim(d)) {
+        ctx.Fail(fmt::format("input {} is {}; dims other than axis {} must match {}", i,
+                             t.DebugString(), axis, first.DebugString()));
+      }
+    }
+    shape[axis] += t.dim(axis);
+  }
+  Tensor out(first.dtype(), shape);
+  size_t elem = ir::DtypeSize(first.dtype());
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (int d = axis + 1; d < first.rank(); ++d) inner *= shape[d];
+  auto* dst = static_cast<uint8_t*>(out.mutable_raw());
+  const size_t out_row = shape[axis] * inner * elem;
+  size_t col = 0;
+  for (int i = 0; i < ctx.input_count(); ++i) {
+    const Tensor& t = ctx.input(i);
+    const size_t row = t.dim(axis) * inner * elem;
+    const auto* src = static_cast<const uint8_t*>(t.raw());
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + col, src + o * row, row);
+    col += row;
+  }
+  ctx.output(0) = std::move(out);
+}
+
+void SplitKernel(KernelContext& ctx) {
+  ctx.AllowAttributes(ctx.opset() < 13 ? std::vector<std::string>{"axis", "split"}
+                                       : std::vector<std::string>{"axis"});
+  const Tensor& x = ctx.input(0);
+  int axis = NormalizeAxis(ctx, ctx.GetInt("axis", 0), x.rank());
+  std::vector<int64_t> split = ctx.opset() < 13   ? ctx.GetInts("split")
+                               : ctx.has_input(1) ? ReadInts(ctx, ctx.input(1))
+                                                  : std::vector<int64_t>{};
+  int n = ctx.output_count();
+  if (split.empty()) {
+    if (x.dim(axis) % n != 0) {
+      ctx.Fail(fmt::format("dim {} of size {} cannot be split evenly into {} outputs", axis,
+                           x.dim(axis), n));
+    }
+    split.assign(n, x.dim(axis) / n);
+  }
+  if (static_cast<int>(split.size()) != n ||
+      std::accumulate(split.begin(), split.end(), int64_t{0}) != x.dim(axis)) {
+    ctx.Fail(fmt::format("split sizes [{}] do not cover dim {} of size {} with {} outputs",
+                         fmt::join(split, ","), axis, x.dim(axis), n));
+  }
+  auto strides = Strides(x.shape());
+  int64_t start = 0;
+  for (int i = 0; i < n; ++i) {
+    auto shape = x.shape();
+    shape[axis] = split[i];
+    if (ctx.wants_output(i)) ctx.output(i) = StridedCopy(x, start * strides[axis], shape, strides);
+    start += split[i];
+  }
+}
+
+void SliceKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset() < 10) {
+    ctx.AllowAttributes({"starts", "ends", "axes"});
+    starts = ctx.GetInts("starts");
+    ends = ctx.GetInts("ends");
+    axes = ctx.GetInts("axes");
+  } else {
+    ctx.AllowAttributes({});
+    starts = ReadInts(ctx, ctx.input(1));
+    ends = ReadInts(ctx, ctx.input(2));
+    if (ctx.has_input(3)) axes = ReadInts(ctx, ctx.input(3));
+    if (ctx.has_input(4)) steps = ReadInts(ctx, ctx.input(4));
+  }
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
+    ctx.Fail("starts, ends, axes and steps must have the same length");
+  }
+  auto strides = Strides(x.shape());
+  std::vector<int64_t> shape = x.shape(), out_strides = strides;
+  int64_t base = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int axis = NormalizeAxis(ctx, axes[i], x.rank());
+    int64_t dim = x.dim(axis), step = steps[i];
+    if (step == 0) ctx.Fail("slice step cannot be 0");
+    auto clamp = [&](int64_t v) {
+      if (v < 0) v += dim;
+      return step > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
+    };
+    int64_t s = clamp(starts[i]), e = clamp(ends[i]);
+    int64_t count = step > 0 ? (e - s + step - 1) / step : (s - e - step - 1) / -step;
+    shape[axis] = std::max<int64_t>(count, 0);
+    out_strides[axis] = strides[axis] * step;
+    if (shape[axis] > 0) base += s * strides[axis];
+  }
+  ctx.output(0) = StridedCopy(x, base, shape, out_strides);
+}
+
+void ExpandKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({});
+  const Tensor& x = ctx.input(0);
+  Tensor shape_as_tensor(x.dtype(), ReadInts(ctx, ctx.input(1)));
+  auto shape = BroadcastShape(ctx, {&x, &shape_as_tensor});
+  auto in_strides = Strides(x.shape());
+  std::vector<int64_t> strides(shape.size(), 0);
+  size_t shift = shape.size() - x.shape().size();
+  for (size_t i = 0; i < x.shape().size(); ++i) {
+    strides[shift + i] = x.shape()[i] == 1 ? 0 : in_strides[i];
+  }
+  ctx.output(0) = StridedCopy(x, 0, shape, strides);
+}
+
+// Tile is a broadcast copy of x viewed as [1, d0, 1, d1, ...] to [r0, d0, r1, d1, ...].
+void TileKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({});
+  const Tensor& x = ctx.input(0);
+  auto repeats = ReadInts(ctx, ctx.input(1));
+  if (static_cast<int>(repeats.size()) != x.rank()) ctx.Fail("repeats length differs from rank");
+  auto in_strides = Strides(x.shape());
+  std::vector<int64_t> shape, strides, out_shape;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (repeats[i] < 0) ctx.Fail("repeats must be non-negative");
+    shape.insert(shape.end(), {repeats[i], x.dim(i)});
+    strides.insert(strides.end(), {0, in_strides[i]});
+    out_shape.push_back(repeats[i] * x.dim(i));
+  }
+  ctx.output(0) = StridedCopy(x, 0, shape, strides).Reshaped(out_shape);
+}
+
+void GatherBytes(const Tensor& x, const std::vector<int64_t>& idx, int axis, Tensor& out) {
+  int64_t outer = 1, inner = static_cast<int64_t>(ir::DtypeSize(x.dtype()));
+  for (int d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  const int64_t dim = x.dim(axis), n = static_cast<int64_t>(idx.size());
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* dst = static_cast<uint8_t*>(out.mutable_raw());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < n; ++j) {
+      std::memcpy(dst + (o * n + j) * inner, src + (o * dim + idx[j]) * inner, inner);
+    }
+  }
+}
+
+void GatherKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"axis"});
+  const Tensor& x = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  int axis = NormalizeAxis(ctx, ctx.GetInt("axis", 0), x.rank());
+  auto idx = ReadInts(ctx, indices);
+  for (auto& i : idx) {
+    if (i < -x.dim(axis) || i >= x.dim(axis)) {
+      ctx.Fail(
+          fmt::format("index {} is out of range for axis {} of size {}", i, axis, x.dim(axis)));
+    }
+    if (i < 0) i += x.dim(axis);
+  }
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + axis);
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+  Tensor out(x.dtype(), shape);
+  GatherBytes(x, idx, axis, out);
+  ctx.output(0) = std::move(out);
+}
+
+void GatherElementsKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"axis"});
+  const Tensor& x = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  int axis = NormalizeAxis(ctx, ctx.GetInt("axis", 0), x.rank());
+  if (indices.rank() != x.rank()) ctx.Fail("indices must have the rank of data");
+  auto idx = ReadInts(ctx, indices);
+  Tensor out(x.dtype(), indices.shape());
+  auto in_strides = Strides(x.shape());
+  auto idx_strides = Strides(indices.shape());
+  size_t elem = ir::DtypeSize(x.dtype());
+  const auto* src = static_cast<const uint8_t*>(x.raw());
+  auto* dst = static_cast<uint8_t*>(out.mutable_raw());
+  for (int64_t i = 0; i < indices.size(); ++i) {
+    int64_t offset = 0, rem = i;
+    for (int d = 0; d < x.rank(); ++d) {
+      int64_t c = rem / idx_strides[d];
+      rem %= idx_strides[d];
+      if (d == axis) {
+        c = idx[i];
+        if (c < -x.dim(d) || c >= x.dim(d)) ctx.Fail(fmt::format("index {} out of range", c));
+        if (c < 0) c += x.dim(d);
+      }
+      offset += c * in_strides[d];
+    }
+    std::memcpy(dst + i * elem, src + offset * elem, elem);
+  }
+  ctx.output(0) = std::move(out);
+}
+
+// ---- Pad ----
+
+void PadKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::string mode = ctx.GetString("mode", "constant");
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (ctx.opset() < 11) {
+    ctx.AllowAttributes({"mode", "pads", "value", "paddings"});
+    pads = ctx.GetInts(ctx.HasAttribute("paddings") ? "paddings" : "pads");
+    value = ctx.GetFloat("value", 0.0f);
+  } else {
+    ctx.AllowAttributes({"mode"});
+    pads = ReadInts(ctx, ctx.input(1));
+    if (ctx.has_input(2) && ctx.input(2).size() > 0) value = ReadScalar(ctx, ctx.input(2));
+    if (ctx.has_input(3)) {
+      auto axes = ReadInts(ctx, ctx.input(3));
+      std::vector<int64_t> full(2 * x.rank(), 0);
+      for (size_t i = 0; i < axes.size(); ++i) {
+        int a = NormalizeAxis(ctx, axes[i], x.rank());
+        full[a] = pads.at(i);
+        full[a + x.rank()] = pads.at(i + axes.size());
+      }
+      pads = full;
+    }
+  }
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    ctx.Fail("mode '" + mode + "' is not supported (constant, reflect, edge)");
+  }
+  const int rank = x.rank();
+  if (static_cast<int>(pads.size()) != 2 * rank) ctx.Fail("pads must have 2 * rank values");
+  // Per axis: output coordinate -> input coordinate, or -1 for the constant value.
+  std::vector<std::vector<int64_t>> maps(rank);
+  std::vector<int64_t> shape(rank);
+  for (int d = 0; d < rank; ++d) {
+    int64_t dim = x.dim(d), before = pads[d];
+    shape[d] = dim + before + pads[d + rank];
+    if (shape[d] < 0) ctx.Fail("negative output dim after padding");
+    for (int64_t o = 0; o < shape[d]; ++o) {
+      int64_t i = o - before;
+      if (i < 0 || i >= dim) {
+        if (mode == "constant" || dim == 0) {
+          i = -1;
+        } else if (mode == "edge") {
+          i = std::clamp<int64_t>(i, 0, dim - 1);
+        } else {
+          int64_t period = std::max<int64_t>(2 * (dim - 1), 1);
+          i = ((i % period) + period) % period;
+          if (i >= dim) i = period - i;
+        }
+      }
+      maps[d].push_back(i);
+    }
+  }
+  Tensor out(x.dtype(), shape);
+  auto in_strides = Strides(x.shape());
+  DispatchAll(ctx, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x.data<T>();
+    T* dst = out.mutable_data<T>();
+    const T fill = static_cast<T>(value);
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t o = 0; o < out.size(); ++o) {
+      int64_t offset = 0;
+      bool inside = true;
+      for (int d = 0; d < rank && inside; ++d) {
+        int64_t i = maps[d][idx[d]];
+        inside = i >= 0;
+        offset += i * in_strides[d];
+      }
+      dst[o] = inside ? src[offset] : fill;
+      for (int d = rank; d-- > 0;) {
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+  ctx.output(0) = std::move(out);
+}
+
+// ---- shape-producing and constants ----
+
+Tensor Int64Vector(const std::vector<int64_t>& values) {
+  Tensor t(TP::INT64, {static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.mutable_data<int64_t>());
+  return t;
+}
+
+void ShapeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"start", "end"});
+  const auto& shape = ctx.input(0).shape();
+  int64_t rank = static_cast<int64_t>(shape.size());
+  auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  int64_t start = clamp(ctx.GetInt("start", 0)), end = clamp(ctx.GetInt("end", rank));
+  ctx.output(0) = Int64Vector(
+      std::vector<int64_t>(shape.begin() + start, shape.begin() + std::max(start, end)));
+}
+
+void SizeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({});
+  Tensor t(TP::INT64, {});
+  t.mutable_data<int64_t>()[0] = ctx.input(0).size();
+  ctx.output(0) = std::move(t);
+}
+
+Tensor ProtoValue(const KernelContext& ctx, const onnx::TensorProto& proto) {
+  return ctx.model() ? TensorFromProto(*ctx.model(), proto) : TensorFromProto(proto);
+}
+
+void ConstantKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"value", "value_float", "value_floats", "value_int", "value_ints"});
+  if (ctx.node().attribute_size() != 1) ctx.Fail("needs exactly one value attribute");
+  const auto& a = ctx.node().attribute(0);
+  if (a.name() == "value") {
+    ctx.output(0) = ProtoValue(ctx, a.t());
+  } else if (a.name() == "value_float") {
+    Tensor t(TP::FLOAT, {});
+    t.mutable_data<float>()[0] = a.f();
+    ctx.output(0) = std::move(t);
+  } else if (a.name() == "value_floats") {
+    Tensor t(TP::FLOAT, {a.floats_size()});
+    std::copy(a.floats().begin(), a.floats().end(), t.mutable_data<float>());
+    ctx.output(0) = std::move(t);
+  } else if (a.name() == "value_int") {
+    Tensor t(TP::INT64, {});
+    t.mutable_data<int64_t>()[0] = a.i();
+    ctx.output(0) = std::move(t);
+  } else {
+    ctx.output(0) = Int64Vector({a.ints().begin(), a.ints().end()});
+  }
+}
+
+void ConstantOfShapeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"value"});
+  auto shape = ReadInts(ctx, ctx.input(0));
+  Tensor value(TP::FLOAT, {1});
+  if (const auto* a = ctx.Attribute("value")) value = ProtoValue(ctx, a->t());
+  if (value.size() != 1) ctx.Fail("'value' must hold one element");
+  Tensor out(value.dtype(), shape);
+  size_t elem = ir::DtypeSize(value.dtype());
+  auto* dst = static_cast<uint8_t*>(out.mutable_raw());
+  for (int64_t i = 0; i < out.size(); ++i) std::memcpy(dst + i * elem, value.raw(), elem);
+  ctx.output(0) = std::move(out);
+}
+
+void RangeKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({});
+  const Tensor& start = ctx.input(0);
+  DispatchNumeric(ctx, start.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T s = start.data<T>()[0], limit = ctx.input(1).data<T>()[0], delta = ctx.input(2).data<T>()[0];
+    if (delta == T(0)) ctx.Fail("delta cannot be 0");
+    double n = std::ceil((static_cast<double>(limit) - static_cast<double>(s)) /
+                         static_cast<double>(delta));
+    Tensor out(start.dtype(), {std::max<int64_t>(static_cast<int64_t>(n), 0)});
+    T* p = out.mutable_data<T>();
+    for (int64_t i = 0; i < out.size(); ++i) p[i] = static_cast<T>(s + static_cast<T>(i) * delta);
+    ctx.output(0) = std::move(out);
+  });
+}
+
+void IdentityKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({});
+  ctx.output(0) = ctx.input(0);
+}
+
+// Inference only: Dropout is the identity and its mask is all true.
+void DropoutKernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"ratio", "seed", "is_test"});
+  if (ctx.has_input(2) && ReadScalar(ctx, ctx.input(2)) != 0) {
+    ctx.Fail(
+        "training_mode=true (random dropout) is not supported; the executor runs "
+        "inference only");
+  }
+  if (ctx.opset() < 7 && ctx.HasAttribute("is_test") && ctx.GetInt("is_test", 0) == 0) {
+    ctx.Fail("is_test=0 (training) is not supported; the executor runs inference only");
+  }
+  const Tensor& x = ctx.input(0);
+  ctx.output(0) = x;
+  if (ctx.wants_output(1)) {
+    Tensor mask(TP::BOOL, x.shape());
+    std::fill(mask.mutable_data<bool>(), mask.mutable_data<bool>() + mask.size(), true);
+    ctx.output(1) = std::move(mask);
+  }
+}
+
+}  // namespace
+
+void RegisterShapeKernels(KernelRegistry& r) {
+  r.Register("", "Reshape", 5, kLatest, ReshapeKernel);
+  r.Register("", "Flatten", 1, kLatest, FlattenKernel);
+  r.Register("", "Squeeze", 1, kLatest, SqueezeKernel);
+  r.Register("", "Unsqueeze", 1, kLatest, UnsqueezeKernel);
+  r.Register("", "Transpose", 1, kLatest, TransposeKernel);
+  r.Register("", "Concat", 4, kLatest, ConcatKernel);
+  r.Register("", "Split", 2, 17, SplitKernel);
+  r.Register("", "Slice", 1, kLatest, SliceKernel);
+  r.Register("", "Expand", 8, kLatest, ExpandKernel);
+  r.Register("", "Tile", 6, kLatest, TileKernel);
+  r.Register("", "Gather", 1, kLatest, GatherKernel);
+  r.Register("", "GatherElements", 11, kLatest, GatherElementsKernel);
+  r.Register("", "Pad", 2, kLatest, PadKernel);
+  r.Register("", "Shape", 1, kLatest, ShapeKernel);
+  r.Register("", "Size", 1, kLatest, SizeKernel);
+  r.Register("", "Constant", 1, kLatest, ConstantKernel);
+  r.Register("", "ConstantOfShape", 9, kLatest, ConstantOfShapeKernel);
+  r.Register("", "Range", 11, kLatest, RangeKernel);
+  r.Register("", "Identity", 1, kLatest, IdentityKernel);
+  r.Register("", "Dropout", 1, kLatest, DropoutKernel);
+}
+
+}  // namespace porttool::runtime

@@ -1,0 +1,91 @@
+// The four real models in ../shared/models run through the executor and match ONNX Runtime
+// (scripts/ort_run.js, npm onnxruntime-node): max abs error below 1e-4 of the output's range.
+// Skips cleanly when the models, node, or onnxruntime-node are absent.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "lib/io/model.h"
+#include "lib/runtime/session.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/testing.h"
+
+namespace porttool::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RealModel {
+  const char* file;
+  const char* input;
+  std::vector<int64_t> shape;
+  float lo, hi;  // input value range
+};
+
+fs::path OrtDir() { return testing::SourceDir() / "scripts/ort/node_modules/onnxruntime-node"; }
+
+class RealModels : public ::testing::TestWithParam<RealModel> {};
+
+TEST_P(RealModels, MatchOnnxRuntime) {
+  const RealModel& rm = GetParam();
+  fs::path models = testing::SharedModelsDir();
+  if (models.empty()) GTEST_SKIP() << "../shared/models absent";
+  if (!fs::exists(OrtDir())) GTEST_SKIP() << "onnxruntime-node absent (scripts/setup.sh --ort)";
+  if (testing::RunShell("node --version").exit_code != 0) GTEST_SKIP() << "node absent";
+
+  testing::TempDir dir;
+  Tensor x(onnx::TensorProto::FLOAT, rm.shape);
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(rm.lo, rm.hi);
+  for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
+  WriteNpy(dir / "x.npy", x);
+
+  auto ort =
+      testing::RunShell("node " + (testing::SourceDir() / "scripts/ort_run.js").string() + " " +
+                        (models / rm.file).string() + " --input '" + rm.input + "=" +
+                        (dir / "x.npy").string() + "' --output-dir " + (dir / "ort").string());
+  ASSERT_EQ(ort.exit_code, 0) << ort.err;
+
+  io::Model model = io::Load(models / rm.file);
+  Session session(model);
+  auto outputs = session.Run({{rm.input, x}});
+  auto files = TensorFileNames(session.output_names(), ".npy");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor expected = ReadNpy(dir / "ort" / files[i]);
+    const Tensor& got = outputs[i].value;
+    ASSERT_EQ(got.shape(), expected.shape()) << outputs[i].name;
+    ASSERT_EQ(got.dtype(), onnx::TensorProto::FLOAT);
+    const float* e = expected.data<float>();
+    const float* g = got.data<float>();
+    auto [mn, mx] = std::minmax_element(e, e + expected.size());
+    // A single-value output (hey_jarvis) has no range: its magnitude stands in.
+    double range = std::max<double>({*mx - *mn, std::abs(*mx), std::abs(*mn), 1e-12});
+    double max_err = 0;
+    for (int64_t k = 0; k < expected.size(); ++k) {
+      max_err = std::max<double>(max_err, std::abs(double(g[k]) - e[k]));
+    }
+    std::printf("%s output %s: max abs error %.3g, output range %.3g, ratio %.3g\n", rm.file,
+                outputs[i].name.c_str(), max_err, range, max_err / range);
+    EXPECT_LT(max_err / range, 1e-4) << rm.file << " output " << outputs[i].name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedModels, RealModels,
+    ::testing::Values(RealModel{"ch_PP-OCRv4_det_infer.onnx", "x", {1, 3, 640, 640}, -2, 2},
+                      RealModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", {1, 3, 48, 192}, 0, 1},
+                      RealModel{"hey_jarvis_v0.1.onnx", "x.1", {1, 16, 96}, -1, 1},
+                      RealModel{"melspectrogram.onnx", "input", {1, 16000}, -0.5, 0.5}),
+    [](const auto& info) {
+      std::string n = info.param.file;
+      n = n.substr(0, n.find('.'));
+      std::replace_if(
+          n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
+      return n;
+    });
+
+}  // namespace
+}  // namespace porttool::runtime

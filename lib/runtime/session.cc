@@ -1,0 +1,342 @@
+#include "lib/runtime/session.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <unordered_set>
+
+#include "lib/ir/dtype.h"
+#include "lib/ir/graph_view.h"
+#include "lib/runtime/parallel.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace porttool::runtime {
+
+using TP = onnx::TensorProto;
+
+struct Session::Plan {
+  const onnx::GraphProto* graph = nullptr;
+  std::vector<int> order;                             // node indices
+  std::vector<const KernelFn*> kernels;               // per step
+  std::vector<int> opsets;                            // per step
+  std::vector<std::vector<std::string>> frees;        // per step: local values dead after it
+  std::unordered_map<std::string, Tensor> constants;  // initializers
+};
+
+// Values visible while running one graph: its own, then the enclosing graph's.
+struct Session::Scope {
+  std::unordered_map<std::string, Tensor> values;
+  const Plan* plan = nullptr;
+  const Scope* parent = nullptr;
+
+  const Tensor* Find(const std::string& name) const {
+    for (const Scope* s = this; s != nullptr; s = s->parent) {
+      if (auto it = s->values.find(name); it != s->values.end()) return &it->second;
+      if (auto it = s->plan->constants.find(name); it != s->plan->constants.end()) {
+        return &it->second;
+      }
+    }
+    return nullptr;
+  }
+};
+
+namespace {
+
+std::string OpLabel(const onnx::NodeProto& node, int opset) {
+  std::string domain = CanonicalDomain(node.domain());
+  return fmt::format("op '{}' (domain '{}', opset {}) of node '{}'", node.op_type(),
+                     domain.empty() ? "ai.onnx" : domain, opset, node.name());
+}
+
+InputSpec SpecOf(const onnx::ValueInfoProto& vi) {
+  InputSpec spec;
+  spec.name = vi.name();
+  const auto& tt = vi.type().tensor_type();
+  spec.dtype = tt.elem_type();
+  if (spec.dtype == TP::FLOAT16) spec.dtype = TP::FLOAT;  // the executor computes fp16 as fp32
+  spec.has_shape = tt.has_shape();
+  for (const auto& d : tt.shape().dim())
+    spec.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return spec;
+}
+
+// Sequence, optional and map inputs, and element types without a kernel path, are rejected
+// before anything runs.
+void CheckRunnableInput(const onnx::ValueInfoProto& vi) {
+  if (vi.has_type() && !vi.type().has_tensor_type()) {
+    ThrowBadInput(
+        "input '{}' is not a tensor (sequence, optional or map); the executor runs "
+        "tensor graphs only",
+        vi.name());
+  }
+  int32_t dtype = vi.type().tensor_type().elem_type();
+  if (dtype != 0 && (ir::DtypeSize(dtype) == 0 || dtype == TP::BFLOAT16)) {
+    ThrowBadInput("input '{}' has element type {}, which the executor does not support", vi.name(),
+                  ir::DtypeName(dtype));
+  }
+}
+
+template <typename T>
+bool AllFinite(const Tensor& t) {
+  const T* p = t.data<T>();
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if (!std::isfinite(p[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Session::Session(const io::Model& model, SessionOptions options)
+    : model_(model), options_(options) {
+  if (options_.threads > 0) SetNumThreads(options_.threads);
+  for (const auto& op : model.proto.opset_import()) {
+    opsets_[CanonicalDomain(op.domain())] = static_cast<int>(op.version());
+  }
+  BuildPlan(model.proto.graph());
+  ir::GraphView view(model.proto.graph());
+  for (const auto* vi : view.RealInputs()) {
+    CheckRunnableInput(*vi);
+    inputs_.push_back(SpecOf(*vi));
+  }
+}
+
+Session::~Session() = default;
+
+std::vector<std::string> Session::output_names() const {
+  std::vector<std::string> names;
+  for (const auto& o : model_.proto.graph().output()) names.push_back(o.name());
+  return names;
+}
+
+void Session::BuildPlan(const onnx::GraphProto& graph) {
+  auto plan = std::make_unique<Plan>();
+  plan->graph = &graph;
+  ir::GraphView view(graph);
+  plan->order = view.TopoOrder();
+  const auto& registry = KernelRegistry::Default();
+  std::unordered_map<std::string, size_t> last_use;
+  std::unordered_set<std::string> produced;
+  for (size_t step = 0; step < plan->order.size(); ++step) {
+    const auto& node = graph.node(plan->order[step]);
+    std::string domain = CanonicalDomain(node.domain());
+    auto it = opsets_.find(domain);
+    int opset = it != opsets_.end() ? it->second : (domain.empty() ? 1 : 1);
+    const KernelFn* fn = registry.Find(domain, node.op_type(), opset);
+    if (fn == nullptr) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("{} is not supported by the executor{}", OpLabel(node, opset),
+                              registry.HasOp(domain, node.op_type())
+                                  ? " at this opset (convert the model's opset)"
+                                  : " (no kernel for this op)"),
+                  node.name());
+    }
+    plan->kernels.push_back(fn);
+    plan->opsets.push_back(opset);
+    for (const auto& name : view.NodeReads(plan->order[step])) last_use[name] = step;
+    for (const auto& out : node.output()) {
+      if (!out.empty()) produced.insert(out);
+    }
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) BuildPlan(attr.g());
+      for (const auto& g : attr.graphs()) BuildPlan(g);
+    }
+  }
+  // Every value produced here dies after its last local reader (or right away when nothing
+  // reads it), unless the graph returns it.
+  plan->frees.resize(plan->order.size());
+  for (size_t step = 0; step < plan->order.size(); ++step) {
+    for (const auto& out : graph.node(plan->order[step]).output()) {
+      if (out.empty() || view.IsGraphOutput(out)) continue;
+      auto lu = last_use.find(out);
+      plan->frees[lu != last_use.end() ? std::max(lu->second, step) : step].push_back(out);
+    }
+  }
+  for (const auto& [name, step] : last_use) {
+    if (produced.count(name) || view.IsGraphOutput(name)) continue;
+    if (view.GraphInput(name) && !view.Initializer(name)) plan->frees[step].push_back(name);
+  }
+  for (const auto& init : graph.initializer()) {
+    plan->constants[init.name()] = TensorFromProto(model_, init);
+  }
+  plans_[&graph] = std::move(plan);
+}
+
+const Session::Plan& Session::PlanFor(const onnx::GraphProto& graph) {
+  auto it = plans_.find(&graph);
+  if (it == plans_.end()) ThrowInternal("subgraph '{}' was not planned", graph.name());
+  return *it->second;
+}
+
+void Session::ValidateInputs(const TensorMap& inputs) {
+  warnings_.clear();
+  std::vector<std::string> names;
+  for (const auto& spec : inputs_) names.push_back(spec.name);
+  for (const auto& [name, _] : inputs) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      ThrowBadInput("'{}' is not an input of the model (inputs: {})", name,
+                    util::Join(names, ", "));
+    }
+  }
+  for (const auto& spec : inputs_) {
+    auto it = inputs.find(spec.name);
+    if (it == inputs.end()) {
+      ThrowBadInput("input '{}' is missing: give it with --input {}=FILE or use --random-inputs",
+                    spec.name, spec.name);
+    }
+    const Tensor& t = it->second;
+    if (spec.dtype != 0 && t.dtype() != spec.dtype) {
+      ThrowBadInput("input '{}': the model expects {}, got {}", spec.name,
+                    ir::DtypeName(spec.dtype), t.DebugString());
+    }
+    if (!spec.has_shape) continue;
+    if (t.rank() != static_cast<int>(spec.dims.size())) {
+      ThrowBadInput("input '{}': the model expects rank {}, got {}", spec.name, spec.dims.size(),
+                    t.DebugString());
+    }
+    for (size_t i = 0; i < spec.dims.size(); ++i) {
+      if (spec.dims[i] >= 0 && spec.dims[i] != t.dim(static_cast<int>(i))) {
+        ThrowBadInput("input '{}': dim {} must be {}, got {}", spec.name, i, spec.dims[i],
+                      t.DebugString());
+      }
+    }
+    bool finite = t.dtype() == TP::FLOAT    ? AllFinite<float>(t)
+                  : t.dtype() == TP::DOUBLE ? AllFinite<double>(t)
+                                            : true;
+    if (!finite) {
+      std::string msg = fmt::format("input '{}' contains NaN or Inf values", spec.name);
+      if (options_.fail_on_nan) ThrowBadInput("{}", msg);
+      warnings_.push_back(msg);
+    }
+  }
+}
+
+std::vector<NamedTensor> Session::Run(const TensorMap& inputs, const Observer& observer) {
+  ValidateInputs(inputs);
+  const Plan& plan = PlanFor(model_.proto.graph());
+  Scope scope;
+  scope.plan = &plan;
+  for (const auto& [name, t] : inputs) scope.values[name] = t;
+  std::vector<Tensor> outputs = Execute(plan, scope, observer ? &observer : nullptr);
+  std::vector<NamedTensor> named;
+  auto names = output_names();
+  for (size_t i = 0; i < names.size(); ++i) named.push_back({names[i], std::move(outputs[i])});
+  return named;
+}
+
+std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const Observer* observer) {
+  const auto& graph = *plan.graph;
+  for (size_t step = 0; step < plan.order.size(); ++step) {
+    const auto& node = graph.node(plan.order[step]);
+    std::vector<const Tensor*> args;
+    for (const auto& in : node.input()) {
+      if (in.empty()) {
+        args.push_back(nullptr);
+        continue;
+      }
+      const Tensor* t = scope.Find(in);
+      if (t == nullptr) {
+        throw Error(ErrorKind::kBadInput,
+                    fmt::format("node '{}' ({}): input '{}' is not defined by any node, "
+                                "initializer or graph input",
+                                node.name(), node.op_type(), in),
+                    node.name(), in);
+      }
+      args.push_back(t);
+    }
+    KernelContext ctx(node, plan.opsets[step], std::move(args));
+    ctx.set_model(&model_);
+    ctx.set_subgraph_runner([this, &scope](const onnx::GraphProto& g) {
+      Scope child;
+      child.plan = &PlanFor(g);
+      child.parent = &scope;
+      return Execute(*child.plan, child, nullptr);
+    });
+    try {
+      (*plan.kernels[step])(ctx);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      ThrowInternal("node '{}' ({}): {}", node.name(), node.op_type(), e.what());
+    }
+    for (int i = 0; i < ctx.output_count(); ++i) {
+      if (!ctx.wants_output(i)) continue;
+      if (ctx.output(i).empty()) {
+        ThrowInternal("node '{}' ({}): kernel produced no value for output {}", node.name(),
+                      node.op_type(), i);
+      }
+      const std::string& name = node.output(i);
+      if (observer) (*observer)(name, ctx.output(i));
+      scope.values[name] = std::move(ctx.output(i));
+    }
+    for (const auto& dead : plan.frees[step]) scope.values.erase(dead);
+  }
+  std::vector<Tensor> outputs;
+  for (const auto& out : graph.output()) {
+    const Tensor* t = scope.Find(out.name());
+    if (t == nullptr) {
+      ThrowBadInput("graph output '{}' is not produced by any node or initializer", out.name());
+    }
+    outputs.push_back(*t);
+  }
+  return outputs;
+}
+
+Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng) {
+  for (int64_t d : spec.dims) {
+    if (d < 0) {
+      ThrowUsage("input '{}' has a dynamic dim; pin it with --input-shape {}:DIMS", spec.name,
+                 spec.name);
+    }
+  }
+  Tensor t(spec.dtype, spec.dims);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  auto fill = [&](auto* p, auto gen) {
+    for (int64_t i = 0; i < t.size(); ++i) p[i] = gen();
+  };
+  switch (spec.dtype) {
+    case TP::FLOAT:
+      fill(t.mutable_data<float>(), [&] { return float(unit(rng)); });
+      break;
+    case TP::DOUBLE:
+      fill(t.mutable_data<double>(), [&] { return unit(rng); });
+      break;
+    case TP::BOOL:
+      fill(t.mutable_data<bool>(), [&] { return unit(rng) < 0.5; });
+      break;
+    case TP::INT8:
+      fill(t.mutable_data<int8_t>(), [&] { return int8_t(rng() % 10); });
+      break;
+    case TP::UINT8:
+      fill(t.mutable_data<uint8_t>(), [&] { return uint8_t(rng() % 10); });
+      break;
+    case TP::INT32:
+      fill(t.mutable_data<int32_t>(), [&] { return int32_t(rng() % 10); });
+      break;
+    case TP::INT64:
+      fill(t.mutable_data<int64_t>(), [&] { return int64_t(rng() % 10); });
+      break;
+    default:
+      ThrowUsage("input '{}': cannot generate random {} values; give it with --input", spec.name,
+                 ir::DtypeName(spec.dtype));
+  }
+  return t;
+}
+
+TensorMap RandomInputs(const Session& session, uint64_t seed) {
+  return CompleteWithRandom(session, {}, seed);
+}
+
+TensorMap CompleteWithRandom(const Session& session, TensorMap given, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (const auto& spec : session.inputs()) {
+    // Every input draws from its own stream so giving one input does not change the others.
+    std::mt19937_64 input_rng(rng());
+    if (!given.count(spec.name)) given[spec.name] = RandomTensor(spec, input_rng);
+  }
+  return given;
+}
+
+}  // namespace porttool::runtime

@@ -1,0 +1,90 @@
+// Session: runs an ONNX model with the built-in kernels. Construction plans the whole model once
+// (topological order, a kernel for every node including those inside If branches, the point
+// after which each intermediate is dead) so that an unsupported op is reported before anything
+// runs. Run() validates the inputs against the model, executes node by node, frees every
+// intermediate after its last use, and hands each produced tensor to an optional observer —
+// calibration and per-tensor comparison see every value without it staying in memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/io/model.h"
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/tensor.h"
+
+namespace porttool::runtime {
+
+struct SessionOptions {
+  int threads = 0;           // kernels' thread count; 0 keeps the current setting (all cores)
+  bool fail_on_nan = false;  // NaN/Inf in an input: Error(kBadInput) instead of a warning
+};
+
+using TensorMap = std::map<std::string, Tensor>;
+// Called with every tensor a node of the main graph produces, right after the node ran.
+using Observer = std::function<void(const std::string& name, const Tensor& value)>;
+
+// A graph input the caller must feed: dtype and dims as declared (-1 where dynamic or unknown).
+struct InputSpec {
+  std::string name;
+  int32_t dtype = 0;
+  std::vector<int64_t> dims;
+  bool has_shape = false;
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor value;
+};
+
+class Session {
+ public:
+  // `model` must outlive the session. Throws Error(kBadInput) naming op, domain, opset and node
+  // for an op without a kernel, and for malformed graphs (cycles, unreadable initializers).
+  explicit Session(const io::Model& model, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::vector<InputSpec>& inputs() const { return inputs_; }
+  std::vector<std::string> output_names() const;
+
+  // Runs once. Inputs are checked for presence, unknown names, dtype, rank and static dims
+  // (Error kBadInput naming the input). Returns the graph outputs in declaration order.
+  std::vector<NamedTensor> Run(const TensorMap& inputs, const Observer& observer = nullptr);
+
+  // Warnings from the last Run (NaN/Inf in inputs when fail_on_nan is off).
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  struct Plan;
+  struct Scope;
+  const Plan& PlanFor(const onnx::GraphProto& graph);
+  void BuildPlan(const onnx::GraphProto& graph);
+  std::vector<Tensor> Execute(const Plan& plan, Scope& scope, const Observer* observer);
+  void ValidateInputs(const TensorMap& inputs);
+
+  const io::Model& model_;
+  SessionOptions options_;
+  std::map<std::string, int> opsets_;
+  std::unordered_map<const onnx::GraphProto*, std::unique_ptr<Plan>> plans_;
+  std::vector<InputSpec> inputs_;
+  std::vector<std::string> warnings_;
+};
+
+// A random tensor for `spec`: floats uniform in [0, 1), integers in [0, 10), bool coin flips.
+// Every dim must be static (pin dynamic ones with --input-shape first); Error(kUsage) otherwise.
+Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng);
+// One random tensor per model input, reproducible for a seed.
+TensorMap RandomInputs(const Session& session, uint64_t seed);
+// `given` plus a random tensor for every model input it lacks (same values as RandomInputs for
+// those inputs).
+TensorMap CompleteWithRandom(const Session& session, TensorMap given, uint64_t seed);
+
+}  // namespace porttool::runtime

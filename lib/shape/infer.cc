@@ -1,0 +1,303 @@
+#include "lib/shape/infer.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+#include "lib/io/external_data.h"
+#include "lib/ir/dtype.h"
+#include "lib/ir/graph_view.h"
+#include "lib/util/error.h"
+
+namespace porttool::shape {
+namespace {
+
+// Small integer tensors are what data propagation reads (Reshape targets, Slice bounds, ...);
+// anything larger is a weight and stays on disk.
+constexpr uint64_t kInlineLimitBytes = 64 * 1024;
+
+bool IsIndexType(int32_t dtype) {
+  return dtype == onnx::TensorProto::INT64 || dtype == onnx::TensorProto::INT32;
+}
+
+// ONNX 1.12's data propagation throws "Cannot parse data from external tensors", so small external
+// integer tensors are inlined for the duration of inference and put back afterwards (the saved
+// model keeps its external references).
+class InlineSmallExternalTensors {
+ public:
+  explicit InlineSmallExternalTensors(io::Model& model) {
+    io::ForEachTensor(*model.proto.mutable_graph(), [&](onnx::TensorProto& t) {
+      if (!io::IsExternal(t) || !IsIndexType(t.data_type()) ||
+          io::TensorPayloadBytes(t) > kInlineLimitBytes) {
+        return;
+      }
+      io::TensorBytes bytes = io::ReadTensorBytes(model, t);
+      auto original = std::make_unique<onnx::TensorProto>(t);
+      t.clear_external_data();
+      t.clear_data_location();
+      t.set_raw_data(bytes.bytes.data(), bytes.bytes.size());
+      saved_.emplace_back(&t, std::move(original));
+    });
+  }
+  ~InlineSmallExternalTensors() {
+    for (auto& [slot, original] : saved_) slot->Swap(original.get());
+  }
+  InlineSmallExternalTensors(const InlineSmallExternalTensors&) = delete;
+  InlineSmallExternalTensors& operator=(const InlineSmallExternalTensors&) = delete;
+
+ private:
+  std::vector<std::pair<onnx::TensorProto*, std::unique_ptr<onnx::TensorProto>>> saved_;
+};
+
+// Everything inference may change, serialized: equal signatures mean a fixed point.
+std::string TypeSignature(const onnx::GraphProto& graph) {
+  std::string sig;
+  for (const auto* list : {&graph.value_info(), &graph.output()}) {
+    for (const auto& vi : *list) {
+      sig += vi.name();
+      vi.type().AppendToString(&sig);
+    }
+  }
+  return sig;
+}
+
+struct GraphSize {
+  int nodes = 0;
+  int outputs = 0;
+  int value_infos = 0;
+  int initializers = 0;
+};
+
+GraphSize SizeOf(const onnx::GraphProto& g) {
+  return {g.node_size(), g.output_size(), g.value_info_size(), g.initializer_size()};
+}
+
+// ONNX inference must only ever add information; anything else is reported, never saved.
+void RequireNotShrunk(const GraphSize& before, const GraphSize& after) {
+  if (after.nodes != before.nodes || after.outputs != before.outputs ||
+      after.initializers != before.initializers || after.value_infos < before.value_infos) {
+    ThrowInternal(
+        "shape inference returned a smaller graph ({} -> {} nodes, {} -> {} outputs, {} -> {} "
+        "value_info); refusing to use it",
+        before.nodes, after.nodes, before.outputs, after.outputs, before.value_infos,
+        after.value_infos);
+  }
+}
+
+std::string FirstParagraph(const std::string& text) {
+  auto cut = text.find("\n\n");
+  std::string out = cut == std::string::npos ? text : text.substr(0, cut);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+void RunOnnxInference(onnx::ModelProto& proto, bool strict) {
+  onnx::ShapeInferenceOptions options(/*check_type=*/strict, /*error_mode=*/strict ? 1 : 0,
+                                      /*data_prop=*/true);
+  try {
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    ThrowBadInput("shape inference failed: {}", FirstParagraph(e.what()));
+  }
+}
+
+enum class ShapeState { kStatic, kSymbolic, kUnknown };
+
+ShapeState StateOf(const onnx::ValueInfoProto* vi) {
+  if (!vi || !vi->has_type()) return ShapeState::kUnknown;
+  const auto& type = vi->type();
+  if (!type.has_tensor_type()) {
+    return type.value_case() == onnx::TypeProto::VALUE_NOT_SET ? ShapeState::kUnknown
+                                                               : ShapeState::kSymbolic;
+  }
+  if (!type.tensor_type().has_shape()) return ShapeState::kUnknown;
+  bool symbolic = false;
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    if (d.has_dim_value()) continue;
+    if (!d.has_dim_param()) return ShapeState::kUnknown;
+    symbolic = true;
+  }
+  return symbolic ? ShapeState::kSymbolic : ShapeState::kStatic;
+}
+
+std::string NodeLabel(const onnx::NodeProto& node, int index) {
+  return node.name().empty() ? fmt::format("#{} ({})", index, node.op_type()) : node.name();
+}
+
+// Finds, for every node with an unknown output, the upstream node where shapes stopped flowing
+// and why. Nodes are visited in topological order so a node's blockers are known before it.
+class BlockerFinder {
+ public:
+  BlockerFinder(const onnx::ModelProto& model, const ir::GraphView& view)
+      : model_(model), view_(view) {
+    for (const auto& op : model.opset_import()) {
+      opsets_[op.domain() == "ai.onnx" ? "" : op.domain()] = static_cast<int>(op.version());
+    }
+  }
+
+  struct Blocker {
+    int node = -1;
+    std::string reason;
+  };
+
+  const Blocker& Explain(int index) {
+    auto it = memo_.find(index);
+    if (it != memo_.end()) return it->second;
+    return memo_[index] = Compute(index);
+  }
+
+  // Whether the tensor has at least a rank (enough for most ops to proceed).
+  bool HasShape(const std::string& name) const {
+    if (view_.Initializer(name)) return true;
+    const auto* vi = view_.ValueInfo(name);
+    if (!vi || !vi->has_type()) return false;
+    const auto& type = vi->type();
+    return !type.has_tensor_type() || type.tensor_type().has_shape();
+  }
+
+ private:
+  Blocker Compute(int index) {
+    for (const auto& input : view_.NodeReads(index)) {
+      if (HasShape(input)) continue;
+      int producer = view_.Producer(input);
+      if (producer < 0 || producer == index) {
+        return {index, fmt::format("input '{}' has no type or shape (declare it, or pin it "
+                                   "with --input-shape)",
+                                   input)};
+      }
+      return Explain(producer);
+    }
+    return {index, ReasonWithKnownInputs(index)};
+  }
+
+  std::string ReasonWithKnownInputs(int index) {
+    const auto& node = view_.node(index);
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    auto version = opsets_.find(domain);
+    if (version == opsets_.end()) {
+      return fmt::format("domain '{}' is not in the model's opset_import", domain);
+    }
+    const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), version->second, domain);
+    if (!schema) {
+      return fmt::format(
+          "no schema for {}{} at opset {}: a custom operator, shapes cannot flow "
+          "through it",
+          domain.empty() ? "" : domain + "::", node.op_type(), version->second);
+    }
+    if (!schema->has_type_and_shape_inference_function()) {
+      return fmt::format("{} has no shape-inference function in ONNX 1.12", node.op_type());
+    }
+    return Probe(node, *schema);
+  }
+
+  // Re-runs the op's inference function alone to recover the error ONNX swallowed in
+  // non-strict mode.
+  std::string Probe(const onnx::NodeProto& original, const onnx::OpSchema& schema) {
+    onnx::NodeProto node = original;
+    std::deque<onnx::TypeProto> types;
+    std::unordered_map<std::string, onnx::TypeProto*> types_by_name;
+    std::unordered_map<std::string, const onnx::TensorProto*> data_by_name;
+    for (const auto& input : node.input()) {
+      if (const auto* init = view_.Initializer(input)) {
+        data_by_name[input] = init;
+        types.emplace_back();
+        auto* tt = types.back().mutable_tensor_type();
+        tt->set_elem_type(init->data_type());
+        for (auto d : init->dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+        types_by_name[input] = &types.back();
+      } else if (const auto* vi = view_.ValueInfo(input)) {
+        types.push_back(vi->type());
+        types_by_name[input] = &types.back();
+      }
+      int producer = view_.Producer(input);
+      if (producer >= 0 && view_.node(producer).op_type() == "Constant") {
+        for (const auto& attr : view_.node(producer).attribute()) {
+          if (attr.name() == "value" && attr.has_t()) data_by_name[input] = &attr.t();
+        }
+      }
+    }
+    try {
+      onnx::shape_inference::InferenceContextImpl ctx(node, types_by_name, data_by_name, {});
+      schema.GetTypeAndShapeInferenceFunction()(ctx);
+    } catch (const std::exception& e) {
+      return FirstParagraph(e.what());
+    }
+    return "the output shape depends on values only known at run time (data-dependent)";
+  }
+
+  const onnx::ModelProto& model_;
+  const ir::GraphView& view_;
+  std::unordered_map<std::string, int> opsets_;
+  std::unordered_map<int, Blocker> memo_;
+};
+
+std::vector<int> SafeTopoOrder(const ir::GraphView& view) {
+  try {
+    return view.TopoOrder();
+  } catch (const Error&) {
+    std::vector<int> order(view.node_count());
+    for (int i = 0; i < view.node_count(); ++i) order[i] = i;
+    return order;
+  }
+}
+
+void FillReport(const io::Model& model, InferReport& report) {
+  const auto& graph = model.proto.graph();
+  ir::GraphView view(graph);
+  BlockerFinder finder(model.proto, view);
+  for (int index : SafeTopoOrder(view)) {
+    const auto& node = graph.node(index);
+    for (const auto& out : node.output()) {
+      if (out.empty()) continue;
+      ++report.tensors_total;
+      ShapeState state = StateOf(view.ValueInfo(out));
+      if (state == ShapeState::kStatic) ++report.tensors_static;
+      if (state == ShapeState::kSymbolic) ++report.tensors_symbolic;
+      if (state != ShapeState::kUnknown) continue;
+      const auto& blocker = finder.Explain(index);
+      const auto& blocking_node = graph.node(blocker.node);
+      std::string reason = blocker.reason;
+      if (blocker.node != index) {
+        reason += fmt::format(" (reached through the inputs of '{}')", NodeLabel(node, index));
+      }
+      report.unresolved.push_back(
+          {out, NodeLabel(blocking_node, blocker.node), blocking_node.op_type(), reason});
+    }
+  }
+}
+
+}  // namespace
+
+InferReport InferShapes(io::Model& model, const InferOptions& options) {
+  RegisterContribSchemas();
+  ApplyInputShapes(model, options.input_shapes);
+  InferReport report;
+  InlineSmallExternalTensors inlined(model);
+  auto& graph = *model.proto.mutable_graph();
+  std::string signature = TypeSignature(graph);
+  bool converged = false;
+  while (report.iterations < options.max_iterations) {
+    GraphSize before = SizeOf(graph);
+    RunOnnxInference(model.proto, options.strict);
+    RequireNotShrunk(before, SizeOf(graph));
+    ++report.iterations;
+    std::string next = TypeSignature(graph);
+    converged = next == signature;
+    signature = std::move(next);
+    if (converged) break;
+  }
+  if (!converged) {
+    report.notes.push_back(fmt::format(
+        "shape inference had not reached a fixed point after {} iterations (the cap); shapes "
+        "may be incomplete",
+        report.iterations));
+  }
+  FillReport(model, report);
+  return report;
+}
+
+}  // namespace porttool::shape

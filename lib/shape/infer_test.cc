@@ -1,0 +1,145 @@
+#include "lib/shape/infer.h"
+
+#include <gtest/gtest.h>
+
+#include "lib/io/external_data.h"
+#include "lib/ir/dtype.h"
+#include "lib/ir/graph_view.h"
+#include "lib/util/error.h"
+#include "lib/util/testing.h"
+
+namespace porttool::shape {
+namespace {
+
+std::string ShapeOf(const io::Model& m, const std::string& name) {
+  ir::GraphView v(m.proto.graph());
+  const auto* vi = v.ValueInfo(name);
+  return vi ? ir::ShapeToString(vi->type()) : "(none)";
+}
+
+TEST(InferShapes, DemoModelFlowsThroughCustomGelu) {
+  io::Model m = io::Load(porttool::testing::TestData("demo_detector.onnx"));
+  InferOptions o;
+  o.input_shapes = ParseInputShapes({"images:1x3x64x64"});
+  InferReport r = InferShapes(m, o);
+  EXPECT_TRUE(r.unresolved.empty())
+      << r.unresolved.front().tensor << ": " << r.unresolved.front().reason;
+  EXPECT_EQ(r.tensors_static, r.tensors_total);
+  EXPECT_EQ(ShapeOf(m, "gelu.out").find('?'), std::string::npos) << ShapeOf(m, "gelu.out");
+  EXPECT_EQ(ShapeOf(m, "score"), "1x1x32x32");
+  EXPECT_GE(r.iterations, 1);
+}
+
+TEST(InferShapes, SymbolicWithoutPinnedInputs) {
+  io::Model m = io::Load(porttool::testing::TestData("demo_detector.onnx"));
+  InferReport r = InferShapes(m);
+  EXPECT_GT(r.tensors_symbolic, 0);
+  EXPECT_EQ(r.tensors_static + r.tensors_symbolic + static_cast<int>(r.unresolved.size()),
+            r.tensors_total);
+}
+
+TEST(InferShapes, ReportsTheNodeThatBlocksUnknownTensors) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 14, "acme" : 1]>
+g (float[1,4] x) => (float[1,4] z) {
+  a = Relu(x)
+  b = acme.Mystery(a)
+  c = Relu(b)
+  z = Add(c, a)
+}
+)");
+  m.proto.mutable_graph()->mutable_node(1)->set_name("mystery_0");
+  InferReport r = InferShapes(m);
+  ASSERT_EQ(r.unresolved.size(), 2u);  // b and c (z is a declared output)
+  for (const auto& u : r.unresolved) {
+    EXPECT_EQ(u.node, "mystery_0") << u.tensor;
+    EXPECT_EQ(u.op_type, "Mystery");
+    EXPECT_NE(u.reason.find("no schema"), std::string::npos) << u.reason;
+  }
+  EXPECT_EQ(ShapeOf(m, "a"), "1x4");
+}
+
+TEST(InferShapes, DataPropagationResolvesReshapeFromShapeArithmetic) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 14]>
+g (float[2,3,4] x) => (float[6,4] y) {
+  s = Shape(x)
+  prod = Constant<value = int64[2] {6, 4}>()
+  y = Reshape(x, prod)
+  flat_shape = Concat<axis = 0>(s, s)
+}
+)");
+  InferReport r = InferShapes(m);
+  EXPECT_EQ(ShapeOf(m, "flat_shape"), "6");
+}
+
+TEST(InferShapes, SmallExternalInt64TensorsFeedDataPropagationAndStayExternal) {
+  porttool::testing::TempDir dir;
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 14]>
+g (float[2,3,4] x) => (float[N,M] y) {
+  y = Reshape(x, target)
+}
+)");
+  auto* t = m.proto.mutable_graph()->add_initializer();
+  t->set_name("target");
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(2);
+  int64_t dims[2] = {6, 4};
+  porttool::testing::WriteFile(dir / "t.bin", std::string(reinterpret_cast<char*>(dims), 16));
+  io::SetExternalRef(*t, "t.bin", 0, 16);
+  m.base_dir = dir.path();
+  InferShapes(m);
+  EXPECT_EQ(ShapeOf(m, "y"), "6x4");
+  EXPECT_TRUE(io::IsExternal(m.proto.graph().initializer(0)));
+  EXPECT_FALSE(m.proto.graph().initializer(0).has_raw_data());
+}
+
+TEST(InferShapes, BadInputShapeIsUsageError) {
+  io::Model m = io::Load(porttool::testing::TestData("demo_detector.onnx"));
+  InferOptions o;
+  o.input_shapes = ParseInputShapes({"nope:1x3x64x64"});
+  try {
+    InferShapes(m, o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("images"), std::string::npos) << e.what();
+  }
+  o.input_shapes = ParseInputShapes({"images:1x3x64"});
+  EXPECT_THROW(InferShapes(m, o), Error);
+}
+
+TEST(InferShapes, ContradictingDeclaredShapeFailsInsteadOfReturningLess) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 14]>
+g (float[2,3] x) => (float[5,7] y) {
+  y = Relu(x)
+}
+)");
+  EXPECT_THROW(InferShapes(m), Error);
+  EXPECT_EQ(m.proto.graph().node_size(), 1);
+}
+
+TEST(InferShapes, PpOcrDetIsFullyStaticWithPinnedInput) {
+  auto dir = porttool::testing::SharedModelsDir();
+  if (dir.empty()) GTEST_SKIP() << "../shared/models absent";
+  io::Model m = io::Load(dir / "ch_PP-OCRv4_det_infer.onnx");
+  InferOptions o;
+  o.input_shapes = ParseInputShapes({"x:1x3x640x640"});
+  InferReport r = InferShapes(m, o);
+  EXPECT_TRUE(r.unresolved.empty());
+  EXPECT_EQ(r.tensors_static, r.tensors_total);
+  // Every node output, and the graph output, has a value_info with static dims.
+  ir::GraphView v(m.proto.graph());
+  for (const auto& node : m.proto.graph().node()) {
+    for (const auto& out : node.output()) {
+      const auto* vi = v.ValueInfo(out);
+      ASSERT_NE(vi, nullptr) << out;
+      EXPECT_TRUE(ir::StaticShape(vi->type()).has_value()) << out;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace porttool::shape

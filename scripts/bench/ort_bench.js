@@ -1,0 +1,56 @@
+// ONNX Runtime CPU latency for one model: the anchor bench_executor.sh compares porttool against.
+// Usage: node ort_bench.js MODEL --shape 1,3,640,640 --threads T --repeat N
+// Prints one JSON line: {"threads", "median_ms", "min_ms", "max_ms"}. Random inputs (fixed seed);
+// dynamic dims take --shape. One warm-up run, then N timed runs.
+const path = require('path');
+const ort = require(path.join(__dirname, '..', 'ort', 'node_modules', 'onnxruntime-node'));
+
+function parseArgs(argv) {
+  const args = { model: argv[0], shape: null, threads: 1, repeat: 10 };
+  for (let i = 1; i < argv.length; i += 2) {
+    const key = argv[i].replace(/^--/, '');
+    const value = argv[i + 1];
+    if (key === 'shape') args.shape = value.split(',').map(Number);
+    else if (key === 'threads') args.threads = Number(value);
+    else if (key === 'repeat') args.repeat = Number(value);
+    else throw new Error(`unknown option ${argv[i]}`);
+  }
+  return args;
+}
+
+function randomTensor(dims) {
+  const n = dims.reduce((a, b) => a * b, 1);
+  const data = new Float32Array(n);
+  let state = 12345;
+  for (let i = 0; i < n; ++i) {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    data[i] = state / 2147483648;
+  }
+  return new ort.Tensor('float32', data, dims);
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const session = await ort.InferenceSession.create(args.model, {
+    intraOpNumThreads: args.threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+  });
+  const feeds = {};
+  for (const name of session.inputNames) feeds[name] = randomTensor(args.shape);
+  await session.run(feeds);  // warm-up
+  const times = [];
+  for (let i = 0; i < args.repeat; ++i) {
+    const t0 = process.hrtime.bigint();
+    await session.run(feeds);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  const median = times.length % 2 ? times[(times.length - 1) / 2]
+                                   : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
+  console.log(JSON.stringify({ threads: args.threads, median_ms: median, min_ms: times[0],
+                               max_ms: times[times.length - 1] }));
+}
+
+main().catch((e) => { console.error(`ort_bench: ${e.message}`); process.exit(3); });

@@ -1,0 +1,83 @@
+// `porttool decide` and `porttool rules validate` through the binary: formats, exit codes, errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/util/testing.h"
+
+namespace porttool {
+namespace {
+
+using testing::RunPorttool;
+
+std::string Demo() { return testing::TestData("demo_detector.onnx").string(); }
+
+TEST(CliDecide, JsonReportHasTheDocumentedShape) {
+  auto r = RunPorttool("decide " + Demo() +
+                       " --target rknn-rk3588 --format json --input-shape images:1x3x64x64 "
+                       "--fps 10 --resolution 1080p --latency-ms 0 --power-w 0 --int8-loss 1 "
+                       "--fp16 false --mixed-precision false --dev-days 2 --model-update reexport");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["verdict"] == "onnx" || j["verdict"] == "verify" || j["verdict"] == "custom-op");
+  ASSERT_EQ(j["dimensions"].size(), 6u);
+  for (const auto& d : j["dimensions"]) {
+    EXPECT_TRUE(d.contains("id") && d.contains("outcome") && d.contains("rule") &&
+                d.contains("reason"));
+  }
+  EXPECT_EQ(j["facts"]["performance.fps"]["origin"], "--fps");
+  EXPECT_TRUE(j["unsupported"].is_array());
+  EXPECT_EQ(j["remedies"][0]["node"], "Custom_GELU_0");
+  EXPECT_EQ(j["steps"].size(), 5u);
+}
+
+TEST(CliDecide, MarkdownToFileAndFactsFile) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "project.json",
+                     R"({"hardware": {"class": "cortex-m"}, "schedule": {"dev_days": 12}})");
+  auto r = RunPorttool("decide " + Demo() + " --facts " + (dir / "project.json").string() + " -o " +
+                       (dir / "report.md").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  std::string md = testing::ReadFile(dir / "report.md");
+  EXPECT_NE(md.find("**Verdict: `custom-op`**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| hardware.class | cortex-m | --facts "), std::string::npos);
+}
+
+TEST(CliDecide, BadFactsAndTargetsGiveClearErrors) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "bad.json", "{\"performance\": {\"fps\": \"fast\"}}");
+  auto r = RunPorttool("decide " + Demo() + " --facts " + (dir / "bad.json").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("at /performance/fps"), std::string::npos) << r.err;
+  r = RunPorttool("decide " + Demo() + " --target rknn-rk3589");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("did you mean 'rknn-rk3588'"), std::string::npos) << r.err;
+  r = RunPorttool("decide " + Demo() + " --model-update sometimes");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("--model-update"), std::string::npos) << r.err;
+}
+
+TEST(CliRules, ValidateShippedAndMalformedFiles) {
+  auto r = RunPorttool("rules validate");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ok  target"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rknn-rk3588.json"), std::string::npos);
+  testing::TempDir dir;
+  testing::WriteFile(dir / "t.json", "{\n  \"schema\": \"porttool.target/1\",\n  \"name\": 3\n}");
+  r = RunPorttool("rules validate " + (dir / "t.json").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("t.json:3: at /name: expected a string, got a number"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliRules, RulesDirFromEnvironment) {
+  testing::TempDir dir;
+  auto r = testing::RunShell("PORTTOOL_RULES_DIR=" + dir.path().string() + " " +
+                             testing::PorttoolBin() + " rules validate");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("no rule files under " + dir.path().string()), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace porttool

@@ -1,0 +1,236 @@
+// `porttool run` and `porttool compare` end to end: exit codes, JSON shape, output files, and
+// the bad-input cases the issue lists (missing input, wrong dtype or rank, unsupported .npy,
+// NaN/Inf, an op without a kernel).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/io/model.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/testing.h"
+
+namespace porttool {
+namespace {
+
+using runtime::Tensor;
+using testing::RunPorttool;
+using testing::TempDir;
+namespace TP = onnx;  // TP::TensorProto::FLOAT
+
+// y = Relu(x) + 1, with an awkward output name to exercise file-name sanitising.
+constexpr const char* kTinyModel = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+tiny (float[2, 3] x) => (float[2, 3] yout) {
+  one = Constant <value = float[1] {1.0}> ()
+  r = Relu(x)
+  yout = Add(r, one)
+})";
+
+// Same graph with Sub: outputs differ by 2.
+constexpr const char* kTinyModelSub = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+tiny (float[2, 3] x) => (float[2, 3] yout) {
+  one = Constant <value = float[1] {1.0}> ()
+  r = Relu(x)
+  yout = Sub(r, one)
+})";
+
+constexpr const char* kUnknownOpModel = R"(
+<ir_version: 8, opset_import: ["" : 13, "acme" : 1]>
+bad (float[2] x) => (float[2] y) {
+  y = acme.Frobnicate (x)
+})";
+
+std::string WriteModel(const TempDir& dir, const std::string& name, const char* text) {
+  auto path = dir / name;
+  io::Model m = io::ParseText(text);
+  // The 1.12 text parser has no quoted names or node names: set them here.
+  auto* g = m.proto.mutable_graph();
+  for (auto& n : *g->mutable_node()) {
+    n.set_name(n.op_type() == "Frobnicate" ? "frob_node" : n.op_type() + "_0");
+    for (auto& o : *n.mutable_output()) {
+      if (o == "yout") o = "out/y:0";
+    }
+  }
+  for (auto& o : *g->mutable_output()) {
+    if (o.name() == "yout") o.set_name("out/y:0");
+  }
+  testing::WriteFile(path, m.proto.SerializeAsString());
+  return path.string();
+}
+
+std::string WriteInput(const TempDir& dir, const std::string& name, Tensor t) {
+  auto path = dir / name;
+  runtime::WriteNpy(path, t);
+  return path.string();
+}
+
+Tensor Floats(std::vector<int64_t> shape, std::vector<float> values) {
+  Tensor t(TP::TensorProto::FLOAT, std::move(shape));
+  std::copy(values.begin(), values.end(), t.mutable_data<float>());
+  return t;
+}
+
+// A raw .npy with the given header dict (for formats WriteNpy never produces).
+std::string WriteRawNpy(const TempDir& dir, const std::string& name, const std::string& dict,
+                        size_t data_bytes) {
+  std::string header = dict;
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  out += header + std::string(data_bytes, '\0');
+  testing::WriteFile(dir / name, out);
+  return (dir / name).string();
+}
+
+TEST(CliRun, RunsAndWritesSanitisedOutputsWithJson) {
+  TempDir dir;
+  auto model = WriteModel(dir, "tiny.onnx", kTinyModel);
+  auto x = WriteInput(dir, "x.npy", Floats({2, 3}, {-1, 0, 1, 2, -3, 4}));
+  auto r = RunPorttool("run " + model + " --input x=" + x + " --output-dir " +
+                       (dir / "out").string() + " --repeat 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["outputs"].size(), 1u);
+  EXPECT_EQ(doc["outputs"][0]["name"], "out/y:0");
+  EXPECT_EQ(doc["outputs"][0]["dtype"], "float32");
+  EXPECT_EQ(doc["outputs"][0]["shape"], nlohmann::json::array({2, 3}));
+  std::string file = doc["outputs"][0]["file"];
+  EXPECT_EQ(std::filesystem::path(file).filename(), "out_y_0.npy");
+  auto lat = doc["latency_ms"];
+  EXPECT_LE(lat["min"].get<double>(), lat["median"].get<double>());
+  EXPECT_LE(lat["median"].get<double>(), lat["max"].get<double>());
+  Tensor y = runtime::ReadNpy(file);
+  std::vector<float> expected = {1, 1, 2, 3, 1, 5};
+  ASSERT_EQ(y.size(), 6);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], expected[i]);
+}
+
+TEST(CliRun, PbOutputsAndInputsRoundTrip) {
+  TempDir dir;
+  auto model = WriteModel(dir, "tiny.onnx", kTinyModel);
+  runtime::WritePb(dir / "x.pb", Floats({2, 3}, {1, 2, 3, 4, 5, 6}), "x");
+  auto r = RunPorttool("run " + model + " --input x=" + (dir / "x.pb").string() + " --output-dir " +
+                       dir.path().string() + " --pb");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string name;
+  Tensor y = runtime::ReadPb(dir / "out_y_0.pb", &name);
+  EXPECT_EQ(name, "out/y:0");
+  EXPECT_FLOAT_EQ(y.data<float>()[5], 7);
+}
+
+TEST(CliRun, RandomInputsAreReproducibleAndNeedStaticDims) {
+  TempDir dir;
+  auto demo = testing::TestData("demo_detector.onnx").string();
+  auto a = RunPorttool("run " + demo +
+                       " --random-inputs --seed 7 --input-shape images:1x3x32x32 "
+                       "--output-dir " +
+                       (dir / "a").string());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  auto b = RunPorttool("run " + demo +
+                       " --random-inputs --seed 7 --input-shape images:1x3x32x32 "
+                       "--output-dir " +
+                       (dir / "b").string());
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(testing::ReadFile(dir / "a" / "score.npy"), testing::ReadFile(dir / "b" / "score.npy"));
+  auto dynamic = RunPorttool("run " + demo + " --random-inputs");
+  EXPECT_EQ(dynamic.exit_code, 2) << dynamic.err;
+  EXPECT_NE(dynamic.err.find("--input-shape"), std::string::npos) << dynamic.err;
+}
+
+TEST(CliRun, BadInputsAreClearErrors) {
+  TempDir dir;
+  auto model = WriteModel(dir, "tiny.onnx", kTinyModel);
+  auto run = [&](const std::string& args) { return RunPorttool("run " + model + " " + args); };
+
+  auto missing = run("");
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("input 'x' is missing"), std::string::npos) << missing.err;
+
+  Tensor ints(TP::TensorProto::INT32, {2, 3});
+  auto wrong_dtype = run("--input x=" + WriteInput(dir, "i.npy", ints));
+  EXPECT_EQ(wrong_dtype.exit_code, 3);
+  EXPECT_NE(wrong_dtype.err.find("expects float32"), std::string::npos) << wrong_dtype.err;
+
+  auto wrong_rank = run("--input x=" + WriteInput(dir, "r.npy", Floats({6}, {1, 2, 3, 4, 5, 6})));
+  EXPECT_EQ(wrong_rank.exit_code, 3);
+  EXPECT_NE(wrong_rank.err.find("rank 2"), std::string::npos) << wrong_rank.err;
+
+  auto wrong_dim = run("--input x=" + WriteInput(dir, "d.npy", Floats({3, 2}, {1, 2, 3, 4, 5, 6})));
+  EXPECT_EQ(wrong_dim.exit_code, 3);
+  EXPECT_NE(wrong_dim.err.find("dim 0 must be 2"), std::string::npos) << wrong_dim.err;
+
+  auto fortran = run("--input x=" + WriteRawNpy(dir, "f.npy",
+                                                "{'descr': '<f4', 'fortran_order': True, "
+                                                "'shape': (2, 3), }",
+                                                24));
+  EXPECT_EQ(fortran.exit_code, 3);
+  EXPECT_NE(fortran.err.find("Fortran"), std::string::npos) << fortran.err;
+
+  auto complex = run("--input x=" + WriteRawNpy(dir, "c.npy",
+                                                "{'descr': '<c8', 'fortran_order': False, "
+                                                "'shape': (2, 3), }",
+                                                48));
+  EXPECT_EQ(complex.exit_code, 3);
+  EXPECT_NE(complex.err.find("not supported"), std::string::npos) << complex.err;
+
+  auto syntax = run("--input x");
+  EXPECT_EQ(syntax.exit_code, 2) << syntax.err;
+
+  auto unknown_name = run("--input nope=" + WriteInput(dir, "n.npy", Floats({2, 3}, {})));
+  EXPECT_EQ(unknown_name.exit_code, 3);
+  EXPECT_NE(unknown_name.err.find("'nope' is not an input"), std::string::npos);
+}
+
+TEST(CliRun, NanInputsWarnOrFail) {
+  TempDir dir;
+  auto model = WriteModel(dir, "tiny.onnx", kTinyModel);
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  auto x = WriteInput(dir, "x.npy", Floats({2, 3}, {1, nan, 3, 4, 5, 6}));
+  auto warn = RunPorttool("run " + model + " --input x=" + x);
+  EXPECT_EQ(warn.exit_code, 0) << warn.err;
+  EXPECT_NE(warn.err.find("NaN"), std::string::npos) << warn.err;
+  auto fail = RunPorttool("run " + model + " --input x=" + x + " --fail-on-nan");
+  EXPECT_EQ(fail.exit_code, 3);
+  EXPECT_NE(fail.err.find("NaN"), std::string::npos) << fail.err;
+}
+
+TEST(CliRun, UnknownOpIsExit3NamingOpAndNode) {
+  TempDir dir;
+  auto model = WriteModel(dir, "bad.onnx", kUnknownOpModel);
+  auto r = RunPorttool("run " + model + " --random-inputs");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("Frobnicate"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("frob_node"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("acme"), std::string::npos) << r.err;
+}
+
+TEST(CliCompare, SameModelPassesDifferentModelExceedsTolerance) {
+  TempDir dir;
+  auto a = WriteModel(dir, "a.onnx", kTinyModel);
+  auto b = WriteModel(dir, "b.onnx", kTinyModelSub);
+  auto same = RunPorttool("compare " + a + " " + a + " --json --per-tensor");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  auto doc = nlohmann::json::parse(same.out);
+  EXPECT_TRUE(doc["within_tolerance"].get<bool>());
+  EXPECT_EQ(doc["outputs"][0]["max_abs"].get<double>(), 0.0);
+  EXPECT_TRUE(doc["outputs"][0]["sqnr_db"].is_null());  // identical: infinite SQNR
+  EXPECT_GE(doc["per_tensor"].size(), 2u);
+
+  auto diff = RunPorttool("compare " + a + " " + b + " --json --per-tensor");
+  EXPECT_EQ(diff.exit_code, 1) << diff.err;
+  auto d = nlohmann::json::parse(diff.out);
+  EXPECT_FALSE(d["within_tolerance"].get<bool>());
+  EXPECT_NEAR(d["outputs"][0]["max_abs"].get<double>(), 2.0, 1e-6);
+  // Ranked worst first: the diverging output precedes the identical Relu.
+  EXPECT_EQ(d["per_tensor"][0]["name"], "out/y:0");
+
+  auto loose = RunPorttool("compare " + a + " " + b + " --atol 2.5");
+  EXPECT_EQ(loose.exit_code, 0) << loose.out << loose.err;
+}
+
+}  // namespace
+}  // namespace porttool
