@@ -113,8 +113,8 @@ TEST(FixedPoint, StopsWhenARoundChangesNothing) {
       y = Identity(x) })");
   std::vector<StepReport> reports;
   bool hit_cap = true;
-  int rounds = RunToFixedPoint(model, ParsePipeline("topo-sort,eliminate-identity"), 5, hit_cap,
-                               reports);
+  int rounds =
+      RunToFixedPoint(model, ParsePipeline("topo-sort,eliminate-identity"), 5, hit_cap, reports);
   EXPECT_EQ(rounds, 2);
   EXPECT_FALSE(hit_cap);
   EXPECT_EQ(model.proto.graph().node_size(), 1);

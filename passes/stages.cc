@@ -9,7 +9,8 @@ namespace porttool::passes {
 
 PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options) const {
   shape::InferOptions infer;
-  if (options.Has("input-shape")) infer.input_shapes = shape::ParseInputShapes({options.Get("input-shape")});
+  if (options.Has("input-shape"))
+    infer.input_shapes = shape::ParseInputShapes({options.Get("input-shape")});
   infer.max_iterations = static_cast<int>(options.GetInt("max-iterations", 8));
   shape::InferReport report = shape::InferShapes(model, infer);
   PassResult result;
@@ -33,11 +34,11 @@ PassResult CheckStage::Run(io::Model& model, const PassOptions&) const {
   analysis::CheckReport report = analysis::CheckModel(model);
   PassResult result;
   for (const auto& f : report.findings) {
-    std::string where = !f.node.empty() ? " node '" + f.node + "'"
+    std::string where = !f.node.empty()     ? " node '" + f.node + "'"
                         : !f.tensor.empty() ? " tensor '" + f.tensor + "'"
                                             : "";
-    result.notes.push_back(fmt::format("{} [{}]{}: {}", analysis::SeverityName(f.severity), f.id,
-                                       where, f.message));
+    result.notes.push_back(
+        fmt::format("{} [{}]{}: {}", analysis::SeverityName(f.severity), f.id, where, f.message));
   }
   result.failed = report.HasErrors();
   return result;

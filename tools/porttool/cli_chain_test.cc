@@ -20,8 +20,8 @@ TEST(CliChain, InferShapesThenCheckSavesOnceWithShapes) {
   std::string model = TestData("demo_detector.onnx").string();
   std::string before = util::Sha256File(model);
   auto r = RunPorttool("chain " + model + " -o " + (dir / "out.onnx").string() +
-                  " --json -p 'infer-shapes{input-shape=images:1x3x64x64},eliminate-identity,"
-                  "topo-sort,check'");
+                       " --json -p 'infer-shapes{input-shape=images:1x3x64x64},eliminate-identity,"
+                       "topo-sort,check'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(doc["steps"].size(), 4u);

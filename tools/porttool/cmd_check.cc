@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "lib/analysis/check.h"
+#include "lib/decide/scan.h"
+#include "lib/shape/input_shapes.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -14,6 +16,8 @@ struct CheckOptions {
   std::string model;
   bool json = false;
   bool no_full_check = false;
+  std::string target;
+  std::vector<std::string> input_shapes;
 };
 
 nlohmann::json ReportJson(const analysis::CheckReport& report) {
@@ -49,14 +53,23 @@ int RunCheck(const CheckOptions& o) {
   analysis::CheckOptions options;
   options.full_check = !o.no_full_check;
   analysis::CheckReport report = analysis::CheckModel(model, options);
+  bool target_ok = true;
+  nlohmann::json doc = ReportJson(report);
+  doc["model"] = o.model;
+  if (!o.target.empty()) {
+    // The compatibility scan and memory fit against a target profile (rules/targets/).
+    decide::TargetCheck target =
+        decide::CheckModelOnTarget(model, o.target, shape::ParseInputShapes(o.input_shapes));
+    target_ok = target.ok;
+    doc["target"] = decide::TargetCheckToJson(target);
+    if (!o.json) std::cout << decide::TargetCheckToText(target);
+  }
   if (o.json) {
-    nlohmann::json doc = ReportJson(report);
-    doc["model"] = o.model;
     PrintJson(doc);
   } else {
     PrintText(o.model, report);
   }
-  return report.HasErrors() ? kExitCheckFailed : kExitOk;
+  return report.HasErrors() || !target_ok ? kExitCheckFailed : kExitOk;
 }
 
 }  // namespace
@@ -67,10 +80,16 @@ void RegisterCheck(CLI::App& app, RunFn& run) {
       "check", "ONNX checker, strict shape inference and porting lints (exit 1 on an error)");
   cmd->footer(
       "Exit codes: 0 no error-level finding, 1 at least one, 3 unreadable or unsafe file.\n"
-      "Example:\n  porttool check testdata/demo_detector.onnx");
+      "Example:\n  porttool check testdata/demo_detector.onnx\n"
+      "  porttool check model.onnx --target rknn-rk3588 --input-shape x:1x3x640x640");
   AddModelArg(*cmd, opts->model);
   cmd->add_flag("--no-full-check", opts->no_full_check,
                 "Skip strict shape inference (run only the checker and the lints)");
+  cmd->add_option("--target", opts->target,
+                  "Also scan operator support and memory fit against a target profile "
+                  "(rules/targets/NAME.json); exit 1 when a node is unsupported without CPU "
+                  "fallback or weights + activations exceed the target's usable memory");
+  AddInputShapeOption(*cmd, opts->input_shapes);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCheck(*opts); }; });
 }

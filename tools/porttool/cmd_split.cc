@@ -5,8 +5,11 @@
 
 #include <iostream>
 
+#include "lib/decide/scan.h"
 #include "lib/ir/split.h"
+#include "lib/runtime/verify.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -21,15 +24,46 @@ struct SplitOptions {
   uint64_t bridge_warn_bytes = uint64_t{1} << 20;
   std::vector<std::string> input_shapes;
   bool json = false;
+  bool auto_cut = false;
+  std::string target;
+  bool verify = false;
+  uint64_t seed = 1;
 };
 
-// Which nodes go to the host. `--auto --target NAME` (decision engine) plugs in here: mark the
-// nodes the target cannot run and call ir::SplitModel(model, host, options) instead.
+// Which nodes go to the host: the --at nodes, or with --auto every node the target's accelerator
+// cannot run (decision engine's compatibility scan).
 ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o) {
   ir::SplitOptions options;
   options.bridge_warn_bytes = o.bridge_warn_bytes;
   options.input_shapes = shape::ParseInputShapes(o.input_shapes);
+  if (o.auto_cut != !o.target.empty()) ThrowUsage("--auto and --target go together");
+  if (o.auto_cut == !o.at.empty()) ThrowUsage("give either --at NODE or --auto --target NAME");
+  if (o.auto_cut) {
+    return ir::SplitModel(model, decide::HostNodesForTarget(model, o.target, options.input_shapes),
+                          options);
+  }
   return ir::SplitAtNodes(model, o.at, options);
+}
+
+// Runs the original and the chained segments on the same random inputs; outputs must be
+// bit-identical (the executor is deterministic).
+// The segments are re-read from disk, so what is verified is what was written.
+bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
+                    const ir::WriteSplitResult& written, const SplitOptions& o) {
+  io::Model pinned = model;
+  shape::ApplyInputShapes(pinned, shape::ParseInputShapes(o.input_shapes));
+  std::vector<io::Model> segments;
+  for (const auto& segment : result.segments)
+    segments.push_back(io::Load(written.dir / segment.file));
+  std::vector<const io::Model*> chain;
+  for (const auto& segment : segments) chain.push_back(&segment);
+  runtime::VerifyResult verify = runtime::VerifyChainRandom(pinned, chain, o.seed);
+  for (const auto& problem : verify.problems) spdlog::error("verify: {}", problem);
+  if (verify.identical) {
+    spdlog::info("verify: {} output(s) identical between the model and its {} chained segments",
+                 verify.outputs.size(), chain.size());
+  }
+  return verify.identical;
 }
 
 int RunSplit(const SplitOptions& o) {
@@ -40,22 +74,23 @@ int RunSplit(const SplitOptions& o) {
   ir::WriteSplitOptions write_options;
   write_options.copy_weights = o.copy_weights;
   ir::WriteSplitResult written = ir::WriteSplit(result, model, dir, write_options);
-  // `--verify` (executor) plugs in here: run `model` and the chained `result.segments` on the
-  // same inputs, passing bridges by name, and return kExitCheckFailed on a mismatch.
+  bool verified = !o.verify || VerifySegments(model, result, written, o);
   for (const auto& note : result.notes) spdlog::warn("{}", note);
   for (const auto& note : written.notes) spdlog::warn("{}", note);
   for (const auto& advice : result.advice) spdlog::warn("{}", advice.message);
   if (o.json) {
     nlohmann::json doc = written.manifest;
     doc["dir"] = written.dir.string();
+    if (o.verify) doc["verified"] = verified;
     PrintJson(doc);
-    return kExitOk;
+    return verified ? kExitOk : kExitCheckFailed;
   }
   std::cout << fmt::format("{} -> {}/ ({} segments, {} bridges, weights {})\n", o.model,
                            written.dir.string(), result.segments.size(), result.bridges.size(),
                            o.copy_weights ? "copied" : "zero-copy");
   std::cout << ir::FormatSplitTable(result);
-  return kExitOk;
+  if (o.verify) std::cout << (verified ? "verify: outputs identical\n" : "verify: MISMATCH\n");
+  return verified ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace
@@ -67,12 +102,20 @@ void RegisterSplit(CLI::App& app, RunFn& run) {
   cmd->footer(
       "Each --at node runs on the host (CPU); the graph between cuts becomes accelerator\n"
       "segments. Tensors crossing a cut (skip connections included) become bridges.\n"
-      "Example:\n  porttool split model.onnx --at Custom_GELU_0 -o model.split");
+      "Examples:\n  porttool split model.onnx --at Custom_GELU_0 -o model.split\n"
+      "  porttool split model.onnx --auto --target rknn-rk3588 --input-shape x:1x3x640x640 "
+      "--verify");
   AddModelArg(*cmd, opts->model);
   cmd->add_option("--at", opts->at,
                   "Node to run on the host (repeat for several cuts; adjacent cut nodes share "
-                  "one host segment)")
-      ->required();
+                  "one host segment)");
+  cmd->add_flag("--auto", opts->auto_cut,
+                "Cut at every maximal run of nodes the --target's accelerator cannot run");
+  cmd->add_option("--target", opts->target, "Target profile for --auto (rules/targets/NAME.json)");
+  cmd->add_flag("--verify", opts->verify,
+                "Run the model and the chained segments on the same random inputs (needs static "
+                "input dims: use --input-shape) and require identical outputs; exit 1 otherwise");
+  cmd->add_option("--seed", opts->seed, "Random-input seed for --verify")->capture_default_str();
   cmd->add_option("-o,--output", opts->output,
                   "Output directory (default: <model stem>.split in the current directory); "
                   "replaced only if it holds a previous split");
