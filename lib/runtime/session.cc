@@ -1,7 +1,6 @@
 #include "lib/runtime/session.h"
 
 #include <fmt/format.h>
-
 #include <malloc.h>
 
 #include <cmath>

@@ -9,6 +9,7 @@
 
 #include "lib/emit/emit_header.h"
 #include "lib/ir/dtype.h"
+#include "lib/runtime/shapes_by_execution.h"
 #include "lib/shape/infer.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
@@ -57,6 +58,15 @@ void MakeShapesStatic(io::Model& model, const std::vector<std::string>& specs) {
   }
   shape::InferReport report = shape::InferShapes(model);
   for (const auto& note : report.notes) spdlog::warn("{}", note);
+  if (!report.unresolved.empty()) {
+    auto filled = runtime::CompleteShapesByExecution(model);
+    if (!filled.empty()) {
+      spdlog::info(
+          "{} tensor shape(s) static inference left unknown were taken from one run of "
+          "the executor (e.g. '{}')",
+          filled.size(), filled.front());
+    }
+  }
 }
 
 nlohmann::json ToJson(const emit::EmitResult& r) {
