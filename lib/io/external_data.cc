@@ -11,8 +11,7 @@ namespace porttool::io {
 namespace fs = std::filesystem;
 
 bool IsExternal(const onnx::TensorProto& tensor) {
-  return tensor.has_data_location() &&
-         tensor.data_location() == onnx::TensorProto::EXTERNAL;
+  return tensor.has_data_location() && tensor.data_location() == onnx::TensorProto::EXTERNAL;
 }
 
 namespace {
@@ -22,8 +21,8 @@ uint64_t ParseUnsigned(const onnx::TensorProto& tensor, const std::string& key,
   uint64_t out = 0;
   auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
   if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) {
-    ThrowBadInput("tensor '{}': external data {} '{}' is not a non-negative integer",
-                  tensor.name(), key, value);
+    ThrowBadInput("tensor '{}': external data {} '{}' is not a non-negative integer", tensor.name(),
+                  key, value);
   }
   return out;
 }
@@ -95,8 +94,8 @@ ExternalRef ResolveExternalRef(const onnx::TensorProto& tensor, const fs::path& 
   }
   struct stat st {};
   if (::stat(resolved.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    ThrowBadInput("tensor '{}': external data location '{}' is not a regular file",
-                  tensor.name(), ref.location);
+    ThrowBadInput("tensor '{}': external data location '{}' is not a regular file", tensor.name(),
+                  ref.location);
   }
   uint64_t file_size = static_cast<uint64_t>(st.st_size);
   if (ref.offset > file_size) {

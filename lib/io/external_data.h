@@ -5,20 +5,20 @@
 // model's directory, only regular files, and offset/length inside the file.
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 
-#include <onnx/onnx_pb.h>
-
 namespace porttool::io {
 
 struct ExternalRef {
-  std::string location;           // as written in the model (relative)
+  std::string location;  // as written in the model (relative)
   uint64_t offset = 0;
-  uint64_t length = 0;            // resolved: the key's value, or file size - offset
-  bool has_length = false;        // whether the model gave `length` explicitly
+  uint64_t length = 0;             // resolved: the key's value, or file size - offset
+  bool has_length = false;         // whether the model gave `length` explicitly
   std::filesystem::path resolved;  // canonical path of the data file
 };
 

@@ -1,16 +1,15 @@
 #include "lib/io/model.h"
 
 #include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/defs/parser.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstring>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-#include <onnx/defs/parser.h>
 
 #include "lib/io/atomic_file.h"
 #include "lib/ir/dtype.h"
@@ -48,19 +47,29 @@ std::shared_ptr<std::string> PackField(const Field& field) {
 std::shared_ptr<std::string> PackTypedFields(const onnx::TensorProto& t) {
   using T = onnx::TensorProto;
   switch (t.data_type()) {
-    case T::FLOAT: return PackField<decltype(t.float_data()), float>(t.float_data());
-    case T::DOUBLE: return PackField<decltype(t.double_data()), double>(t.double_data());
-    case T::INT64: return PackField<decltype(t.int64_data()), int64_t>(t.int64_data());
-    case T::UINT64: return PackField<decltype(t.uint64_data()), uint64_t>(t.uint64_data());
-    case T::UINT32: return PackField<decltype(t.uint64_data()), uint32_t>(t.uint64_data());
-    case T::INT32: return PackField<decltype(t.int32_data()), int32_t>(t.int32_data());
-    case T::INT16: return PackField<decltype(t.int32_data()), int16_t>(t.int32_data());
+    case T::FLOAT:
+      return PackField<decltype(t.float_data()), float>(t.float_data());
+    case T::DOUBLE:
+      return PackField<decltype(t.double_data()), double>(t.double_data());
+    case T::INT64:
+      return PackField<decltype(t.int64_data()), int64_t>(t.int64_data());
+    case T::UINT64:
+      return PackField<decltype(t.uint64_data()), uint64_t>(t.uint64_data());
+    case T::UINT32:
+      return PackField<decltype(t.uint64_data()), uint32_t>(t.uint64_data());
+    case T::INT32:
+      return PackField<decltype(t.int32_data()), int32_t>(t.int32_data());
+    case T::INT16:
+      return PackField<decltype(t.int32_data()), int16_t>(t.int32_data());
     case T::UINT16:
     case T::FLOAT16:
-    case T::BFLOAT16: return PackField<decltype(t.int32_data()), uint16_t>(t.int32_data());
-    case T::INT8: return PackField<decltype(t.int32_data()), int8_t>(t.int32_data());
+    case T::BFLOAT16:
+      return PackField<decltype(t.int32_data()), uint16_t>(t.int32_data());
+    case T::INT8:
+      return PackField<decltype(t.int32_data()), int8_t>(t.int32_data());
     case T::UINT8:
-    case T::BOOL: return PackField<decltype(t.int32_data()), uint8_t>(t.int32_data());
+    case T::BOOL:
+      return PackField<decltype(t.int32_data()), uint8_t>(t.int32_data());
     default:
       ThrowBadInput("tensor '{}': data type {} has no raw byte layout", t.name(),
                     ir::DtypeName(t.data_type()));
@@ -187,8 +196,8 @@ bool LinkOrCopyDataFile(const fs::path& from_dir, const std::string& location,
   fs::create_hard_link(src, dst, ec);
   if (!ec) return false;
   fs::copy_file(src, dst, ec);
-  if (ec) ThrowBadInput("cannot link or copy '{}' to '{}': {}", src.string(), dst.string(),
-                        ec.message());
+  if (ec)
+    ThrowBadInput("cannot link or copy '{}' to '{}': {}", src.string(), dst.string(), ec.message());
   return true;
 }
 

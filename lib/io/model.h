@@ -4,6 +4,8 @@
 // read only when a stage asks for them (TensorBytes).
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -12,8 +14,6 @@
 #include <mutex>
 #include <span>
 #include <string>
-
-#include <onnx/onnx_pb.h>
 
 #include "lib/io/external_data.h"
 #include "lib/io/mapped_file.h"
@@ -78,7 +78,7 @@ inline constexpr uint64_t kProtobufLimit = (uint64_t{1} << 31) - 1;
 // An inline save of 2 GB or more is refused with Error(kUsage) naming --external-data.
 // `model` is temporarily modified while writing and restored before returning.
 struct SaveResult {
-  std::vector<std::string> notes;  // warnings worth showing the user
+  std::vector<std::string> notes;            // warnings worth showing the user
   std::vector<std::filesystem::path> files;  // every file written or linked
 };
 SaveResult Save(Model& model, const std::filesystem::path& out, const SaveOptions& options = {});

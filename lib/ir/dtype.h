@@ -2,12 +2,12 @@
 // the executor and split agree on what "float16" or "bool" occupies.
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <onnx/onnx_pb.h>
 
 namespace porttool::ir {
 

@@ -4,13 +4,13 @@
 // rebuilds the view (it is cheap: one pass over the nodes).
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
-
-#include <onnx/onnx_pb.h>
 
 namespace porttool::ir {
 

@@ -21,16 +21,16 @@ struct InferOptions {
 
 struct UnresolvedTensor {
   std::string tensor;
-  std::string node;     // the node producing it
+  std::string node;  // the node producing it
   std::string op_type;
-  std::string reason;   // e.g. "output shape depends on input data", "no schema for op"
+  std::string reason;  // e.g. "output shape depends on input data", "no schema for op"
 };
 
 struct InferReport {
   int iterations = 0;
-  int tensors_total = 0;     // node outputs in the main graph
-  int tensors_static = 0;    // with a fully static shape
-  int tensors_symbolic = 0;  // with a shape that has symbolic dims
+  int tensors_total = 0;                     // node outputs in the main graph
+  int tensors_static = 0;                    // with a fully static shape
+  int tensors_symbolic = 0;                  // with a shape that has symbolic dims
   std::vector<UnresolvedTensor> unresolved;  // no shape at all, or unknown dims
   std::vector<std::string> notes;            // warnings (cap hit, errors tolerated)
 };

@@ -17,9 +17,10 @@ std::vector<int64_t> ParseDims(const std::string& spec, const std::string& dims_
     int64_t v = -1;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 0) {
-      ThrowUsage("--input-shape '{}': '{}' is not a non-negative integer dim (expected e.g. "
-                 "x:1x3x640x640)",
-                 spec, part);
+      ThrowUsage(
+          "--input-shape '{}': '{}' is not a non-negative integer dim (expected e.g. "
+          "x:1x3x640x640)",
+          spec, part);
     }
     dims.push_back(v);
   }
@@ -75,9 +76,10 @@ void ApplyInputShapes(io::Model& model, const InputShapes& shapes) {
     auto* shape = tensor_type->mutable_shape();
     if (tensor_type->has_shape() && shape->dim_size() != static_cast<int>(dims.size()) &&
         shape->dim_size() > 0) {
-      ThrowUsage("--input-shape: '{}' has rank {} in the model but {} dims were given; the "
-                 "inputs are: {}",
-                 name, shape->dim_size(), dims.size(), RealInputList(model));
+      ThrowUsage(
+          "--input-shape: '{}' has rank {} in the model but {} dims were given; the "
+          "inputs are: {}",
+          name, shape->dim_size(), dims.size(), RealInputList(model));
     }
     for (int i = 0; i < shape->dim_size(); ++i) {
       const auto& d = shape->dim(i);

@@ -3,10 +3,10 @@
 // optionally, the node or tensor the message is about, so callers can point at the culprit.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace porttool {
 

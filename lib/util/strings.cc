@@ -1,9 +1,9 @@
 #include "lib/util/strings.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
-
-#include <fmt/format.h>
 
 namespace porttool::util {
 

@@ -18,8 +18,7 @@ namespace porttool::testing {
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "porttool-test-XXXXXX").string();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "porttool-test-XXXXXX").string();
     path_ = ::mkdtemp(tmpl.data());
   }
   ~TempDir() {

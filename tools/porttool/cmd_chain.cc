@@ -1,9 +1,9 @@
 // `porttool chain`: run several model-to-model stages on one in-memory model, loading once and
 // saving once (for build pipelines).
-#include <iostream>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <iostream>
 
 #include "passes/pipeline.h"
 #include "tools/porttool/commands.h"

@@ -1,7 +1,7 @@
 // `porttool passes`: list the registered passes and stages with their options.
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "passes/pass.h"
 #include "tools/porttool/commands.h"

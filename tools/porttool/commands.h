@@ -4,9 +4,8 @@
 // subcommand, and maps porttool::Error to the documented exit codes.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace porttool::cli {
 

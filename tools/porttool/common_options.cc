@@ -1,9 +1,9 @@
 #include "tools/porttool/common_options.h"
 
-#include <iostream>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <iostream>
 
 namespace porttool::cli {
 
@@ -16,9 +16,10 @@ CLI::Option* AddJsonFlag(CLI::App& cmd, bool& json) {
 }
 
 CLI::Option* AddInputShapeOption(CLI::App& cmd, std::vector<std::string>& specs) {
-  return cmd.add_option("--input-shape", specs,
-                        "Pin an input's dims before inference: NAME:DIMS, e.g. x:1x3x640x640 "
-                        "(repeat, or separate with ',' for several inputs; NAME:scalar for rank 0)");
+  return cmd.add_option(
+      "--input-shape", specs,
+      "Pin an input's dims before inference: NAME:DIMS, e.g. x:1x3x640x640 "
+      "(repeat, or separate with ',' for several inputs; NAME:scalar for rank 0)");
 }
 
 void AddModelOutputOptions(CLI::App& cmd, ModelOutputOptions& out, bool required) {

@@ -2,11 +2,10 @@
 // set-up, JSON printing, and the guard that turns porttool::Error into an exit code.
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "lib/io/model.h"
 
