@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "porttool_build_config.h"
+
 #include "lib/decide/facts.h"
 #include "lib/decide/remedies.h"
 #include "lib/decide/rules.h"

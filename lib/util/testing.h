@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "porttool_build_config.h"
+
 namespace porttool::testing {
 
 // A fresh directory under $TMPDIR, removed with its contents on destruction.
