@@ -61,6 +61,30 @@ std::vector<double> AsDoubles(const Tensor& t) {
   return v;
 }
 
+}  // namespace
+
+ValueStats SummarizeValues(const Tensor& tensor) {
+  ValueStats s;
+  double sum = 0;
+  int64_t finite = 0;
+  for (double v : AsDoubles(tensor)) {
+    if (std::isnan(v)) {
+      ++s.nan_count;
+    } else if (std::isinf(v)) {
+      ++s.inf_count;
+    } else {
+      s.min = finite ? std::min(s.min, v) : v;
+      s.max = finite ? std::max(s.max, v) : v;
+      sum += v;
+      ++finite;
+    }
+  }
+  s.mean = finite ? sum / static_cast<double>(finite) : 0;
+  return s;
+}
+
+namespace {
+
 // Builds the sessions' input maps: each model gets the inputs it declares.
 TensorMap InputsFor(const Session& session, const TensorMap& all) {
   TensorMap mine;
