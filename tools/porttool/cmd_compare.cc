@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "lib/runtime/compare.h"
+#include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
-#include "lib/shape/input_shapes.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -16,7 +16,7 @@ namespace {
 struct CompareCliOptions {
   std::string model_a, model_b;
   std::vector<std::string> inputs;
-  uint64_t seed = 0;
+  uint64_t seed = kDefaultSeed;
   std::vector<std::string> input_shapes;
   bool per_tensor = false;
   double rtol = 1e-3, atol = 1e-4;
@@ -51,23 +51,23 @@ void PrintRow(const runtime::TensorComparison& c) {
 }
 
 io::Model LoadWithShapes(const std::string& path, const std::vector<std::string>& specs) {
-  io::Model m = io::Load(path);
-  if (!specs.empty()) shape::ApplyInputShapes(m, shape::ParseInputShapes(specs));
+  io::Model m = LoadModel(path);
+  if (!specs.empty()) shape::ApplyInputShapes(m, ParseShapeFlags(specs));
   return m;
 }
 
 int RunCompare(const CompareCliOptions& o) {
+  runtime::ApplyProcessSettings({o.threads});
   io::Model a = LoadWithShapes(o.model_a, o.input_shapes);
   io::Model b = LoadWithShapes(o.model_b, o.input_shapes);
   runtime::CompareOptions options;
   options.rtol = o.rtol;
   options.atol = o.atol;
   options.per_tensor = o.per_tensor;
-  options.session.threads = o.threads;
   runtime::TensorMap inputs;
   {
     runtime::Session specs(a, options.session);
-    inputs = runtime::CompleteWithRandom(specs, runtime::ReadInputSpecs(o.inputs), o.seed);
+    inputs = runtime::CompleteWithRandom(specs, ReadInputFlags(o.inputs), o.seed);
   }
   runtime::ModelComparison result = runtime::CompareModels(a, b, inputs, options);
   if (o.json) {
@@ -110,17 +110,20 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
       "--input-shape x:1x3x64x64");
   cmd->add_option("model_a", opts->model_a, "Reference ONNX model")->required();
   cmd->add_option("model_b", opts->model_b, "ONNX model to compare against it")->required();
-  cmd->add_option("--input,--inputs", opts->inputs,
-                  "An input value: NAME=FILE (.npy or .pb); inputs not given are random");
-  cmd->add_option("--seed", opts->seed, "Seed for random inputs")->capture_default_str();
+  AddInputOption(*cmd, opts->inputs)
+      ->description("An input value: NAME=FILE (.npy or .pb); inputs not given are random");
+  AddSeedOption(*cmd, opts->seed, "the random inputs");
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_flag("--per-tensor", opts->per_tensor,
                 "Also compare every intermediate tensor both models produce, worst first");
   cmd->add_option("--top", opts->top, "With --per-tensor: rows to print")->capture_default_str();
-  cmd->add_option("--rtol", opts->rtol, "Relative tolerance")->capture_default_str();
-  cmd->add_option("--atol", opts->atol, "Absolute tolerance")->capture_default_str();
-  cmd->add_option("--threads", opts->threads, "Threads for kernels (default: all cores)")
-      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--rtol", opts->rtol, "Relative tolerance")
+      ->check(InRange(0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--atol", opts->atol, "Absolute tolerance")
+      ->check(InRange(0, 1e6))
+      ->capture_default_str();
+  AddThreadsOption(*cmd, opts->threads);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCompare(*opts); }; });
 }

@@ -11,7 +11,6 @@
 #include "lib/ir/dtype.h"
 #include "lib/runtime/shapes_by_execution.h"
 #include "lib/shape/infer.h"
-#include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
@@ -49,7 +48,7 @@ std::string CommandLine() {
 // Static shapes for every tensor: pinned inputs, then inference. Tensors inference leaves
 // unknown are reported by the stage that needs them (I/O buffers, arena), naming the tensor.
 void MakeShapesStatic(io::Model& model, const std::vector<std::string>& specs) {
-  shape::ApplyInputShapes(model, shape::ParseInputShapes(specs));
+  shape::ApplyInputShapes(model, ParseShapeFlags(specs));
   if (auto dynamic = shape::DynamicInputDims(model); !dynamic.empty()) {
     ThrowUsage(
         "inputs with unknown dims: {}; pin them with --input-shape NAME:DIMS "
@@ -145,7 +144,9 @@ void PrintText(const emit::EmitResult& r) {
 
 int RunEmitHeader(const EmitHeaderOptions& o) {
   emit::CheckAlignment(o.align);
-  io::Model model = io::Load(o.model);
+  io::Model model = LoadModel(o.model);
+  RefuseOverwritingInput(model, o.output, false);
+  RefuseOverwritingInput(model, o.weights, false);
   MakeShapesStatic(model, o.input_shapes);
   emit::EmitRequest request{o.output,
                             o.weights,

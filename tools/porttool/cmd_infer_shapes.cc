@@ -47,10 +47,15 @@ void PrintText(const shape::InferReport& r, const std::vector<std::string>& file
 
 int RunInferShapes(const InferShapesOptions& o) {
   shape::InferOptions options;
-  options.input_shapes = shape::ParseInputShapes(o.input_shapes);  // usage errors before loading
+  options.input_shapes = ParseShapeFlags(o.input_shapes);  // usage errors before loading
   options.max_iterations = o.max_iterations;
-  io::Model model = io::Load(o.model);
-  shape::InferReport report = shape::InferShapes(model, options);
+  io::Model model = LoadModel(o.model);
+  RefuseOverwritingInput(model, o.output);
+  shape::InferReport report;
+  {
+    StageTimer timer("infer shapes");
+    report = shape::InferShapes(model, options);
+  }
   for (const auto& note : report.notes) spdlog::warn("{}", note);
   std::vector<std::string> files = SaveModel(model, o.output);
   if (o.json) {
@@ -76,7 +81,7 @@ void RegisterInferShapes(CLI::App& app, RunFn& run) {
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_option("--max-iterations", opts->max_iterations,
                   "Cap on inference passes while shapes keep changing")
-      ->check(CLI::PositiveNumber)
+      ->check(InRange(1, 1000))
       ->capture_default_str();
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunInferShapes(*opts); }; });

@@ -8,7 +8,6 @@
 #include "lib/decide/scan.h"
 #include "lib/ir/split.h"
 #include "lib/runtime/verify.h"
-#include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -26,8 +25,9 @@ struct SplitOptions {
   bool json = false;
   bool auto_cut = false;
   std::string target;
+  std::string rules_dir;
   bool verify = false;
-  uint64_t seed = 1;
+  uint64_t seed = kDefaultSeed;
 };
 
 // Which nodes go to the host: the --at nodes, or with --auto every node the target's accelerator
@@ -35,11 +35,12 @@ struct SplitOptions {
 ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o) {
   ir::SplitOptions options;
   options.bridge_warn_bytes = o.bridge_warn_bytes;
-  options.input_shapes = shape::ParseInputShapes(o.input_shapes);
+  options.input_shapes = ParseShapeFlags(o.input_shapes);
   if (o.auto_cut != !o.target.empty()) ThrowUsage("--auto and --target go together");
   if (o.auto_cut == !o.at.empty()) ThrowUsage("give either --at NODE or --auto --target NAME");
   if (o.auto_cut) {
-    return ir::SplitModel(model, decide::HostNodesForTarget(model, o.target, options.input_shapes),
+    decide::TargetProfile target = LoadTargetFlag(o.rules_dir, o.target);
+    return ir::SplitModel(model, decide::HostNodesForTarget(model, target, options.input_shapes),
                           options);
   }
   return ir::SplitAtNodes(model, o.at, options);
@@ -51,7 +52,7 @@ ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o) {
 bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
                     const ir::WriteSplitResult& written, const SplitOptions& o) {
   io::Model pinned = model;
-  shape::ApplyInputShapes(pinned, shape::ParseInputShapes(o.input_shapes));
+  shape::ApplyInputShapes(pinned, ParseShapeFlags(o.input_shapes));
   std::vector<io::Model> segments;
   for (const auto& segment : result.segments)
     segments.push_back(io::Load(written.dir / segment.file));
@@ -67,7 +68,7 @@ bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
 }
 
 int RunSplit(const SplitOptions& o) {
-  io::Model model = io::Load(o.model);
+  io::Model model = LoadModel(o.model);
   ir::SplitResult result = PlanSplit(model, o);
   std::filesystem::path dir =
       o.output.empty() ? ir::DefaultSplitDir(o.model) : std::filesystem::path(o.output);
@@ -111,11 +112,12 @@ void RegisterSplit(CLI::App& app, RunFn& run) {
                   "one host segment)");
   cmd->add_flag("--auto", opts->auto_cut,
                 "Cut at every maximal run of nodes the --target's accelerator cannot run");
-  cmd->add_option("--target", opts->target, "Target profile for --auto (rules/targets/NAME.json)");
+  AddTargetOption(*cmd, opts->target, "Target for --auto");
+  AddRulesDirOption(*cmd, opts->rules_dir);
   cmd->add_flag("--verify", opts->verify,
                 "Run the model and the chained segments on the same random inputs (needs static "
                 "input dims: use --input-shape) and require identical outputs; exit 1 otherwise");
-  cmd->add_option("--seed", opts->seed, "Random-input seed for --verify")->capture_default_str();
+  AddSeedOption(*cmd, opts->seed, "--verify's random inputs");
   cmd->add_option("-o,--output", opts->output,
                   "Output directory (default: <model stem>.split in the current directory); "
                   "replaced only if it holds a previous split");
