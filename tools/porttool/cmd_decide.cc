@@ -68,7 +68,7 @@ int RunDecide(const DecideCliOptions& o) {
     }
   }
   io::Model model = LoadModel(o.model);
-  RefuseOverwritingInput(model, o.output, false);
+  RefuseOverwritingInput(model, o.output);
   decide::DecisionReport report = decide::Decide(model, options);
   bool json = o.json || o.format == "json";
   std::string text = json ? report.ToJson().dump(2) + "\n" : report.ToMarkdown();

@@ -145,8 +145,8 @@ void PrintText(const emit::EmitResult& r) {
 int RunEmitHeader(const EmitHeaderOptions& o) {
   emit::CheckAlignment(o.align);
   io::Model model = LoadModel(o.model);
-  RefuseOverwritingInput(model, o.output, false);
-  RefuseOverwritingInput(model, o.weights, false);
+  RefuseOverwritingInput(model, o.output);
+  RefuseOverwritingInput(model, o.weights);
   MakeShapesStatic(model, o.input_shapes);
   emit::EmitRequest request{o.output,
                             o.weights,

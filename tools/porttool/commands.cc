@@ -106,6 +106,10 @@ int Main(int argc, char** argv) {
     std::cout << ManPage(app, VersionText());
     return kExitOk;
   }
+  if (argc == 1) {  // a first try: show what there is rather than "A subcommand is required"
+    std::cerr << app.help();
+    return kExitUsage;
+  }
   if (auto unknown = UnknownSubcommand(app, argc, argv)) {
     ReportError(ErrorKind::kUsage, *unknown, json);
     return kExitUsage;

@@ -96,9 +96,27 @@ runtime::TensorMap ReadInputFlags(const std::vector<std::string>& specs) {
   return tensors;
 }
 
+namespace {
+
+// A rules directory that holds no rules fails the same way (exit 3) whatever reads it.
+fs::path CheckedRulesDir(const fs::path& dir, const char* origin) {
+  std::error_code ec;
+  if (!fs::is_directory(dir / "decision", ec) && !fs::is_directory(dir / "targets", ec)) {
+    ThrowBadInput(
+        "no rule files under {} (from {}; a rules directory holds decision/ and "
+        "targets/)",
+        dir.string(), origin);
+  }
+  return dir;
+}
+
+}  // namespace
+
 fs::path ResolveRulesDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("PORTTOOL_RULES_DIR"); env && *env) return env;
+  if (!flag.empty()) return CheckedRulesDir(flag, "--rules-dir");
+  if (const char* env = std::getenv("PORTTOOL_RULES_DIR"); env && *env) {
+    return CheckedRulesDir(env, "$PORTTOOL_RULES_DIR");
+  }
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -121,14 +139,21 @@ io::Model LoadModel(const std::string& path) {
   return model;
 }
 
-void RefuseOverwritingInput(const io::Model& model, const fs::path& output, bool in_place) {
+namespace {
+
+void Refuse(const io::Model& model, const fs::path& output, bool in_place, const char* fix) {
   if (in_place || output.empty()) return;
   if (auto input = io::InputFileAt(model, output)) {
-    ThrowUsage("refusing to write '{}': it is {} '{}'; choose another -o, or pass --in-place",
-               output.string(),
+    ThrowUsage("refusing to write '{}': it is {} '{}'; {}", output.string(),
                *input == model.path ? "the input model" : "external data of the input model",
-               model.path.string());
+               model.path.string(), fix);
   }
+}
+
+}  // namespace
+
+void RefuseOverwritingInput(const io::Model& model, const fs::path& output) {
+  Refuse(model, output, false, "choose another output file");
 }
 
 void AddModelOutputOptions(CLI::App& cmd, ModelOutputOptions& out, bool required) {
@@ -147,7 +172,7 @@ void AddModelOutputOptions(CLI::App& cmd, ModelOutputOptions& out, bool required
 }
 
 void RefuseOverwritingInput(const io::Model& model, const ModelOutputOptions& out) {
-  RefuseOverwritingInput(model, out.output, out.in_place);
+  Refuse(model, out.output, out.in_place, "choose another -o, or pass --in-place");
   if (out.external_data.empty() || out.output.empty()) return;
   fs::path dir = fs::path(out.output).parent_path();
   std::string file = out.external_data == "auto"

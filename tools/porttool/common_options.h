@@ -56,10 +56,9 @@ decide::TargetProfile LoadTargetFlag(const std::string& rules_dir_flag, const st
 // Loads a model, logging at -v how long it took and what it holds.
 io::Model LoadModel(const std::string& path);
 
-// Refuses (usage error) to write `output` when it is the model file or a file the model
-// references (external data), unless `in_place`. Call before any work is done.
-void RefuseOverwritingInput(const io::Model& model, const std::filesystem::path& output,
-                            bool in_place);
+// Refuses (usage error) to write a non-model output (report, header, weights) when it is the
+// model file or a file the model references (external data). Call before any work is done.
+void RefuseOverwritingInput(const io::Model& model, const std::filesystem::path& output);
 
 // Options for writing a model: -o, --external-data [FILE], --external-threshold, --in-place.
 struct ModelOutputOptions {
