@@ -84,7 +84,7 @@ TEST(CliInPlace, RefusesToOverwriteTheModelsExternalData) {
   r = RunPorttool("infer-shapes " + Q(model) + " -o " + Q(dir / "out.onnx") +
                   " --external-data out.data -q");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(RunPorttool("check " + Q(model) + " -q").exit_code, 0);
+  EXPECT_EQ(RunPorttool("inspect " + Q(model) + " -q").exit_code, 0);
 }
 
 TEST(CliMessages, UnknownSubcommandSuggestsTheCloseOne) {
