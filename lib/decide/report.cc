@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "lib/decide/analyzed_model.h"
@@ -25,6 +26,7 @@ void AddTargetFacts(const FactCatalog& catalog, const TargetProfile& t, Facts& f
   facts.Set(catalog, "hardware.class", t.hardware_class, origin);
   facts.Set(catalog, "hardware.ram_bytes", t.ram_bytes, origin);
   facts.Set(catalog, "hardware.flash_bytes", t.flash_bytes, origin);
+  facts.Set(catalog, "hardware.onnx_toolchain", !t.onnx_toolchain.empty(), origin);
 }
 
 void AddScanFacts(const FactCatalog& catalog, const TargetScan& scan,
@@ -37,6 +39,10 @@ void AddScanFacts(const FactCatalog& catalog, const TargetScan& scan,
   facts.Set(catalog, "target.fallback_nodes", scan.cpu_fallback, origin);
   facts.Set(catalog, "target.unresolved_backbone_ops", unresolved, origin);
   if (memory.fits) facts.Set(catalog, "target.memory_fits", *memory.fits, origin);
+  if (memory.headroom_pct) {
+    facts.Set(catalog, "target.memory_headroom_pct", std::round(*memory.headroom_pct * 10) / 10,
+              origin);
+  }
 }
 
 uint64_t FactBytes(const Facts& facts, const char* name, uint64_t fallback) {

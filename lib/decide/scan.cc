@@ -158,6 +158,10 @@ MemoryFit FitMemory(const ModelFacts& facts, const TargetProfile& t, uint64_t ra
     uint64_t ram_need = *m.arena_bytes + (t.weights_in_ram ? m.weight_bytes : 0);
     m.ram_fits = ram_need <= m.usable_ram;
     m.fits = *m.flash_fits && *m.ram_fits;
+    auto left = [](uint64_t need, uint64_t usable) {
+      return usable ? 100.0 * (double(usable) - double(need)) / double(usable) : -100.0;
+    };
+    m.headroom_pct = std::min(left(m.weight_bytes, m.usable_flash), left(ram_need, m.usable_ram));
   } else if (!*m.flash_fits) {
     m.fits = false;
   }

@@ -61,6 +61,8 @@ struct MemoryFit {
   std::optional<bool> flash_fits;
   std::optional<bool> ram_fits;  // nullopt when the arena is unknown
   std::optional<bool> fits;      // both
+  // Smallest share (%) of usable flash and RAM left over; nullopt when the arena is unknown.
+  std::optional<double> headroom_pct;
   std::vector<std::string> notes;
 };
 

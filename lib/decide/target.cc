@@ -406,7 +406,7 @@ std::map<std::string, std::vector<Constraint>> ParseOpConstraints(const JsonFile
 
 void ParseHardware(const JsonFile& f, TargetProfile& t) {
   f.OnlyKeys("/hardware", {"class", "ram_bytes", "flash_bytes", "usable_fraction", "weights_in_ram",
-                           "has_host_cpu"});
+                           "has_host_cpu", "onnx_toolchain"});
   static const std::vector<std::string> kClasses = {"server-x86", "server-arm64",        "jetson",
                                                     "soc-npu",    "soc-npu-vendor-only", "cortex-a",
                                                     "cortex-m",   "riscv-mcu",           "fpga"};
@@ -423,6 +423,7 @@ void ParseHardware(const JsonFile& f, TargetProfile& t) {
   }
   t.weights_in_ram = f.Bool("/hardware/weights_in_ram");
   t.has_host_cpu = f.Bool("/hardware/has_host_cpu");
+  t.onnx_toolchain = f.StringOr("/hardware/onnx_toolchain", "");
 }
 
 void ParseFallback(const JsonFile& f, TargetProfile& t) {

@@ -61,6 +61,7 @@ struct TargetProfile {
   double usable_fraction = 0.7;
   bool weights_in_ram = true;
   bool has_host_cpu = true;
+  std::string onnx_toolchain;  // the deployment toolchain that imports ONNX; empty when none
   uint64_t alignment_bytes = 1;
   std::vector<std::string> dtypes;
   std::string weight_dtype;      // what the converter stores weights as
