@@ -119,10 +119,11 @@ std::optional<std::string> CheckRange(const FactSpec& spec, double v) {
   double lo = spec.min.value_or(spec.type == FactType::kInteger ? -kInt64Limit : -HUGE_VAL);
   double hi = spec.max.value_or(spec.type == FactType::kInteger ? kInt64Limit : HUGE_VAL);
   if (std::isfinite(v) && v >= lo && v <= hi) return std::nullopt;
-  return fmt::format("{} is out of range: expected a finite number from {:g} to {:g}{} "
-                     "(docs/facts.md lists every fact's range)",
-                     std::isnan(v) ? "nan" : fmt::format("{:g}", v), lo, hi,
-                     spec.unit.empty() ? "" : " " + spec.unit);
+  return fmt::format(
+      "{} is out of range: expected a finite number from {:g} to {:g}{} "
+      "(docs/facts.md lists every fact's range)",
+      std::isnan(v) ? "nan" : fmt::format("{:g}", v), lo, hi,
+      spec.unit.empty() ? "" : " " + spec.unit);
 }
 
 }  // namespace
@@ -134,7 +135,6 @@ std::optional<std::string> CheckFactValue(const FactSpec& spec, const nlohmann::
   }
   return CheckFactType(spec, value);
 }
-
 
 void Facts::Set(const FactCatalog& catalog, const std::string& name, nlohmann::json value,
                 const std::string& origin) {

@@ -76,9 +76,10 @@ ReportStep ScanStep(const DecisionReport& r) {
   const auto& s = *r.scan;
   step.findings.push_back(fmt::format(
       "{} nodes on {}: {} on the accelerator, {} on CPU fallback, "
-      "{} unsupported ({} Constant nodes are folded at conversion "
-      "and not scanned).",
-      s.nodes.size(), s.target, s.accelerator, s.cpu_fallback, s.unsupported, s.constants_skipped));
+      "{} unsupported ({} Constant nodes and {} nodes with a static value, such as shape "
+      "arithmetic, are folded at conversion and not scanned).",
+      s.nodes.size(), s.target, s.accelerator, s.cpu_fallback, s.unsupported, s.constants_skipped,
+      s.static_folded));
   std::map<std::string, std::pair<int, std::string>> by_reason;  // "op placement" -> count, why
   for (const auto& n : s.nodes) {
     if (n.placement == Placement::kAccelerator) continue;
@@ -131,7 +132,9 @@ ReportStep PerformanceStep(const DecisionReport& r) {
   auto estimate = EstimatedLatencyMs(r);
   if (!r.model_facts.total_macs) {
     step.findings.push_back(
-        "MACs unknown: pin dynamic inputs with --input-shape to get a baseline.");
+        r.model_facts.dynamic_inputs.empty()
+            ? "MACs unknown: some compute layers have no static shape (see the notes)."
+            : "MACs unknown: pin dynamic inputs with --input-shape to get a baseline.");
   } else if (!estimate) {
     step.findings.push_back(fmt::format("{} per inference; no target compute rate (--target).",
                                         Macs(*r.model_facts.total_macs)));

@@ -73,6 +73,11 @@ struct TargetProfile {
   double peak_macs_per_s = 0;
   double efficiency = 0;
   std::string compute_source;
+  // split --auto's cost model (0: the partitioner's documented default); see "pipeline".
+  double host_macs_per_s = 0;
+  double bridge_bytes_per_s = 0;
+  double switch_ms = -1;
+  std::string pipeline_source;
   // ops
   enum class Fallback { kAll, kList, kNone };
   Fallback fallback = Fallback::kNone;
