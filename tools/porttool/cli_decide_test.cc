@@ -83,6 +83,21 @@ TEST(CliDecide, FactsOutOfRangeAreBadInput) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// A --facts file nested 100000 deep used to hang (the pointer index is quadratic in the depth);
+// it is bad input naming the file, line and column.
+TEST(CliDecide, DeeplyNestedFactsFileIsBadInput) {
+  testing::TempDir dir;
+  std::string deep = "{\"performance\": {\"fps\": ";
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  for (int i = 0; i < 100000; ++i) deep += "]";
+  deep += "}}";
+  testing::WriteFile(dir / "deep.json", deep);
+  auto r = RunPorttool("decide " + Demo() + " --facts " + (dir / "deep.json").string());
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("deep.json:1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nested deeper than 64 levels"), std::string::npos) << r.err;
+}
+
 // Issue 16 item 5: STM32's ST Edge AI Core imports ONNX, so a small model whose every op it
 // runs and that fits with room to spare takes the ONNX path instead of "MCU means custom-op".
 TEST(CliDecide, McuWithOnnxToolchainAndFittingModelIsOnnx) {
@@ -97,14 +112,28 @@ timer (float[1,2] x) => (float[1,2] y)
 }
 )");
   io::Save(m, dir / "timer.onnx");
-  auto r = RunPorttool("decide " + (dir / "timer.onnx").string() +
-                       " --target stm32f767 --format json");
+  auto r =
+      RunPorttool("decide " + (dir / "timer.onnx").string() + " --target stm32f767 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["dimensions"][0]["id"], "hardware");
   EXPECT_EQ(j["dimensions"][0]["outcome"], "onnx") << j["dimensions"][0].dump();
   EXPECT_EQ(j["dimensions"][0]["rule"], "hardware.onnx.mcu-onnx-toolchain");
   EXPECT_EQ(j["facts"]["hardware.onnx_toolchain"]["value"], true);
+}
+
+// The shared shape-completion stage: PP-OCR cls's Reshape target goes through Cast, which static
+// inference does not follow; one executor run completes it, so decide gets its memory fit.
+TEST(CliDecide, PpOcrClsGetsItsMemoryFit) {
+  auto cls = testing::SharedModelsDir() / "ch_ppocr_mobile_v2.0_cls_infer.onnx";
+  if (!std::filesystem::exists(cls)) GTEST_SKIP() << cls << " is absent";
+  auto r = RunPorttool("decide " + cls.string() +
+                       " --target rknn-rk3588 --input-shape x:1x3x48x192 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["memory"]["arena_bytes"].is_number()) << j["memory"].dump();
+  EXPECT_EQ(j["memory"]["fits"], true) << j["memory"].dump();
+  EXPECT_EQ(j["facts"]["target.memory_fits"]["value"], true);
 }
 
 TEST(CliRules, ValidateShippedAndMalformedFiles) {
