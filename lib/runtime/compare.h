@@ -2,8 +2,9 @@
 // abs and relative error, cosine similarity and SQNR (dB), and a tolerance test in numpy.allclose
 // form (tolerances per output). The reference run is streamed into a TensorStore (a directory of
 // .npy files) and the candidate is compared against it tensor by tensor as it produces them, so
-// memory stays flat with --per-tensor, the first divergent tensor is found in the candidate's
-// topological order, and a reference saved elsewhere (a board, another runtime) can be compared.
+// --per-tensor never holds every intermediate in memory, the first divergent tensor is found in the
+// candidate's topological order, and a reference saved elsewhere (a board, another runtime) can be
+// compared.
 #pragma once
 
 #include <cstdint>
