@@ -87,8 +87,7 @@ void RangeStats::Merge(const RangeStats& other) {
   AddRescaled(other.bins_, other.range_, bins_, range_);
 }
 
-double PercentileThreshold(const std::vector<uint64_t>& bins, double bin_width,
-                           double percentile) {
+double PercentileThreshold(const std::vector<uint64_t>& bins, double bin_width, double percentile) {
   uint64_t total = 0;
   for (uint64_t b : bins) total += b;
   if (total == 0) return 0;
