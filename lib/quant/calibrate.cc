@@ -98,7 +98,8 @@ StatsMap CollectStats(const io::Model& model, const SampleSet& set, int threads,
           runtime::TensorMap inputs = LoadSample(set, i, session.inputs());
           for (const auto& [name, t] : inputs) Observe(parts[w], name, t, nullptr);
           session.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
-            Observe(parts[w], p.name, p.value, &p.node);
+            // Constant outputs are weights: they get their own (per-channel) scales.
+            if (p.node.op_type() != "Constant") Observe(parts[w], p.name, p.value, &p.node);
           });
         } catch (...) {
           std::lock_guard<std::mutex> lock(mu);

@@ -100,7 +100,11 @@ double PercentileThreshold(const std::vector<uint64_t>& bins, double bin_width, 
   return static_cast<double>(bins.size()) * bin_width;
 }
 
-double EntropyThreshold(const std::vector<uint64_t>& bins, double bin_width, int quantized_levels) {
+double EntropyThreshold(std::vector<uint64_t> bins, double bin_width, int quantized_levels) {
+  // The zero bin holds every exact zero (ReLU outputs, padding): its spike would dominate the
+  // divergence of every window wider than `levels` bins and always pick the narrowest one.
+  // NVIDIA's pytorch-quantization (_compute_amax_entropy) flattens it the same way.
+  if (bins.size() > 1) bins[0] = bins[1];
   size_t stop = bins.size();
   while (stop > 0 && bins[stop - 1] == 0) --stop;
   const size_t levels = static_cast<size_t>(quantized_levels);

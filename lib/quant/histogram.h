@@ -51,8 +51,9 @@ double PercentileThreshold(const std::vector<uint64_t>& bins, double bin_width, 
 // candidate i from `quantized_levels` bins up to the last non-empty bin, P = bins[0, i) with the
 // clipped counts added to bin i-1, Q = bins[0, i) merged into `quantized_levels` levels and spread
 // back over each level's non-empty bins; the threshold is i * bin_width for the i with the least
-// KL(P || Q) (the largest such i on ties). Runs in O(bins * levels) with prefix sums.
-double EntropyThreshold(const std::vector<uint64_t>& bins, double bin_width,
-                        int quantized_levels = 128);
+// KL(P || Q) (the largest such i on ties). Bin 0 is first set to bin 1's count, as NVIDIA's
+// pytorch-quantization does, so the spike of exact zeros does not decide the threshold.
+// Runs in O(bins * levels) with prefix sums.
+double EntropyThreshold(std::vector<uint64_t> bins, double bin_width, int quantized_levels = 128);
 
 }  // namespace porttool::quant

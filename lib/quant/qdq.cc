@@ -214,11 +214,12 @@ class QdqBuilder {
       bool trans_b = false;
       for (const auto& a : n.attribute()) trans_b |= a.name() == "transB" && a.i() != 0;
       int b_axis = op == "MatMul" ? 1 : op == "Gemm" ? (trans_b ? 0 : 1) : -1;
+      bool elementwise = op == "Add" || op == "Mul";
       for (int i = 0; i < std::min(2, n.input_size()); ++i) {
-        if (IsFloatConstant(n.input(i))) {
-          weight(i, i == 1 ? b_axis : -1);
-        } else {
+        if (!IsFloatConstant(n.input(i))) {
           act(i);
+        } else if (!elementwise) {  // Add/Mul constants (biases, BN scales) stay float
+          weight(i, i == 1 ? b_axis : -1);
         }
       }
     } else if (op == "Concat") {
@@ -349,8 +350,10 @@ class QdqBuilder {
     }
     for (int64_t c = 0; c < b.size(); ++c) {
       float s = scale.data<float>()[scale.size() == 1 ? 0 : c];
+      // Saturate: a dead weight channel (tiny scale) must not wrap the int32 bias around.
+      double v = std::nearbyint(b.data<float>()[c] / static_cast<double>(s));
       q.mutable_data<int32_t>()[c] =
-          static_cast<int32_t>(std::llround(b.data<float>()[c] / static_cast<double>(s)));
+          static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
     }
     std::string out = name + "_DequantizeLinear_Output";
     Dequantize(name, q, scale, out, scale.size() == 1 ? -1 : 0);

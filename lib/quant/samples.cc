@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -57,14 +58,15 @@ nlohmann::json Preprocess::ToJson() const {
           {"scale", scale},
           {"mean", mean},
           {"std", std},
-          {"dtype", dtype}};
+          {"dtype", dtype},
+          {"augmentation", {{"crops", crops}}}};
 }
 
 Preprocess Preprocess::FromJson(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) ThrowUsage("{}: the preprocessing spec must be a JSON object", where);
   Preprocess p;
   static const std::set<std::string> known = {"resize", "layout", "channel_order", "scale",
-                                              "mean",   "std",    "dtype"};
+                                              "mean",   "std",    "dtype",         "augmentation"};
   for (const auto& [key, _] : j.items()) {
     if (!known.count(key)) ThrowUsage("{}: /{} is not a preprocessing field", where, key);
   }
@@ -80,6 +82,9 @@ Preprocess Preprocess::FromJson(const nlohmann::json& j, const std::string& wher
   p.mean = Field<std::vector<double>>(j, "mean", p.mean, where);
   p.std = Field<std::vector<double>>(j, "std", p.std, where);
   p.dtype = Field<std::string>(j, "dtype", p.dtype, where);
+  if (j.contains("augmentation")) {
+    p.crops = Field<int>(j.at("augmentation"), "crops", 0, where + " /augmentation");
+  }
   p.Validate(where);
   return p;
 }
@@ -137,8 +142,12 @@ SampleSet ListSamples(const fs::path& dir, const std::vector<runtime::InputSpec>
     set.images = true;
     set.preprocess = *preprocess;
     for (const auto& p : images) {
-      set.ids.push_back(p.stem().string());
-      set.files.push_back({{inputs[0].name, p}});
+      for (int k = 0; k <= preprocess->crops; ++k) {
+        set.ids.push_back(k == 0 ? p.stem().string()
+                                 : fmt::format("{}#crop{}", p.stem().string(), k));
+        set.files.push_back({{inputs[0].name, p}});
+        set.crop.push_back(k);
+      }
     }
     return set;
   }
@@ -210,7 +219,8 @@ runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
   runtime::TensorMap map;
   for (const auto& spec : inputs) {
     const fs::path& file = set.files.at(index).at(spec.name);
-    Tensor t = set.images ? LoadImage(file, set.preprocess) : runtime::ReadTensorFile(file);
+    Tensor t = set.images ? LoadImage(file, set.preprocess, set.crop.at(index))
+                          : runtime::ReadTensorFile(file);
     CheckAgainstSpec(t, spec, file);
     map[spec.name] = std::move(t);
   }
@@ -219,8 +229,19 @@ runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
 
 namespace {
 
-// Resizes interleaved 8-bit RGB to w x h (half-pixel centres, like OpenCV's INTER_LINEAR).
-std::vector<float> ResizeRgb(const uint8_t* src, int sw, int sh, int64_t w, int64_t h,
+// Crop window k (1-based) of an image: 60% of each side, at a corner, the centre or an edge
+// midpoint. Returns x0, y0, width, height.
+std::array<int, 4> CropWindow(int k, int w, int h) {
+  static const double kPos[8][2] = {{0, 0},   {1, 0},  {0, 1},  {1, 1},
+                                    {.5, .5}, {.5, 0}, {0, .5}, {1, .5}};
+  int cw = std::max(1, w * 3 / 5), ch = std::max(1, h * 3 / 5);
+  return {static_cast<int>(kPos[k - 1][0] * (w - cw)), static_cast<int>(kPos[k - 1][1] * (h - ch)),
+          cw, ch};
+}
+
+// Resizes interleaved 8-bit RGB (row stride `stride` pixels) to w x h (half-pixel centres, like
+// OpenCV's INTER_LINEAR).
+std::vector<float> ResizeRgb(const uint8_t* src, int stride, int sw, int sh, int64_t w, int64_t h,
                              bool nearest) {
   std::vector<float> out(static_cast<size_t>(w * h * 3));
   auto coord = [](int64_t d, int s, int64_t n) {
@@ -236,7 +257,9 @@ std::vector<float> ResizeRgb(const uint8_t* src, int sw, int sh, int64_t w, int6
       int x0 = static_cast<int>(fx), x1 = std::min(x0 + 1, sw - 1);
       double wx = fx - x0;
       for (int c = 0; c < 3; ++c) {
-        auto px = [&](int yy, int xx) { return static_cast<double>(src[(yy * sw + xx) * 3 + c]); };
+        auto px = [&](int yy, int xx) {
+          return static_cast<double>(src[(yy * stride + xx) * 3 + c]);
+        };
         double v;
         if (nearest) {
           v = px(std::min(static_cast<int>(std::lround(fy)), sh - 1),
@@ -254,15 +277,17 @@ std::vector<float> ResizeRgb(const uint8_t* src, int sw, int sh, int64_t w, int6
 
 }  // namespace
 
-Tensor LoadImage(const fs::path& path, const Preprocess& p) {
+Tensor LoadImage(const fs::path& path, const Preprocess& p, int crop) {
   int w = 0, h = 0, channels = 0;
   std::unique_ptr<uint8_t, void (*)(void*)> pixels(
       stbi_load(path.string().c_str(), &w, &h, &channels, 3), stbi_image_free);
   if (!pixels) {
     ThrowBadInput("cannot decode image '{}': {}", path.string(), stbi_failure_reason());
   }
-  int64_t ow = p.width > 0 ? p.width : w, oh = p.height > 0 ? p.height : h;
-  std::vector<float> rgb = ResizeRgb(pixels.get(), w, h, ow, oh, p.interpolation == "nearest");
+  std::array<int, 4> win = crop > 0 ? CropWindow(crop, w, h) : std::array<int, 4>{0, 0, w, h};
+  int64_t ow = p.width > 0 ? p.width : win[2], oh = p.height > 0 ? p.height : win[3];
+  std::vector<float> rgb = ResizeRgb(pixels.get() + (win[1] * w + win[0]) * 3, w, win[2], win[3],
+                                     ow, oh, p.interpolation == "nearest");
   bool nchw = p.layout == "NCHW";
   std::vector<int64_t> shape =
       nchw ? std::vector<int64_t>{1, 3, oh, ow} : std::vector<int64_t>{1, oh, ow, 3};
@@ -291,6 +316,10 @@ SampleSet TakeLast(SampleSet& set, size_t count) {
   held.files.erase(held.files.begin(), held.files.begin() + keep);
   set.ids.resize(keep);
   set.files.resize(keep);
+  if (!set.crop.empty()) {
+    held.crop.erase(held.crop.begin(), held.crop.begin() + keep);
+    set.crop.resize(keep);
+  }
   return held;
 }
 

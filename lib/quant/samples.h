@@ -26,6 +26,9 @@ struct Preprocess {
   std::vector<double> mean = {0, 0, 0};
   std::vector<double> std = {1, 1, 1};
   std::string dtype = "float32";  // float32 | uint8 (raw pixels; scale/mean/std unused)
+  // Calibration augmentation, not deployment preprocessing: each image also gives `crops`
+  // fixed windows of 60% of its size (corners, centre, edge midpoints), each resized as above.
+  int crops = 0;
 
   nlohmann::json ToJson() const;
   // Throws Error(kUsage) naming `where` and the JSON path for a bad field.
@@ -38,6 +41,7 @@ struct SampleSet {
   std::vector<std::string> ids;  // sorted; one per sample
   // Per sample: input name -> file. Images: the one image input -> image file.
   std::vector<std::map<std::string, std::filesystem::path>> files;
+  std::vector<int> crop;  // images: 0 for the whole image, k for crop window k
   bool images = false;
   Preprocess preprocess;  // meaningful when images
   size_t size() const { return ids.size(); }
@@ -57,7 +61,7 @@ runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
                               const std::vector<runtime::InputSpec>& inputs);
 
 // Decodes and preprocesses one image into a [1, C, H, W] or [1, H, W, C] tensor.
-runtime::Tensor LoadImage(const std::filesystem::path& path, const Preprocess& p);
+runtime::Tensor LoadImage(const std::filesystem::path& path, const Preprocess& p, int crop = 0);
 
 // Splits off the last `count` samples (evaluation held out from calibration).
 SampleSet TakeLast(SampleSet& set, size_t count);

@@ -27,7 +27,7 @@ struct QuantizeCalibrateOptions {
   std::string resize, layout = "NCHW", channel_order = "RGB";
   double scale = 1.0 / 255.0;
   std::vector<double> mean = {0, 0, 0}, std = {1, 1, 1};
-  int threads = 1;
+  int threads = 1, crops = 0;
   ModelOutputOptions qdq;
 };
 
@@ -51,6 +51,7 @@ std::optional<quant::Preprocess> PreprocessFrom(const QuantizeCalibrateOptions& 
   p.scale = o.scale;
   p.mean = o.mean;
   p.std = o.std;
+  p.crops = o.crops;
   p.Validate("preprocessing flags");
   return p;
 }
@@ -210,6 +211,9 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->add_option("--mean", o->mean, "Images: per-channel mean (after scale)")->delimiter(',');
   cmd->add_option("--std", o->std, "Images: per-channel std (after scale)")->delimiter(',');
+  cmd->add_option("--crops", o->crops,
+                  "Images: also calibrate on N fixed 60% crops of each (augmentation, 0-8)")
+      ->check(CLI::Range(0, 8));
   cmd->add_option("--threads", o->threads, "Samples calibrated in parallel")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
