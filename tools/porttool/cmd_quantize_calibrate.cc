@@ -22,7 +22,7 @@ struct QuantizeCalibrateOptions {
   std::string model, data, eval_data, table, trt_cache, preprocess_file;
   std::string method = "percentile";
   double percentile = 99.999;
-  bool per_channel = false, symmetric = false, json = false;
+  bool per_channel = false, symmetric = false, json = false, no_eval = false;
   std::vector<std::string> exclude_ops, exclude_nodes, thresholds;
   std::string resize, layout = "NCHW", channel_order = "RGB";
   double scale = 1.0 / 255.0;
@@ -140,6 +140,7 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   req.calibration.threads = o.threads;
   req.qdq = {o.per_channel, o.exclude_ops, o.exclude_nodes};
   req.thresholds = ParseThresholds(o.thresholds);
+  req.evaluate = !o.no_eval;
   req.progress = Progress();
   if (!table_in.empty()) {
     std::ifstream in(table_in);
@@ -200,6 +201,7 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run) {
   cmd->add_option("--eval-data", o->eval_data,
                   "Evaluation samples (default: the last quarter of --data is held out)")
       ->check(CLI::ExistingPath);
+  cmd->add_flag("--no-eval", o->no_eval, "Calibrate on every sample and skip the accuracy report");
   cmd->add_option("--threshold", o->thresholds,
                   "OUTPUT:VALUE: report the QDQ threshold keeping the same fraction above");
   cmd->add_option("--preprocess", o->preprocess_file, "Image preprocessing spec (JSON)")
