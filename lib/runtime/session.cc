@@ -234,19 +234,28 @@ void Session::ValidateInputs(const TensorMap& inputs) {
 }
 
 std::vector<NamedTensor> Session::Run(const TensorMap& inputs, const Observer& observer) {
+  if (!observer) return RunObserved(inputs, nullptr);
+  return RunObserved(inputs, [&observer](const ProducedTensor& p) {
+    if (!p.in_subgraph) observer(p.name, p.value);
+  });
+}
+
+std::vector<NamedTensor> Session::RunObserved(const TensorMap& inputs,
+                                              const NodeObserver& observer) {
   ValidateInputs(inputs);
   const Plan& plan = PlanFor(model_.proto.graph());
   Scope scope;
   scope.plan = &plan;
   for (const auto& [name, t] : inputs) scope.values[name] = t;
-  std::vector<Tensor> outputs = Execute(plan, scope, observer ? &observer : nullptr);
+  std::vector<Tensor> outputs = Execute(plan, scope, observer ? &observer : nullptr, false);
   std::vector<NamedTensor> named;
   auto names = output_names();
   for (size_t i = 0; i < names.size(); ++i) named.push_back({names[i], std::move(outputs[i])});
   return named;
 }
 
-std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const Observer* observer) {
+std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeObserver* observer,
+                                     bool nested) {
   const auto& graph = *plan.graph;
   for (size_t step = 0; step < plan.order.size(); ++step) {
     const auto& node = graph.node(plan.order[step]);
@@ -268,11 +277,11 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const Obser
     }
     KernelContext ctx(node, plan.opsets[step], std::move(args));
     ctx.set_model(&model_);
-    ctx.set_subgraph_runner([this, &scope](const onnx::GraphProto& g) {
+    ctx.set_subgraph_runner([this, &scope, observer](const onnx::GraphProto& g) {
       Scope child;
       child.plan = &PlanFor(g);
       child.parent = &scope;
-      return Execute(*child.plan, child, nullptr);
+      return Execute(*child.plan, child, observer, true);
     });
     try {
       (*plan.kernels[step])(ctx);
@@ -288,7 +297,7 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const Obser
                       node.op_type(), i);
       }
       const std::string& name = node.output(i);
-      if (observer) (*observer)(name, ctx.output(i));
+      if (observer) (*observer)(ProducedTensor{name, ctx.output(i), node, nested});
       scope.values[name] = std::move(ctx.output(i));
     }
     for (const auto& dead : plan.frees[step]) scope.values.erase(dead);
