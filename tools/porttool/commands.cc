@@ -91,9 +91,10 @@ int Main(int argc, char** argv) {
                "More detail on stderr: -v per-stage timings and notes, -vv trace");
   app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
   RunFn run;
-  for (auto* reg : {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain,
-                    &RegisterSplit, &RegisterExtract, &RegisterRun, &RegisterCompare,
-                    &RegisterEmitHeader, &RegisterDecide, &RegisterRules, &RegisterPasses}) {
+  for (auto* reg :
+       {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain, &RegisterSplit,
+        &RegisterExtract, &RegisterRun, &RegisterCompare, &RegisterEmitHeader, &RegisterDecide,
+        &RegisterRules, &RegisterPasses, &RegisterQuantizeCalibrate}) {
     reg(app, run);
   }
   bool json = WantsJson(argc, argv);
