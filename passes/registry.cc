@@ -28,8 +28,9 @@ const Pass& FindPass(const std::string& id) {
     if (pass->id() == id) return *pass;
     ids.push_back(pass->id());
   }
-  ThrowUsage("unknown pass '{}'; did you mean: {}? (`porttool passes` lists them all)", id,
-             util::Join(util::ClosestNames(id, ids, 3), ", "));
+  auto close = util::ClosestNames(id, ids, 3);
+  ThrowUsage("unknown pass '{}'{} (`porttool passes` lists them all)", id,
+             close.empty() ? "" : "; did you mean: " + util::Join(close, ", ") + "?");
 }
 
 }  // namespace porttool::passes

@@ -4,13 +4,14 @@
 
 #include "lib/analysis/check.h"
 #include "lib/shape/infer.h"
+#include "passes/input_shape_spec.h"
 
 namespace porttool::passes {
 
 PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options) const {
   shape::InferOptions infer;
   if (options.Has("input-shape"))
-    infer.input_shapes = shape::ParseInputShapes({options.Get("input-shape")});
+    infer.input_shapes = ParseInputShapes({options.Get("input-shape")});
   infer.max_iterations = static_cast<int>(options.GetInt("max-iterations", 8));
   shape::InferReport report = shape::InferShapes(model, infer);
   PassResult result;

@@ -2,7 +2,8 @@
 # Installs what porttool needs to build and test, from Debian bookworm packages. Idempotent: when
 # everything is present it does nothing (no apt-get update). Uses sudo when not root.
 #   scripts/setup.sh          build + test dependencies
-#   scripts/setup.sh --ort    also ONNX Runtime for node (npm, into scripts/ort/) for comparisons
+#   scripts/setup.sh --ort    also nodejs + npm (Debian) and ONNX Runtime for node (npm, into
+#                             scripts/ort/) so the comparisons against ONNX Runtime run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,11 +28,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# ONNX Runtime comparisons (tests, benchmarks) run under node: Debian's nodejs + npm provide it
+# (skipped when node and npm are already on PATH, however they got there).
+if [ "${1:-}" = "--ort" ] && ! { command -v node && command -v npm; } >/dev/null; then
+  echo "setup: installing nodejs npm (for ONNX Runtime comparisons)" >&2
+  { $SUDO apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; } ||
+    echo "setup: could not install nodejs/npm; ONNX Runtime comparisons will be skipped" >&2
+fi
+
 # ONNX Runtime is only a reference for comparisons: without node/npm (or without the registry)
 # the tests that need it skip, so its absence never fails the setup.
 if [ "${1:-}" = "--ort" ] && [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
   if ! command -v npm >/dev/null; then
-    echo "setup: npm not found; ONNX Runtime comparisons will be skipped (apt-get install npm to enable)" >&2
+    echo "setup: npm not found; ONNX Runtime comparisons will be skipped (they are listed after the tests)" >&2
   else
     mkdir -p scripts/ort
     (cd scripts/ort && npm install --silent --no-audit --no-fund --ignore-scripts onnxruntime-node@1 >/dev/null) ||

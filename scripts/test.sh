@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
-# The README's test command: install dependencies, build, run every test suite under ctest.
-# Tests that need ../shared/models skip with a message when it is absent.
+# The README's test command: install dependencies (ONNX Runtime for node included, as the
+# reference in comparisons), build everything, run every test suite under ctest, then list every
+# test that skipped and why — a skipped comparison is reported, never silent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --ort
 scripts/build.sh
-cd build && ctest --output-on-failure -j"$(nproc)"
+cd build
+rc=0
+ctest --output-on-failure -j"$(nproc)" || rc=$?
+# gtest skips happen inside a ctest test, so ctest's own summary does not show them: list each
+# skipped test with the reason it printed (the line before gtest's "[  SKIPPED ] Name (N ms)").
+skipped=$(awk '/^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)/ { print "  " $4 ": " prev } { prev = $0 }' \
+  Testing/Temporary/LastTest.log 2>/dev/null || true)
+if [ -n "$skipped" ]; then
+  echo
+  echo "skipped tests ($(echo "$skipped" | wc -l)); ONNX Runtime comparisons need scripts/setup.sh --ort:"
+  echo "$skipped"
+fi
+exit $rc

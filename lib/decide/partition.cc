@@ -163,9 +163,8 @@ Partition PlanPartition(const AnalyzedModel& model, const std::vector<bool>& for
   return p;
 }
 
-Partition PlanAutoSplit(const io::Model& model, const std::string& target,
+Partition PlanAutoSplit(const io::Model& model, const TargetProfile& profile,
                         const PartitionOptions& options) {
-  TargetProfile profile = LoadTarget(target);
   AnalyzedModel analyzed(model, {});
   return PlanPartition(analyzed, HostNodes(analyzed, ScanTarget(analyzed, profile)), profile,
                        options);

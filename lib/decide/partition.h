@@ -65,9 +65,9 @@ Partition PlanPartition(const AnalyzedModel& model, const std::vector<bool>& for
 PartitionPlan EstimatePartition(const AnalyzedModel& model, const std::vector<bool>& host,
                                 const CostModel& costs, const std::string& name);
 
-// `split --auto --target NAME`: scan `model` (shapes already completed) on the target and plan
-// the partition. Throws Error(kUsage) for an unknown target.
-Partition PlanAutoSplit(const io::Model& model, const std::string& target,
+// `split --auto --target`: scan `model` (shapes already completed) on the target and plan the
+// partition.
+Partition PlanAutoSplit(const io::Model& model, const TargetProfile& target,
                         const PartitionOptions& options);
 
 nlohmann::json PartitionToJson(const Partition& partition);

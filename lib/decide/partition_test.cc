@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "lib/decide/scan.h"
+#include "lib/util/testing.h"
 
 namespace porttool::decide {
 namespace {
@@ -32,7 +33,7 @@ struct Planned {
 Planned Plan(const PartitionOptions& options) {
   Planned p;
   p.model = std::make_unique<AnalyzedModel>(io::ParseText(kIslandModel), shape::InputShapes{});
-  p.target = LoadTarget("rknn-rk3588");
+  p.target = LoadTarget(testing::SourceDir() / "rules", "rknn-rk3588");
   p.partition = PlanPartition(*p.model, HostNodes(*p.model, ScanTarget(*p.model, p.target)),
                               p.target, options);
   return p;

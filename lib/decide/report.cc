@@ -70,7 +70,7 @@ ReportStep ScanStep(const DecisionReport& r) {
     step.findings.push_back(
         "No --target: the scan was skipped and target facts stay unknown "
         "(shipped targets: " +
-        util::Join(TargetNames(), ", ") + ").");
+        util::Join(r.target_names, ", ") + ").");
     return step;
   }
   const auto& s = *r.scan;
@@ -273,19 +273,20 @@ std::string FitWord(const std::optional<bool>& v) {
 }  // namespace
 
 DecisionReport Decide(const io::Model& model, const DecideOptions& options) {
-  auto dir = RulesDir();
+  const auto& dir = options.rules_dir;
   FactCatalog catalog = FactCatalog::Load(dir / "decision" / "facts.json");
   DecisionTable table = LoadDecisionTable(JsonFile::Load(dir / "decision" / "table.json"), catalog);
   auto remedy_rules = LoadRemedies(JsonFile::Load(dir / "decision" / "remedies.json"));
 
   DecisionReport r;
   r.model_name = model.path.filename().string();
+  r.target_names = TargetNames(dir);
   r.policy = table.policy;
   AnalyzedModel analyzed(model, options.input_shapes);
   r.model_facts = analyzed.facts();
   analyzed.AddFacts(catalog, r.facts);
   if (!options.target.empty()) {
-    r.target = LoadTarget(options.target);
+    r.target = LoadTarget(dir, options.target);
     AddTargetFacts(catalog, *r.target, r.facts);
   }
   if (!options.facts_file.empty()) LoadUserFacts(options.facts_file, catalog, r.facts);

@@ -28,7 +28,8 @@ struct FlagFact {
 };
 
 struct DecideOptions {
-  std::string target;                // empty: no target (target facts stay unknown)
+  std::filesystem::path rules_dir;   // holds decision/ and targets/ (resolved by the caller)
+  std::string target;                // name or profile path; empty: target facts stay unknown
   std::filesystem::path facts_file;  // empty: none
   std::vector<FlagFact> flag_facts;
   shape::InputShapes input_shapes;
@@ -43,6 +44,7 @@ struct ReportStep {
 struct DecisionReport {
   std::string model_name;
   std::optional<TargetProfile> target;
+  std::vector<std::string> target_names;  // the shipped profiles, listed when no target was given
   Facts facts;
   ModelFacts model_facts;
   std::vector<DimensionResult> dimensions;

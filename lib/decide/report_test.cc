@@ -28,6 +28,7 @@ std::vector<FlagFact> ProjectFacts() {
 
 TEST(DecisionReport, DemoWithoutTargetLeavesHardwareUnknown) {
   DecideOptions options;
+  options.rules_dir = testing::SourceDir() / "rules";
   options.input_shapes = {{"images", {1, 3, 64, 64}}};
   DecisionReport r = Decide(io::Load(testing::TestData("demo_detector.onnx")), options);
   nlohmann::json j = r.ToJson();
@@ -44,6 +45,7 @@ TEST(DecisionReport, DemoWithoutTargetLeavesHardwareUnknown) {
 
 TEST(DecisionReport, DemoOnRk3588NamesTheCustomOpAndItsRemedy) {
   DecideOptions options;
+  options.rules_dir = testing::SourceDir() / "rules";
   options.target = "rknn-rk3588";
   options.input_shapes = {{"images", {1, 3, 64, 64}}};
   options.flag_facts = ProjectFacts();
@@ -59,6 +61,7 @@ void CheckGolden(const std::string& target, const std::string& stem) {
   auto models = testing::SharedModelsDir();
   if (models.empty()) GTEST_SKIP() << "../shared/models not present";
   DecideOptions options;
+  options.rules_dir = testing::SourceDir() / "rules";
   options.target = target;
   options.input_shapes = {{"x", {1, 3, 640, 640}}};
   options.flag_facts = ProjectFacts();

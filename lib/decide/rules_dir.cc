@@ -1,9 +1,6 @@
 #include "lib/decide/rules_dir.h"
 
 #include <algorithm>
-#include <cstdlib>
-
-#include "porttool_build_config.h"
 
 #include "lib/decide/facts.h"
 #include "lib/decide/remedies.h"
@@ -12,46 +9,31 @@
 #include "lib/util/error.h"
 
 namespace porttool::decide {
-namespace {
-std::filesystem::path& Override() {
-  static std::filesystem::path dir;
-  return dir;
-}
-}  // namespace
 
-std::filesystem::path RulesDir() {
-  if (!Override().empty()) return Override();
-  if (const char* env = std::getenv("PORTTOOL_RULES_DIR"); env && *env) return env;
-  return std::filesystem::path(PORTTOOL_SOURCE_DIR) / "rules";
-}
-
-void SetRulesDirOverride(const std::filesystem::path& dir) { Override() = dir; }
-
-std::vector<std::filesystem::path> ShippedRuleFiles() {
+std::vector<std::filesystem::path> ShippedRuleFiles(const std::filesystem::path& rules_dir) {
   std::vector<std::filesystem::path> files;
   for (const char* sub : {"decision", "targets"}) {
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(RulesDir() / sub, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(rules_dir / sub, ec)) {
       if (entry.path().extension() == ".json") files.push_back(entry.path());
     }
   }
   if (files.empty()) {
-    ThrowBadInput(
-        "no rule files under {} (set PORTTOOL_RULES_DIR or --rules-dir to the "
-        "directory holding decision/ and targets/)",
-        RulesDir().string());
+    ThrowBadInput("no rule files under {} (the rules directory holds decision/ and targets/)",
+                  rules_dir.string());
   }
   std::sort(files.begin(), files.end());
   return files;
 }
 
-std::string ValidateRuleFile(const std::filesystem::path& path) {
+std::string ValidateRuleFile(const std::filesystem::path& rules_dir,
+                             const std::filesystem::path& path) {
   JsonFile f = JsonFile::Load(path);
   std::string schema = f.String("/schema");
   if (schema == "porttool.facts/1") {
     FactCatalog::Load(f);
   } else if (schema == "porttool.decision/1") {
-    LoadDecisionTable(f, FactCatalog::Load(RulesDir() / "decision" / "facts.json"));
+    LoadDecisionTable(f, FactCatalog::Load(rules_dir / "decision" / "facts.json"));
   } else if (schema == "porttool.remedies/1") {
     LoadRemedies(f);
   } else if (schema == "porttool.target/1") {

@@ -1,6 +1,7 @@
-// Where the shipped rule and target files live. Order: an explicit override (the CLI's
-// --rules-dir), then $PORTTOOL_RULES_DIR, then <source dir>/rules (PORTTOOL_SOURCE_DIR, compiled
-// in). The directory holds decision/{facts,table,remedies}.json and targets/*.json.
+// The rules directory: decision/{facts,table,remedies}.json and targets/*.json. Which directory
+// is used is the caller's choice, passed in (the CLI resolves --rules-dir, $PORTTOOL_RULES_DIR,
+// the installed share/porttool/rules, then the source tree); the library keeps no default of its
+// own beyond listing and validating what it is given.
 #pragma once
 
 #include <filesystem>
@@ -9,14 +10,13 @@
 
 namespace porttool::decide {
 
-std::filesystem::path RulesDir();
-void SetRulesDirOverride(const std::filesystem::path& dir);  // empty: clear
+// Every rules and target file under `rules_dir`, sorted. Error(kBadInput) when there is none.
+std::vector<std::filesystem::path> ShippedRuleFiles(const std::filesystem::path& rules_dir);
 
-// Every shipped rules and target file, sorted.
-std::vector<std::filesystem::path> ShippedRuleFiles();
-
-// Validates one rules or target file (the kind is read from its "schema" field). Throws
-// Error(kBadInput) naming file, line, JSON pointer and what was expected. Returns the kind.
-std::string ValidateRuleFile(const std::filesystem::path& path);
+// Validates one rules or target file (the kind is read from its "schema" field); decision tables
+// are checked against <rules_dir>/decision/facts.json. Throws Error(kBadInput) naming file, line,
+// JSON pointer and what was expected. Returns the kind.
+std::string ValidateRuleFile(const std::filesystem::path& rules_dir,
+                             const std::filesystem::path& path);
 
 }  // namespace porttool::decide

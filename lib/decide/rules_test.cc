@@ -16,9 +16,10 @@ namespace {
 class DecisionTableTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    catalog_ = new FactCatalog(FactCatalog::Load(RulesDir() / "decision" / "facts.json"));
-    table_ = new DecisionTable(
-        LoadDecisionTable(JsonFile::Load(RulesDir() / "decision" / "table.json"), *catalog_));
+    catalog_ = new FactCatalog(
+        FactCatalog::Load(testing::SourceDir() / "rules" / "decision" / "facts.json"));
+    table_ = new DecisionTable(LoadDecisionTable(
+        JsonFile::Load(testing::SourceDir() / "rules" / "decision" / "table.json"), *catalog_));
   }
   static void TearDownTestSuite() {
     delete table_;
@@ -275,7 +276,8 @@ TEST_F(DecisionTableTest, PolicyUnknownHardDimensionGivesVerifyWithMissingFacts)
 // --- malformed rule files: each error names file, line, pointer and the expectation.
 
 std::string LoadError(const std::string& text) {
-  FactCatalog catalog = FactCatalog::Load(RulesDir() / "decision" / "facts.json");
+  FactCatalog catalog =
+      FactCatalog::Load(testing::SourceDir() / "rules" / "decision" / "facts.json");
   try {
     LoadDecisionTable(JsonFile::FromText(text, "bad.json"), catalog);
   } catch (const Error& e) {
@@ -348,7 +350,8 @@ TEST(RuleFileErrors, TypoInFieldNameIsRejected) {
 }
 
 TEST(UserFacts, NestedAndDottedKeysWithTypeErrors) {
-  FactCatalog catalog = FactCatalog::Load(RulesDir() / "decision" / "facts.json");
+  FactCatalog catalog =
+      FactCatalog::Load(testing::SourceDir() / "rules" / "decision" / "facts.json");
   Facts facts;
   LoadUserFacts(JsonFile::FromText(R"({"performance": {"fps": 30, "resolution": "720p"},
                                        "schedule.dev_days": 4})",
@@ -370,7 +373,8 @@ TEST(UserFacts, NestedAndDottedKeysWithTypeErrors) {
 }
 
 TEST(ShippedRules, DocsListEveryFact) {
-  FactCatalog catalog = FactCatalog::Load(RulesDir() / "decision" / "facts.json");
+  FactCatalog catalog =
+      FactCatalog::Load(testing::SourceDir() / "rules" / "decision" / "facts.json");
   std::string doc = testing::ReadFile(testing::SourceDir() / "docs" / "facts.md");
   for (const auto& name : catalog.Names()) {
     EXPECT_NE(doc.find("`" + name + "`"), std::string::npos) << name << " is not in docs/facts.md";
@@ -378,7 +382,10 @@ TEST(ShippedRules, DocsListEveryFact) {
 }
 
 TEST(ShippedRules, EveryFileValidates) {
-  for (const auto& f : ShippedRuleFiles()) EXPECT_NO_THROW(ValidateRuleFile(f)) << f;
+  auto rules_dir = testing::SourceDir() / "rules";
+  for (const auto& f : ShippedRuleFiles(rules_dir)) {
+    EXPECT_NO_THROW(ValidateRuleFile(rules_dir, f)) << f;
+  }
 }
 
 }  // namespace

@@ -226,17 +226,15 @@ TargetCheck CheckTarget(const AnalyzedModel& model, const TargetProfile& target)
   return c;
 }
 
-TargetCheck CheckModelOnTarget(const io::Model& model, const std::string& target,
+TargetCheck CheckModelOnTarget(const io::Model& model, const TargetProfile& target,
                                const shape::InputShapes& shapes) {
-  TargetProfile profile = LoadTarget(target);
-  return CheckTarget(AnalyzedModel(model, shapes), profile);
+  return CheckTarget(AnalyzedModel(model, shapes), target);
 }
 
-std::vector<bool> HostNodesForTarget(const io::Model& model, const std::string& target,
+std::vector<bool> HostNodesForTarget(const io::Model& model, const TargetProfile& target,
                                      const shape::InputShapes& shapes) {
-  TargetProfile profile = LoadTarget(target);
   AnalyzedModel analyzed(model, shapes);
-  return HostNodes(analyzed, ScanTarget(analyzed, profile));
+  return HostNodes(analyzed, ScanTarget(analyzed, target));
 }
 
 void AddTargetFindings(const TargetCheck& c, analysis::CheckReport& report) {

@@ -84,12 +84,12 @@ struct TargetCheck {
 // The whole `check --target` step on a loaded model.
 TargetCheck CheckTarget(const AnalyzedModel& model, const TargetProfile& target);
 
-// One-call glue for other subcommands. `check --target NAME`: the scan and memory fit of `model`
-// (exit 1 when !ok). `split --auto --target NAME`: host[i] for node i of `model`'s main graph.
-// Both throw Error(kUsage) for an unknown target or bad input-shape pins.
-TargetCheck CheckModelOnTarget(const io::Model& model, const std::string& target,
+// One-call glue for other subcommands. `check --target`: the scan and memory fit of `model`
+// (exit 1 when !ok). `split --auto --target`: host[i] for node i of `model`'s main graph.
+// Both throw Error(kUsage) for bad input-shape pins.
+TargetCheck CheckModelOnTarget(const io::Model& model, const TargetProfile& target,
                                const shape::InputShapes& shapes = {});
-std::vector<bool> HostNodesForTarget(const io::Model& model, const std::string& target,
+std::vector<bool> HostNodesForTarget(const io::Model& model, const TargetProfile& target,
                                      const shape::InputShapes& shapes = {});
 
 // The target check's failures as check findings (`target-unsupported` per node that can run

@@ -29,9 +29,10 @@ struct Scanned {
 Scanned Scan(const std::string& text, const std::string& target) {
   Scanned s;
   s.model = std::make_unique<AnalyzedModel>(io::ParseText(text), shape::InputShapes{});
-  s.target = LoadTarget(target);
+  s.target = LoadTarget(testing::SourceDir() / "rules", target);
   s.scan = ScanTarget(*s.model, s.target);
-  auto rules = LoadRemedies(JsonFile::Load(RulesDir() / "decision" / "remedies.json"));
+  auto rules =
+      LoadRemedies(JsonFile::Load(testing::SourceDir() / "rules" / "decision" / "remedies.json"));
   s.remedies = ComputeRemedies(*s.model, s.target, s.scan, rules);
   s.rewrites = FallbackRewrites(*s.model, s.scan, rules);
   return s;
@@ -118,7 +119,7 @@ g (bool cond, float[2] x) => (float[2] y) {
       ->mutable_node(0)
       ->set_name("abs_in_then");
   AnalyzedModel model(m, {});
-  TargetProfile t = LoadTarget("rknn-rk3588");
+  TargetProfile t = LoadTarget(testing::SourceDir() / "rules", "rknn-rk3588");
   TargetScan scan = ScanTarget(model, t);
   const NodeScan* abs = nullptr;
   for (const auto& n : scan.nodes) {
@@ -140,16 +141,17 @@ g (bool cond, float[2] x) => (float[2] y) {
 
 TEST(TargetScan, GlueForCheckAndSplitAuto) {
   io::Model m = io::ParseText(ResizeModel("mode = \"nearest\"", "1.5", 12));
-  EXPECT_EQ(HostNodesForTarget(m, "rknn-rk3588"),
+  EXPECT_EQ(HostNodesForTarget(m, LoadTarget(testing::SourceDir() / "rules", "rknn-rk3588")),
             (std::vector<bool>{false, false, true, false, false}));
-  TargetCheck ok = CheckModelOnTarget(m, "rknn-rk3588");
+  TargetCheck ok = CheckModelOnTarget(m, LoadTarget(testing::SourceDir() / "rules", "rknn-rk3588"));
   EXPECT_TRUE(ok.ok);  // a CPU fallback is not a failure
   EXPECT_NE(TargetCheckToText(ok).find("cpu-fallback"), std::string::npos);
   io::Model nms = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[1,10,4] boxes, float[1,1,10] scores) => (int64[3,3] selected) {
   selected = NonMaxSuppression (boxes, scores)
 })");
-  TargetCheck bad = CheckModelOnTarget(nms, "rknn-rk3588");
+  TargetCheck bad =
+      CheckModelOnTarget(nms, LoadTarget(testing::SourceDir() / "rules", "rknn-rk3588"));
   EXPECT_FALSE(bad.ok);
   EXPECT_EQ(TargetCheckToJson(bad)["scan"]["counts"]["unsupported"], 1);
 }
@@ -288,7 +290,7 @@ TEST(MemoryFitTest, WeightsAgainstFlashAndArenaAgainstRam) {
   ModelFacts facts;
   facts.params_bytes = 8'000'000;  // float32 -> 2 MB as int8: over 70% of 2 MB flash
   facts.peak_activation_bytes = 400'000;
-  TargetProfile stm = LoadTarget("stm32f767");
+  TargetProfile stm = LoadTarget(testing::SourceDir() / "rules", "stm32f767");
   MemoryFit m = FitMemory(facts, stm, stm.ram_bytes, stm.flash_bytes);
   EXPECT_EQ(m.weight_bytes, 2'000'000u);
   EXPECT_EQ(m.usable_flash, static_cast<uint64_t>(2097152 * 0.7));
@@ -370,14 +372,15 @@ TEST_F(TargetFileErrors, SyntaxError) {
 
 TEST(TargetNamesTest, UnknownTargetIsAUsageErrorWithSuggestion) {
   try {
-    LoadTarget("rknn-rk3589");
+    LoadTarget(testing::SourceDir() / "rules", "rknn-rk3589");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_NE(std::string(e.what()).find("did you mean 'rknn-rk3588'"), std::string::npos);
   }
-  EXPECT_EQ(TargetNames(), (std::vector<std::string>{"jetson-orin", "onnxruntime-cpu",
-                                                     "rknn-rk3588", "rknn-rv1106", "stm32f767"}));
+  EXPECT_EQ(TargetNames(testing::SourceDir() / "rules"),
+            (std::vector<std::string>{"jetson-orin", "onnxruntime-cpu", "rknn-rk3588",
+                                      "rknn-rv1106", "stm32f767"}));
 }
 
 }  // namespace

@@ -571,24 +571,33 @@ TargetProfile LoadTargetFile(const std::filesystem::path& path) {
   return t;
 }
 
-std::vector<std::string> TargetNames() {
+std::vector<std::string> TargetNames(const std::filesystem::path& rules_dir) {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(RulesDir() / "targets", ec)) {
+  for (const auto& e : std::filesystem::directory_iterator(rules_dir / "targets", ec)) {
     if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
   }
   std::sort(names.begin(), names.end());
   return names;
 }
 
-TargetProfile LoadTarget(const std::string& name) {
-  auto path = RulesDir() / "targets" / (name + ".json");
-  if (name.find('/') != std::string::npos || !std::filesystem::exists(path)) {
-    auto names = TargetNames();
-    auto close = util::ClosestNames(name, names, 1);
-    ThrowUsage("unknown target '{}' (shipped targets: {}{}; profiles live in {})", name,
-               util::Join(names, ", "), close.empty() ? "" : "; did you mean '" + close[0] + "'?",
-               (RulesDir() / "targets").string());
+TargetProfile LoadTarget(const std::filesystem::path& rules_dir, const std::string& name_or_path) {
+  if (name_or_path.find('/') != std::string::npos || util::EndsWith(name_or_path, ".json")) {
+    if (!std::filesystem::is_regular_file(name_or_path)) {
+      ThrowUsage("target profile '{}' does not exist", name_or_path);
+    }
+    return LoadTargetFile(name_or_path);
+  }
+  auto path = rules_dir / "targets" / (name_or_path + ".json");
+  if (!std::filesystem::exists(path)) {
+    auto names = TargetNames(rules_dir);
+    auto close = util::ClosestNames(name_or_path, names, 1);
+    ThrowUsage(
+        "unknown target '{}' (shipped targets: {}{}; profiles live in {}; a profile file "
+        "can also be given by path)",
+        name_or_path, util::Join(names, ", "),
+        close.empty() ? "" : "; did you mean '" + close[0] + "'?",
+        (rules_dir / "targets").string());
   }
   return LoadTargetFile(path);
 }

@@ -98,10 +98,11 @@ struct TargetProfile {
 // Loads and validates a profile file; `extends` names another profile in the same directory whose
 // top-level fields this one inherits (fields present here replace the parent's).
 TargetProfile LoadTargetFile(const std::filesystem::path& path);
-// rules/targets/<name>.json under RulesDir(); an unknown name is Error(kUsage) listing the
-// shipped targets and the closest match.
-TargetProfile LoadTarget(const std::string& name);
-std::vector<std::string> TargetNames();
+// A target by name (<rules_dir>/targets/<name>.json) or by path to a profile JSON (anything
+// with a '/' or ending in .json). An unknown name is Error(kUsage) listing the shipped targets
+// and a close match when there is one.
+TargetProfile LoadTarget(const std::filesystem::path& rules_dir, const std::string& name_or_path);
+std::vector<std::string> TargetNames(const std::filesystem::path& rules_dir);
 
 // Whether `op_key` ("Conv", "com.microsoft:Gelu") names an op: ai.onnx ops must be known to
 // ONNX's schema registry (or be newer ONNX ops listed in porttool's table); other domains are

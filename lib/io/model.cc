@@ -10,9 +10,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <set>
 
 #include "lib/io/atomic_file.h"
-#include "lib/ir/dtype.h"
+#include "lib/io/dtype.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
@@ -72,7 +73,7 @@ std::shared_ptr<std::string> PackTypedFields(const onnx::TensorProto& t) {
       return PackField<decltype(t.int32_data()), uint8_t>(t.int32_data());
     default:
       ThrowBadInput("tensor '{}': data type {} has no raw byte layout", t.name(),
-                    ir::DtypeName(t.data_type()));
+                    DtypeName(t.data_type()));
   }
 }
 
@@ -161,7 +162,7 @@ uint64_t TensorPayloadBytes(const onnx::TensorProto& t) {
   if (t.has_raw_data()) return t.raw_data().size();
   uint64_t n = 1;
   for (auto d : t.dims()) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
-  return n * ir::DtypeSize(t.data_type());
+  return n * DtypeSize(t.data_type());
 }
 
 TensorBytes ReadTensorBytes(const Model& model, const onnx::TensorProto& t) {
@@ -244,8 +245,8 @@ void SerializeAtomically(const onnx::ModelProto& proto, const fs::path& out) {
   if (size > kProtobufLimit) {
     throw Error(ErrorKind::kUsage,
                 fmt::format("cannot save '{}' inline: the model is {} and protobuf cannot write "
-                            "a message over 2 GB; save with --external-data [FILE] (tensors "
-                            "over --external-threshold bytes go to FILE)",
+                            "a message over 2 GB; save the weights as external data (tensors over "
+                            "the external-data threshold go to a separate file)",
                             out.string(), util::FormatBytes(size)));
   }
   AtomicFile file(out);
@@ -260,23 +261,57 @@ void SerializeAtomically(const onnx::ModelProto& proto, const fs::path& out) {
 
 }  // namespace
 
+std::vector<fs::path> ReferencedFiles(const Model& model) {
+  std::vector<fs::path> files;
+  if (model.path.empty()) return files;
+  files.push_back(model.path);
+  std::set<std::string> seen;
+  ForEachTensor(model.proto.graph(), [&](const onnx::TensorProto& t) {
+    if (!IsExternal(t)) return;
+    std::string location = ParseExternalRef(t).location;
+    if (seen.insert(location).second) files.push_back(model.base_dir / location);
+  });
+  return files;
+}
+
+std::optional<fs::path> InputFileAt(const Model& model, const fs::path& out) {
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return std::nullopt;
+  for (const auto& f : ReferencedFiles(model)) {
+    if (fs::equivalent(out, f, ec)) return f;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Writing over a file the model was read from (while its weights may still be mapped from it)
+// needs the caller's explicit consent.
+void RefuseOverwrite(const Model& model, const fs::path& target, bool in_place) {
+  if (in_place) return;
+  if (auto input = InputFileAt(model, target)) {
+    throw Error(
+        ErrorKind::kUsage,
+        fmt::format("refusing to overwrite '{}': the input model {} it; choose another "
+                    "output or allow writing in place",
+                    target.string(), *input == model.path ? "is" : "reads its external data from"));
+  }
+}
+
+}  // namespace
+
 SaveResult Save(Model& model, const fs::path& out, const SaveOptions& options) {
   SaveResult result;
   std::error_code ec;
-  if (!model.path.empty() && fs::exists(out, ec) && fs::equivalent(out, model.path, ec) &&
-      !options.in_place) {
-    throw Error(ErrorKind::kUsage,
-                fmt::format("refusing to overwrite the input model '{}'; choose another output "
-                            "or pass --in-place",
-                            out.string()));
-  }
+  RefuseOverwrite(model, out, options.in_place);
   fs::path out_dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (options.external_data) {
     std::string location =
         options.external_file.empty() ? out.filename().string() + ".data" : options.external_file;
     if (auto reason = UnsafeLocationReason(location)) {
-      ThrowUsage("--external-data file '{}' is unsafe: {}", location, *reason);
+      ThrowUsage("external data file '{}' is unsafe: {}", location, *reason);
     }
+    RefuseOverwrite(model, out_dir / location, options.in_place);
     ExternalizeScope scope(model, out_dir / location, location, options.external_threshold);
     SerializeAtomically(model.proto, out);
     result.files = {out, out_dir / location};

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -68,6 +69,13 @@ struct SaveOptions {
   // Allow the output to be the very file the model was loaded from.
   bool in_place = false;
 };
+
+// The files `model` was read from: the model file and every external data file it references.
+std::vector<std::filesystem::path> ReferencedFiles(const Model& model);
+// The referenced file that `out` is (same file, through any path or hard link), if any: writing
+// there would overwrite the input. nullopt for a model not loaded from disk.
+std::optional<std::filesystem::path> InputFileAt(const Model& model,
+                                                 const std::filesystem::path& out);
 
 // Protobuf cannot serialize a message of 2 GB or more.
 inline constexpr uint64_t kProtobufLimit = (uint64_t{1} << 31) - 1;

@@ -1,5 +1,6 @@
-// ONNX element types: byte sizes, names, and C types. One table so that inspect, emit-header,
-// the executor and split agree on what "float16" or "bool" occupies.
+// Tensor types as the graph sees them: static shapes, printable shapes, element counts. The
+// element-type table itself (sizes, names, C types) lives below, in lib/io/dtype.h, because io
+// reads tensors without knowing graphs; it is re-exported here for graph code.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -9,16 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "lib/io/dtype.h"
+
 namespace porttool::ir {
 
-// Bytes per element; 0 for types without a fixed size (string, undefined).
-size_t DtypeSize(int32_t dtype);
-// Lower-case ONNX name: "float32", "float16", "int64", "bool", ...
-std::string DtypeName(int32_t dtype);
-// The C type firmware uses for it ("float", "uint16_t" for float16, "bool" -> "uint8_t").
-std::string DtypeCType(int32_t dtype);
-// Parses a name produced by DtypeName (also accepts "float" and "double").
-std::optional<int32_t> DtypeFromName(const std::string& name);
+using io::DtypeCType;
+using io::DtypeFromName;
+using io::DtypeName;
+using io::DtypeSize;
 
 // Static dims of a tensor type, or nullopt when any dim is symbolic or missing (or no shape).
 std::optional<std::vector<int64_t>> StaticShape(const onnx::TypeProto& type);

@@ -26,12 +26,15 @@ std::vector<std::string> TensorNames(const GraphView& view) {
 
 void CheckTensorNames(const GraphView& view, const std::vector<std::string>& names,
                       const char* option) {
-  if (names.empty()) ThrowUsage("{} needs at least one tensor name", option);
+  if (names.empty()) ThrowUsage("at least one tensor is needed as {}", option);
   for (const auto& name : names) {
     if (IsTensor(view, name)) continue;
     auto closest = util::ClosestNames(name, TensorNames(view));
-    ThrowUsage("{}: no tensor named '{}' in the graph; closest tensor names: {}", option, name,
-               util::Join(closest, ", "));
+    throw Error(
+        ErrorKind::kUsage,
+        fmt::format("no tensor named '{}' in the graph (asked for as {}){}", name, option,
+                    closest.empty() ? "" : "; closest tensor names: " + util::Join(closest, ", ")),
+        {}, name);
   }
 }
 
@@ -50,7 +53,7 @@ void MarkNeeded(const GraphView& view, const std::string& output,
       if (view.Initializer(tensor)) continue;
       throw Error(ErrorKind::kUsage,
                   fmt::format("output '{}' is not reachable from the given inputs: it needs "
-                              "'{}', which is {}; add it to --inputs",
+                              "'{}', which is {}; add it to the inputs",
                               output, tensor,
                               view.GraphInput(tensor) ? "a graph input not among them"
                                                       : "defined nowhere in the graph"),
@@ -68,8 +71,8 @@ io::Model ExtractSubgraph(const io::Model& model, const std::vector<std::string>
                           const std::vector<std::string>& outputs,
                           std::vector<std::string>* notes) {
   GraphView view(model.proto.graph());
-  CheckTensorNames(view, inputs, "--inputs");
-  CheckTensorNames(view, outputs, "--outputs");
+  CheckTensorNames(view, inputs, "an input");
+  CheckTensorNames(view, outputs, "an output");
   std::unordered_set<std::string> input_set(inputs.begin(), inputs.end());
   std::vector<bool> needed(view.node_count(), false);
   std::unordered_set<std::string> visited;

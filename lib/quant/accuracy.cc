@@ -93,7 +93,7 @@ ThresholdMapping MapThreshold(std::vector<float> ref, std::vector<float> qdq, do
 
 AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& qdq_model,
                                 const SampleSet& eval, const AccuracyOptions& options) {
-  runtime::SessionOptions so{.threads = options.threads, .fail_on_nan = true};
+  runtime::SessionOptions so{.fail_on_nan = true};
   runtime::Session fs(float_model, so), qs(qdq_model, so);
   auto names = fs.output_names();
   for (const auto& [out, _] : options.thresholds) {

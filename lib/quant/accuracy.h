@@ -48,7 +48,6 @@ struct AccuracyOptions {
   std::map<std::string, double> thresholds;  // output -> float threshold
   bool per_channel = false;
   std::string method;
-  int threads = 0;
 };
 
 // Runs both models on every sample of `eval`. Error(kUsage) for a threshold on an unknown output.

@@ -92,7 +92,7 @@ StatsMap CollectStats(const io::Model& model, const SampleSet& set, int threads,
   std::exception_ptr first_error;
   auto worker = [&](int w) {
     try {
-      runtime::Session session(model, {.threads = 0, .fail_on_nan = true});
+      runtime::Session session(model, {.fail_on_nan = true});
       for (size_t i; !failed && (i = next++) < set.size();) {
         try {
           runtime::TensorMap inputs = LoadSample(set, i, session.inputs());

@@ -275,4 +275,31 @@ ModelComparison CompareModels(const io::Model& a, const io::Model& b, const Tens
   return CompareWithStore(b, inputs, store, options);
 }
 
+ValueStats SummarizeValues(const Tensor& tensor) {
+  ValueStats s;
+  double sum = 0;
+  int64_t finite = 0;
+  constexpr int64_t kChunk = 4096;
+  std::vector<double> chunk(kChunk);
+  for (int64_t begin = 0; begin < tensor.size(); begin += kChunk) {
+    int64_t n = std::min(kChunk, tensor.size() - begin);
+    ChunkAsDoubles(tensor, begin, n, chunk.data());
+    for (int64_t i = 0; i < n; ++i) {
+      double v = chunk[i];
+      if (std::isnan(v)) {
+        ++s.nan_count;
+      } else if (std::isinf(v)) {
+        ++s.inf_count;
+      } else {
+        s.min = finite ? std::min(s.min, v) : v;
+        s.max = finite ? std::max(s.max, v) : v;
+        sum += v;
+        ++finite;
+      }
+    }
+  }
+  s.mean = finite ? sum / static_cast<double>(finite) : 0;
+  return s;
+}
+
 }  // namespace porttool::runtime

@@ -41,6 +41,15 @@ struct TensorStats {
 TensorStats CompareTensors(const Tensor& reference, const Tensor& candidate, double rtol,
                            double atol);
 
+// What `run` prints per output: range and mean over the finite values, and how many are not.
+struct ValueStats {
+  double min = 0, max = 0, mean = 0;  // over finite values; 0 when there is none
+  int64_t nan_count = 0;
+  int64_t inf_count = 0;
+};
+// Any numeric or bool dtype. Error(kBadInput) for strings.
+ValueStats SummarizeValues(const Tensor& tensor);
+
 struct TensorComparison {
   std::string name;
   std::string node;  // the candidate's node that produced it

@@ -1,7 +1,6 @@
 #include "lib/runtime/session.h"
 
 #include <fmt/format.h>
-#include <malloc.h>
 
 #include <cmath>
 #include <mutex>
@@ -92,26 +91,8 @@ bool AllFinite(const Tensor& t) {
 
 }  // namespace
 
-namespace {
-
-// glibc serves large blocks with mmap and unmaps them on free, so every intermediate of every run
-// would page-fault fresh zeroed memory: on PP-OCRv4 det that was 75% of the run time (550 ms ->
-// 128 ms at 1 thread). Keeping freed blocks in the heap lets the next tensor reuse them; peak
-// RSS is unchanged because intermediates are freed after their last use either way.
-void KeepFreedTensorMemory() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  });
-}
-
-}  // namespace
-
 Session::Session(const io::Model& model, SessionOptions options)
     : model_(model), options_(options) {
-  KeepFreedTensorMemory();
-  if (options_.threads > 0) SetNumThreads(options_.threads);
   for (const auto& op : model.proto.opset_import()) {
     opsets_[CanonicalDomain(op.domain())] = static_cast<int>(op.version());
   }
@@ -196,15 +177,14 @@ void Session::ValidateInputs(const TensorMap& inputs) {
   for (const auto& spec : inputs_) names.push_back(spec.name);
   for (const auto& [name, _] : inputs) {
     if (std::find(names.begin(), names.end(), name) == names.end()) {
-      ThrowBadInput("'{}' is not an input of the model (inputs: {})", name,
-                    util::Join(names, ", "));
+      ThrowUsage("'{}' is not an input of the model (inputs: {})", name, util::Join(names, ", "));
     }
   }
   for (const auto& spec : inputs_) {
     auto it = inputs.find(spec.name);
     if (it == inputs.end()) {
-      ThrowBadInput("input '{}' is missing: give it with --input {}=FILE or use --random-inputs",
-                    spec.name, spec.name);
+      ThrowUsage("input '{}' is missing: give it with --input {}=FILE or use --random-inputs",
+                 spec.name, spec.name);
     }
     const Tensor& t = it->second;
     if (spec.dtype != 0 && t.dtype() != spec.dtype) {

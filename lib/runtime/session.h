@@ -22,7 +22,6 @@
 namespace porttool::runtime {
 
 struct SessionOptions {
-  int threads = 0;           // kernels' thread count; 0 keeps the current setting (all cores)
   bool fail_on_nan = false;  // NaN/Inf in an input: Error(kBadInput) instead of a warning
 };
 
@@ -66,8 +65,9 @@ class Session {
   const std::vector<InputSpec>& inputs() const { return inputs_; }
   std::vector<std::string> output_names() const;
 
-  // Runs once. Inputs are checked for presence, unknown names, dtype, rank and static dims
-  // (Error kBadInput naming the input). Returns the graph outputs in declaration order.
+  // Runs once. Inputs are checked for presence and unknown names (Error kUsage: a naming slip),
+  // then dtype, rank and static dims (Error kBadInput: the data is wrong), naming the input.
+  // Returns the graph outputs in declaration order.
   std::vector<NamedTensor> Run(const TensorMap& inputs, const Observer& observer = nullptr);
   // Run, reporting every tensor produced anywhere (If branches included) with its node.
   std::vector<NamedTensor> RunObserved(const TensorMap& inputs, const NodeObserver& observer);

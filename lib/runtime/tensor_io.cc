@@ -296,20 +296,6 @@ Tensor ReadTensorFile(const std::filesystem::path& path) {
   ThrowUsage("{}: unknown tensor file type '{}' (use .npy or .pb)", path.string(), ext);
 }
 
-std::map<std::string, Tensor> ReadInputSpecs(const std::vector<std::string>& specs) {
-  std::map<std::string, Tensor> tensors;
-  for (const auto& spec : specs) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      ThrowUsage("--input '{}': expected NAME=FILE (a .npy or .pb file)", spec);
-    }
-    std::string name = spec.substr(0, eq);
-    if (tensors.count(name)) ThrowUsage("--input: '{}' is given more than once", name);
-    tensors[name] = ReadTensorFile(spec.substr(eq + 1));
-  }
-  return tensors;
-}
-
 std::vector<std::string> TensorFileNames(const std::vector<std::string>& tensor_names,
                                          const std::string& extension) {
   std::vector<std::string> files;

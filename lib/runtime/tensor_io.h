@@ -50,10 +50,6 @@ void WritePb(const std::filesystem::path& path, const Tensor& tensor, const std:
 // By extension: .npy or .pb. Throws Error(kUsage) for anything else.
 Tensor ReadTensorFile(const std::filesystem::path& path);
 
-// Reads `NAME=FILE` specs (the CLI's --input). Error(kUsage) for a spec without '=' or a name
-// given twice; file errors as ReadTensorFile.
-std::map<std::string, Tensor> ReadInputSpecs(const std::vector<std::string>& specs);
-
 // File names for tensors: characters outside [A-Za-z0-9._-] become '_', a leading '.' too (no
 // hidden files, no '..'), names that collide after that get "_2", "_3"... `extension` includes
 // the dot.

@@ -20,7 +20,7 @@ std::string ShapeOf(const io::Model& m, const std::string& name) {
 TEST(InferShapes, DemoModelFlowsThroughCustomGelu) {
   io::Model m = io::Load(porttool::testing::TestData("demo_detector.onnx"));
   InferOptions o;
-  o.input_shapes = ParseInputShapes({"images:1x3x64x64"});
+  o.input_shapes = InputShapes{{"images", {1, 3, 64, 64}}};
   InferReport r = InferShapes(m, o);
   EXPECT_TRUE(r.unresolved.empty())
       << r.unresolved.front().tensor << ": " << r.unresolved.front().reason;
@@ -98,7 +98,7 @@ g (float[2,3,4] x) => (float[N,M] y) {
 TEST(InferShapes, BadInputShapeIsUsageError) {
   io::Model m = io::Load(porttool::testing::TestData("demo_detector.onnx"));
   InferOptions o;
-  o.input_shapes = ParseInputShapes({"nope:1x3x64x64"});
+  o.input_shapes = InputShapes{{"nope", {1, 3, 64, 64}}};
   try {
     InferShapes(m, o);
     FAIL();
@@ -106,7 +106,7 @@ TEST(InferShapes, BadInputShapeIsUsageError) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_NE(std::string(e.what()).find("images"), std::string::npos) << e.what();
   }
-  o.input_shapes = ParseInputShapes({"images:1x3x64"});
+  o.input_shapes = InputShapes{{"images", {1, 3, 64}}};
   EXPECT_THROW(InferShapes(m, o), Error);
 }
 
@@ -126,7 +126,7 @@ TEST(InferShapes, PpOcrDetIsFullyStaticWithPinnedInput) {
   if (dir.empty()) GTEST_SKIP() << "../shared/models absent";
   io::Model m = io::Load(dir / "ch_PP-OCRv4_det_infer.onnx");
   InferOptions o;
-  o.input_shapes = ParseInputShapes({"x:1x3x640x640"});
+  o.input_shapes = InputShapes{{"x", {1, 3, 640, 640}}};
   InferReport r = InferShapes(m, o);
   EXPECT_TRUE(r.unresolved.empty());
   EXPECT_EQ(r.tensors_static, r.tensors_total);

@@ -1,7 +1,5 @@
 #include "lib/shape/input_shapes.h"
 
-#include <charconv>
-
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 #include "lib/util/error.h"
@@ -9,23 +7,6 @@
 
 namespace porttool::shape {
 namespace {
-
-std::vector<int64_t> ParseDims(const std::string& spec, const std::string& dims_text) {
-  std::vector<int64_t> dims;
-  if (dims_text == "scalar") return dims;
-  for (const auto& part : util::Split(dims_text, 'x')) {
-    int64_t v = -1;
-    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || v < 0) {
-      ThrowUsage(
-          "--input-shape '{}': '{}' is not a non-negative integer dim (expected e.g. "
-          "x:1x3x640x640)",
-          spec, part);
-    }
-    dims.push_back(v);
-  }
-  return dims;
-}
 
 std::string RealInputList(const io::Model& model) {
   std::vector<std::string> names;
@@ -38,27 +19,6 @@ std::string RealInputList(const io::Model& model) {
 
 }  // namespace
 
-InputShapes ParseInputShapes(const std::vector<std::string>& specs) {
-  InputShapes out;
-  for (const auto& raw : specs) {
-    std::string normalized = raw;
-    for (char& c : normalized) {
-      if (c == ';') c = ',';
-    }
-    for (const auto& spec : util::Split(normalized, ',')) {
-      if (spec.empty()) continue;
-      auto colon = spec.rfind(':');
-      if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
-        ThrowUsage("--input-shape '{}': expected NAME:DIMS, e.g. x:1x3x640x640", spec);
-      }
-      std::string name = spec.substr(0, colon);
-      if (out.count(name)) ThrowUsage("--input-shape: input '{}' given twice", name);
-      out[name] = ParseDims(spec, spec.substr(colon + 1));
-    }
-  }
-  return out;
-}
-
 void ApplyInputShapes(io::Model& model, const InputShapes& shapes) {
   auto* graph = model.proto.mutable_graph();
   for (const auto& [name, dims] : shapes) {
@@ -69,22 +29,24 @@ void ApplyInputShapes(io::Model& model, const InputShapes& shapes) {
     bool is_initializer = false;
     for (const auto& t : graph->initializer()) is_initializer |= t.name() == name;
     if (!target || is_initializer) {
-      ThrowUsage("--input-shape: '{}' is not a graph input; the inputs are: {}", name,
-                 RealInputList(model));
+      throw Error(ErrorKind::kUsage,
+                  fmt::format("input shape: '{}' is not a graph input; the inputs are: {}", name,
+                              RealInputList(model)),
+                  {}, name);
     }
     auto* tensor_type = target->mutable_type()->mutable_tensor_type();
     auto* shape = tensor_type->mutable_shape();
     if (tensor_type->has_shape() && shape->dim_size() != static_cast<int>(dims.size()) &&
         shape->dim_size() > 0) {
       ThrowUsage(
-          "--input-shape: '{}' has rank {} in the model but {} dims were given; the "
+          "input shape: '{}' has rank {} in the model but {} dims were given; the "
           "inputs are: {}",
           name, shape->dim_size(), dims.size(), RealInputList(model));
     }
     for (int i = 0; i < shape->dim_size(); ++i) {
       const auto& d = shape->dim(i);
       if (d.has_dim_value() && d.dim_value() != dims[i]) {
-        ThrowUsage("--input-shape: '{}' dim {} is fixed to {} in the model, not {}", name, i,
+        ThrowUsage("input shape: '{}' dim {} is fixed to {} in the model, not {}", name, i,
                    d.dim_value(), dims[i]);
       }
     }

@@ -1,7 +1,6 @@
-// `--input-shape NAME:DIMS` handling shared by every subcommand that needs static shapes
-// (infer-shapes, run, emit-header, split). DIMS is `1x3x640x640`; a scalar is `NAME:scalar`.
-// Several inputs: repeat the option, or separate specs with ';' or ','
-// (`--input-shape "x:1x3x64x64,mask:1x64"`).
+// Pinning graph input shapes, shared by every stage that needs static shapes (infer-shapes, run,
+// emit-header, split, decide). Shapes arrive structured (name -> dims); their text form
+// (`x:1x3x640x640`) is parsed by passes/input_shape_spec.h for the CLI and pipeline strings.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +13,6 @@
 namespace porttool::shape {
 
 using InputShapes = std::map<std::string, std::vector<int64_t>>;
-
-// Parses specs; throws Error(kUsage) with the offending text on bad syntax or a repeated name.
-InputShapes ParseInputShapes(const std::vector<std::string>& specs);
 
 // Pins the given dims on the model's graph inputs (replacing symbolic/unknown dims). Throws
 // Error(kUsage) when a name is not a graph input (listing the real inputs), when the rank

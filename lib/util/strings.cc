@@ -53,11 +53,18 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 std::vector<std::string> ClosestNames(std::string_view name, const std::vector<std::string>& pool,
                                       size_t limit) {
+  // A suggestion far from what was typed is noise ("bogus" -> "stm32f767"): keep only names
+  // that contain it, or are within about a third of its length in edits.
+  size_t max_edits = std::max<size_t>(2, name.size() / 3);
   std::vector<std::pair<size_t, std::string>> scored;
   for (const auto& candidate : pool) {
-    bool contains = candidate.find(name) != std::string::npos ||
-                    (!candidate.empty() && name.find(candidate) != std::string::npos);
-    scored.emplace_back(contains ? 0 : 1 + EditDistance(name, candidate), candidate);
+    bool contains =
+        !name.empty() && (candidate.find(name) != std::string::npos ||
+                          (!candidate.empty() && name.find(candidate) != std::string::npos));
+    size_t distance = contains ? 0 : EditDistance(name, candidate);
+    if (contains || (!name.empty() && distance <= max_edits)) {
+      scored.emplace_back(contains ? 0 : 1 + distance, candidate);
+    }
   }
   std::stable_sort(scored.begin(), scored.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });

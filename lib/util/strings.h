@@ -16,7 +16,8 @@ bool EndsWith(std::string_view text, std::string_view suffix);
 
 // Levenshtein distance; used to suggest the closest node or tensor names.
 size_t EditDistance(std::string_view a, std::string_view b);
-// Up to `limit` candidates closest to `name` (substring matches first, then by edit distance).
+// Up to `limit` candidates close to `name`: substring matches first, then names within
+// max(2, |name| / 3) edits. Empty when nothing is close (better no suggestion than a random one).
 std::vector<std::string> ClosestNames(std::string_view name, const std::vector<std::string>& pool,
                                       size_t limit = 5);
 

@@ -28,7 +28,7 @@ nlohmann::json ReportJson(const std::vector<passes::StepReport>& reports,
                      {"failed", r.result.failed},
                      {"notes", r.result.notes}});
   }
-  return {{"steps", steps}, {"output", files}};
+  return {{"steps", steps}, {"output", files}, {"written", !files.empty()}};
 }
 
 void PrintText(const std::vector<passes::StepReport>& reports) {
@@ -41,7 +41,8 @@ void PrintText(const std::vector<passes::StepReport>& reports) {
 
 int RunChain(const ChainOptions& o) {
   auto steps = passes::ParsePipeline(o.pipeline);  // parse errors before any I/O
-  io::Model model = io::Load(o.model);
+  io::Model model = LoadModel(o.model);
+  RefuseOverwritingInput(model, o.output);
   auto reports = passes::RunPipeline(model, steps);
   bool failed = !reports.empty() && reports.back().result.failed;
   std::vector<std::string> files;
@@ -49,12 +50,15 @@ int RunChain(const ChainOptions& o) {
     spdlog::error("stage '{}' failed; nothing was written", reports.back().id);
   } else if (!o.output.output.empty()) {
     files = SaveModel(model, o.output);
+  } else {
+    spdlog::warn("no -o given: the pipeline ran but nothing was written");
   }
   if (o.json) {
     PrintJson(ReportJson(reports, files));
   } else {
     PrintText(reports);
     for (const auto& f : files) std::cout << "wrote " << f << "\n";
+    if (files.empty()) std::cout << "nothing written (no -o)\n";
   }
   return failed ? kExitCheckFailed : kExitOk;
 }

@@ -5,7 +5,6 @@
 
 #include "lib/analysis/check.h"
 #include "lib/decide/scan.h"
-#include "lib/shape/input_shapes.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -17,6 +16,7 @@ struct CheckOptions {
   bool json = false;
   bool no_full_check = false;
   std::string target;
+  std::string rules_dir;
   std::vector<std::string> input_shapes;
 };
 
@@ -49,8 +49,8 @@ void PrintText(const std::string& path, const analysis::CheckReport& report) {
 }
 
 int RunCheck(const CheckOptions& o) {
-  shape::InputShapes pins = shape::ParseInputShapes(o.input_shapes);
-  io::Model model = io::Load(o.model);
+  shape::InputShapes pins = ParseShapeFlags(o.input_shapes);
+  io::Model model = LoadModel(o.model);
   analysis::CheckOptions options;
   options.full_check = !o.no_full_check;
   options.input_shapes = pins;
@@ -59,7 +59,9 @@ int RunCheck(const CheckOptions& o) {
   if (!o.target.empty()) {
     // The compatibility scan and memory fit against a target profile (rules/targets/); its
     // failures join the findings so that the run has one verdict.
-    decide::TargetCheck target = decide::CheckModelOnTarget(model, o.target, pins);
+    StageTimer timer("target scan");
+    decide::TargetCheck target =
+        decide::CheckModelOnTarget(model, LoadTargetFlag(o.rules_dir, o.target), pins);
     decide::AddTargetFindings(target, report);
     target_json = decide::TargetCheckToJson(target);
     if (!o.json) std::cout << decide::TargetCheckToText(target);
@@ -88,10 +90,11 @@ void RegisterCheck(CLI::App& app, RunFn& run) {
   AddModelArg(*cmd, opts->model);
   cmd->add_flag("--no-full-check", opts->no_full_check,
                 "Skip strict shape inference (run only the checker and the lints)");
-  cmd->add_option("--target", opts->target,
-                  "Also scan operator support and memory fit against a target profile "
-                  "(rules/targets/NAME.json); exit 1 when a node is unsupported without CPU "
-                  "fallback or weights + activations exceed the target's usable memory");
+  AddTargetOption(*cmd, opts->target,
+                  "Also scan operator support and memory fit against a target; exit 1 when a "
+                  "node is unsupported without CPU fallback or weights + activations exceed "
+                  "the target's usable memory");
+  AddRulesDirOption(*cmd, opts->rules_dir);
   AddInputShapeOption(*cmd, opts->input_shapes);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCheck(*opts); }; });

@@ -7,8 +7,8 @@
 #include <functional>
 
 #include "lib/runtime/compare.h"
+#include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
-#include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -19,7 +19,7 @@ namespace {
 struct CompareCliOptions {
   std::string model_a, model_b;
   std::vector<std::string> inputs;
-  uint64_t seed = 0;
+  uint64_t seed = kDefaultSeed;
   std::vector<std::string> input_shapes;
   bool per_tensor = false;
   std::vector<std::string> rtol, atol;
@@ -98,8 +98,8 @@ void PrintRow(const runtime::TensorComparison& c) {
 }
 
 io::Model LoadWithShapes(const std::string& path, const std::vector<std::string>& specs) {
-  io::Model m = io::Load(path);
-  if (!specs.empty()) shape::ApplyInputShapes(m, shape::ParseInputShapes(specs));
+  io::Model m = LoadModel(path);
+  if (!specs.empty()) shape::ApplyInputShapes(m, ParseShapeFlags(specs));
   return m;
 }
 
@@ -114,7 +114,7 @@ runtime::TensorMap StoredInputs(const runtime::TensorStore& store) {
 runtime::TensorMap MakeInputs(const io::Model& model, const CompareCliOptions& o,
                               const runtime::SessionOptions& session) {
   runtime::Session specs(model, session);
-  return runtime::CompleteWithRandom(specs, runtime::ReadInputSpecs(o.inputs), o.seed);
+  return runtime::CompleteWithRandom(specs, ReadInputFlags(o.inputs), o.seed);
 }
 
 void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& o,
@@ -187,11 +187,11 @@ runtime::ModelComparison Compare(const CompareCliOptions& o, runtime::CompareOpt
 }
 
 int RunCompare(const CompareCliOptions& o) {
+  runtime::ApplyProcessSettings({o.threads});
   runtime::CompareOptions options;
   ParseTolerances(o.rtol, "--rtol", options, &runtime::Tolerance::rtol);
   ParseTolerances(o.atol, "--atol", options, &runtime::Tolerance::atol);
   options.per_tensor = o.per_tensor;
-  options.session.threads = o.threads;
   options.scratch_dir = std::filesystem::temp_directory_path();
   if (o.model_b.empty() && o.save_outputs.empty() && o.load_outputs.empty()) {
     ThrowUsage("give MODEL_B, or --save-outputs DIR (record MODEL_A), or --load-outputs DIR");
@@ -226,9 +226,9 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
                   "tensors)")
       ->required();
   cmd->add_option("model_b", opts->model_b, "ONNX model to compare against the reference");
-  cmd->add_option("--input,--inputs", opts->inputs,
-                  "An input value: NAME=FILE (.npy or .pb); inputs not given are random");
-  cmd->add_option("--seed", opts->seed, "Seed for random inputs")->capture_default_str();
+  AddInputOption(*cmd, opts->inputs)
+      ->description("An input value: NAME=FILE (.npy or .pb); inputs not given are random");
+  AddSeedOption(*cmd, opts->seed, "the random inputs");
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_flag("--per-tensor", opts->per_tensor,
                 "Also compare every intermediate tensor both runs produce, in execution order, "
@@ -247,8 +247,7 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
   cmd->add_option("--load-outputs", opts->load_outputs,
                   "Compare MODEL_A against tensors saved by --save-outputs (or written in the "
                   "same layout by another runtime), with the saved inputs");
-  cmd->add_option("--threads", opts->threads, "Threads for kernels (default: all cores)")
-      ->check(CLI::Range(1, 1024));
+  AddThreadsOption(*cmd, opts->threads);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCompare(*opts); }; });
 }

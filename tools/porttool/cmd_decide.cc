@@ -2,9 +2,7 @@
 #include <iostream>
 
 #include "lib/decide/report.h"
-#include "lib/decide/rules_dir.h"
 #include "lib/io/atomic_file.h"
-#include "lib/shape/input_shapes.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -55,11 +53,11 @@ constexpr FactFlag kFactFlags[] = {
 };
 
 int RunDecide(const DecideCliOptions& o) {
-  if (!o.rules_dir.empty()) decide::SetRulesDirOverride(o.rules_dir);
   decide::DecideOptions options;
+  options.rules_dir = ResolveRulesDir(o.rules_dir);
   options.target = o.target;
   options.facts_file = o.facts;
-  options.input_shapes = shape::ParseInputShapes(o.input_shapes);
+  options.input_shapes = ParseShapeFlags(o.input_shapes);
   for (const auto& flag : kFactFlags) {
     if (auto it = o.text_facts.find(flag.fact); it != o.text_facts.end()) {
       options.flag_facts.push_back({flag.fact, it->second, flag.flag});
@@ -69,7 +67,9 @@ int RunDecide(const DecideCliOptions& o) {
       options.flag_facts.push_back({flag.fact, b->second, flag.flag});
     }
   }
-  decide::DecisionReport report = decide::Decide(io::Load(o.model), options);
+  io::Model model = LoadModel(o.model);
+  RefuseOverwritingInput(model, o.output);
+  decide::DecisionReport report = decide::Decide(model, options);
   bool json = o.json || o.format == "json";
   std::string text = json ? report.ToJson().dump(2) + "\n" : report.ToMarkdown();
   if (o.output.empty()) {
@@ -92,15 +92,14 @@ void RegisterDecide(CLI::App& app, RunFn& run) {
       "Facts are documented in docs/facts.md; rules and targets are read from --rules-dir, "
       "$PORTTOOL_RULES_DIR or the source tree's rules/.");
   AddModelArg(*cmd, o->model);
-  cmd->add_option("--target", o->target, "Target profile name (rules/targets/NAME.json)");
+  AddTargetOption(*cmd, o->target, "The target");
   cmd->add_option("--facts", o->facts, "Project facts as JSON (see docs/facts.md)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--format", o->format, "Report format")->check(CLI::IsMember({"md", "json"}));
+  cmd->add_option("--format", o->format, "Report format (--json is short for --format json)")
+      ->check(CLI::IsMember({"md", "json"}));
   AddJsonFlag(*cmd, o->json);
   cmd->add_option("-o,--output", o->output, "Write the report to this file instead of stdout");
-  cmd->add_option("--rules-dir", o->rules_dir,
-                  "Directory with decision/ and targets/ (default: $PORTTOOL_RULES_DIR, else the "
-                  "source tree's rules/)");
+  AddRulesDirOption(*cmd, o->rules_dir);
   AddInputShapeOption(*cmd, o->input_shapes);
   for (const auto& flag : kFactFlags) {
     std::string help = std::string(flag.help) + " (fact " + flag.fact + ")";

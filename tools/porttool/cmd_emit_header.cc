@@ -10,7 +10,6 @@
 #include "lib/emit/emit_header.h"
 #include "lib/ir/dtype.h"
 #include "lib/runtime/shape_completion.h"
-#include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
@@ -48,7 +47,7 @@ std::string CommandLine() {
 // Static shapes for every tensor: pinned inputs, then inference. Tensors inference leaves
 // unknown are reported by the stage that needs them (I/O buffers, arena), naming the tensor.
 void MakeShapesStatic(io::Model& model, const std::vector<std::string>& specs) {
-  runtime::ShapeCompletion c = runtime::CompleteShapes(model, shape::ParseInputShapes(specs));
+  runtime::ShapeCompletion c = runtime::CompleteShapes(model, ParseShapeFlags(specs));
   if (!c.dynamic_inputs.empty()) {
     ThrowUsage("inputs with unknown dims: {}; pin them with --input-shape (e.g. --input-shape {})",
                util::Join(c.dynamic_inputs, ", "), shape::ExampleInputShapes(model));
@@ -139,7 +138,9 @@ void PrintText(const emit::EmitResult& r) {
 
 int RunEmitHeader(const EmitHeaderOptions& o) {
   emit::CheckAlignment(o.align);
-  io::Model model = io::Load(o.model);
+  io::Model model = LoadModel(o.model);
+  RefuseOverwritingInput(model, o.output);
+  RefuseOverwritingInput(model, o.weights);
   MakeShapesStatic(model, o.input_shapes);
   emit::EmitRequest request{o.output,
                             o.weights,

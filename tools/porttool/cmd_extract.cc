@@ -21,7 +21,8 @@ struct ExtractOptions {
 };
 
 int RunExtract(const ExtractOptions& o) {
-  io::Model model = io::Load(o.model);
+  io::Model model = LoadModel(o.model);
+  RefuseOverwritingInput(model, o.output);
   std::vector<std::string> notes;
   io::Model part = ir::ExtractSubgraph(model, o.inputs, o.outputs, &notes);
   for (const auto& note : notes) spdlog::warn("{}", note);
@@ -50,7 +51,9 @@ void RegisterExtract(CLI::App& app, RunFn& run) {
       "Example:\n  porttool extract model.onnx --inputs block2.out --outputs score "
       "-o tail.onnx");
   AddModelArg(*cmd, opts->model);
-  cmd->add_option("--inputs", opts->inputs, "Tensors that become the part's inputs (T1,T2 ...)")
+  cmd->add_option("--inputs", opts->inputs,
+                  "Tensor names that become the part's inputs (T1,T2 ...); values for a run are "
+                  "given with --input NAME=FILE in run and compare")
       ->delimiter(',')
       ->required();
   cmd->add_option("--outputs", opts->outputs, "Tensors the part computes (T3,T4 ...)")

@@ -73,10 +73,15 @@ void PrintText(const shape::InferReport& r, const std::vector<std::string>& file
 
 int RunInferShapes(const InferShapesOptions& o) {
   shape::InferOptions options;
-  options.input_shapes = shape::ParseInputShapes(o.input_shapes);  // usage errors before loading
+  options.input_shapes = ParseShapeFlags(o.input_shapes);  // usage errors before loading
   options.max_iterations = o.max_iterations;
-  io::Model model = io::Load(o.model);
-  shape::InferReport report = shape::InferShapes(model, options);
+  io::Model model = LoadModel(o.model);
+  RefuseOverwritingInput(model, o.output);
+  shape::InferReport report;
+  {
+    StageTimer timer("infer shapes");
+    report = shape::InferShapes(model, options);
+  }
   for (const auto& note : report.notes) spdlog::warn("{}", note);
   bool partial = !report.unresolved.empty();
   std::vector<std::string> files;
@@ -111,7 +116,7 @@ void RegisterInferShapes(CLI::App& app, RunFn& run) {
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_option("--max-iterations", opts->max_iterations,
                   "Cap on inference passes while shapes keep changing")
-      ->check(CLI::PositiveNumber)
+      ->check(InRange(1, 1000))
       ->capture_default_str();
   cmd->add_flag("--allow-partial", opts->allow_partial,
                 "Write the model even when some tensors stay unknown (default: exit 1 and write "

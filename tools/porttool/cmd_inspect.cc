@@ -82,7 +82,7 @@ void PrintText(const std::string& path, const analysis::ModelFacts& f) {
 }
 
 int RunInspect(const InspectOptions& o) {
-  io::Model model = io::Load(o.model);
+  io::Model model = LoadModel(o.model);
   analysis::ModelFacts facts = analysis::CollectFacts(model);
   if (o.json) {
     nlohmann::json doc = FactsJson(facts);

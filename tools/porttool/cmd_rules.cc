@@ -18,12 +18,12 @@ struct RulesOptions {
 // Validates every file (default: all shipped ones); the first malformed file stops with exit 3
 // and its file/line/pointer message.
 int RunRulesValidate(const RulesOptions& o) {
-  if (!o.rules_dir.empty()) decide::SetRulesDirOverride(o.rules_dir);
+  std::filesystem::path rules_dir = ResolveRulesDir(o.rules_dir);
   std::vector<std::filesystem::path> files(o.files.begin(), o.files.end());
-  if (files.empty()) files = decide::ShippedRuleFiles();
+  if (files.empty()) files = decide::ShippedRuleFiles(rules_dir);
   nlohmann::json report = nlohmann::json::array();
   for (const auto& f : files) {
-    std::string kind = decide::ValidateRuleFile(f);
+    std::string kind = decide::ValidateRuleFile(rules_dir, f);
     report.push_back({{"file", f.string()}, {"kind", kind}, {"ok", true}});
     if (!o.json) std::cout << "ok  " << kind << "  " << f.string() << "\n";
   }
@@ -41,9 +41,7 @@ void RegisterRules(CLI::App& app, RunFn& run) {
       "validate", "Validate rule and target JSON files (default: every shipped file)");
   validate->footer("Example:\n  porttool rules validate\n  porttool rules validate my-target.json");
   validate->add_option("files", o->files, "Rule or target files to validate");
-  validate->add_option("--rules-dir", o->rules_dir,
-                       "Directory with decision/ and targets/ (default: $PORTTOOL_RULES_DIR, "
-                       "else the source tree's rules/)");
+  AddRulesDirOption(*validate, o->rules_dir);
   AddJsonFlag(*validate, o->json);
   validate->callback([o, &run] { run = [o] { return RunRulesValidate(*o); }; });
 }

@@ -11,7 +11,6 @@
 #include "lib/ir/split.h"
 #include "lib/runtime/shape_completion.h"
 #include "lib/runtime/verify.h"
-#include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -29,8 +28,9 @@ struct SplitOptions {
   bool json = false;
   bool auto_cut = false;
   std::string target;
+  std::string rules_dir;
   bool verify = false;
-  uint64_t seed = 1;
+  uint64_t seed = kDefaultSeed;
   int min_segment_nodes = 1;
   int max_segments = 0;
 };
@@ -42,7 +42,8 @@ ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o,
   ir::SplitOptions options;
   options.bridge_warn_bytes = o.bridge_warn_bytes;
   if (!o.auto_cut) return ir::SplitAtNodes(model, o.at, options);
-  partition = decide::PlanAutoSplit(model, o.target, {o.min_segment_nodes, o.max_segments});
+  partition = decide::PlanAutoSplit(model, LoadTargetFlag(o.rules_dir, o.target),
+                                    {o.min_segment_nodes, o.max_segments});
   ir::SplitResult result = ir::SplitModel(model, partition->chosen.host, options);
   result.annotations["estimate"] = decide::PartitionToJson(*partition);
   return result;
@@ -52,8 +53,7 @@ ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o,
 // shape completion as emit-header and decide, on a copy; the input file is never changed.
 io::Model CompletedModel(const io::Model& model, const SplitOptions& o) {
   io::Model completed = model;
-  runtime::ShapeCompletion c =
-      runtime::CompleteShapes(completed, shape::ParseInputShapes(o.input_shapes));
+  runtime::ShapeCompletion c = runtime::CompleteShapes(completed, ParseShapeFlags(o.input_shapes));
   for (const auto& note : c.inference.notes) spdlog::warn("{}", note);
   if (!c.by_execution.empty()) {
     spdlog::info(
@@ -85,7 +85,7 @@ bool CheckSegments(const ir::SplitResult& result, const ir::WriteSplitResult& wr
 bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
                     const ir::WriteSplitResult& written, const SplitOptions& o) {
   io::Model pinned = model;
-  shape::ApplyInputShapes(pinned, shape::ParseInputShapes(o.input_shapes));
+  shape::ApplyInputShapes(pinned, ParseShapeFlags(o.input_shapes));
   std::vector<io::Model> segments;
   for (const auto& segment : result.segments)
     segments.push_back(io::Load(written.dir / segment.file));
@@ -123,7 +123,7 @@ int RunSplit(const SplitOptions& o) {
     ThrowUsage("--min-segment-nodes and --max-segments shape --auto partitions only");
   }
   if (o.auto_cut == !o.at.empty()) ThrowUsage("give either --at NODE or --auto --target NAME");
-  io::Model source = io::Load(o.model);
+  io::Model source = LoadModel(o.model);
   io::Model model = CompletedModel(source, o);
   std::optional<decide::Partition> partition;
   ir::SplitResult result = PlanSplit(model, o, partition);
@@ -179,20 +179,21 @@ void RegisterSplit(CLI::App& app, RunFn& run) {
                   "one host segment)");
   cmd->add_flag("--auto", opts->auto_cut,
                 "Cut at every maximal run of nodes the --target's accelerator cannot run");
-  cmd->add_option("--target", opts->target, "Target profile for --auto (rules/targets/NAME.json)");
+  AddTargetOption(*cmd, opts->target, "Target for --auto");
+  AddRulesDirOption(*cmd, opts->rules_dir);
   cmd->add_option("--min-segment-nodes", opts->min_segment_nodes,
                   "With --auto: an accelerator segment with fewer nodes runs on the host")
-      ->check(CLI::PositiveNumber)
+      ->check(InRange(1, 1e9))
       ->capture_default_str();
   cmd->add_option("--max-segments", opts->max_segments,
                   "With --auto: at most this many segments (0: no limit); the accelerator "
                   "islands that cost least to move go to the host first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(InRange(0, 1e9))
       ->capture_default_str();
   cmd->add_flag("--verify", opts->verify,
                 "Run the model and the chained segments on the same random inputs (needs static "
                 "input dims: use --input-shape) and require identical outputs; exit 1 otherwise");
-  cmd->add_option("--seed", opts->seed, "Random-input seed for --verify")->capture_default_str();
+  AddSeedOption(*cmd, opts->seed, "--verify's random inputs");
   cmd->add_option("-o,--output", opts->output,
                   "Output directory (default: <model stem>.split in the current directory); "
                   "replaced only if it holds a previous split");

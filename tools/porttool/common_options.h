@@ -1,13 +1,20 @@
-// Options and helpers every subcommand shares: --json, --input-shape, output flags, logging
-// set-up, JSON printing, and the guard that turns porttool::Error into an exit code.
+// Options and helpers every subcommand shares: the one CLI grammar (-o, --input-shape, --input,
+// --seed, --json, --rules-dir, --target, --in-place), logging set-up, JSON printing, and the
+// guard that turns porttool::Error into an exit code (and, with --json, a JSON error document).
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "lib/decide/target.h"
 #include "lib/io/model.h"
+#include "lib/runtime/session.h"
+#include "lib/shape/input_shapes.h"
+#include "lib/util/error.h"
 
 namespace porttool::cli {
 
@@ -18,10 +25,40 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitBadInput = 3;
 inline constexpr int kExitInternal = 4;
 
+// The one default for every --seed, so `run`, `compare` and `split --verify` draw the same
+// random inputs unless told otherwise.
+inline constexpr uint64_t kDefaultSeed = 0;
+
 // Adds a positional MODEL argument that must name an existing path.
 CLI::Option* AddModelArg(CLI::App& cmd, std::string& path);
 CLI::Option* AddJsonFlag(CLI::App& cmd, bool& json);
 CLI::Option* AddInputShapeOption(CLI::App& cmd, std::vector<std::string>& specs);
+CLI::Option* AddInputOption(CLI::App& cmd, std::vector<std::string>& specs);
+CLI::Option* AddSeedOption(CLI::App& cmd, uint64_t& seed, const std::string& what);
+CLI::Option* AddThreadsOption(CLI::App& cmd, int& threads);
+CLI::Option* AddRulesDirOption(CLI::App& cmd, std::string& dir);
+CLI::Option* AddTargetOption(CLI::App& cmd, std::string& target, const std::string& what);
+
+// A numeric range check whose message says the range in plain numbers ("from 1 to 4096").
+CLI::Validator InRange(double min, double max);
+
+// --input-shape values, parsed; errors carry the flag name.
+shape::InputShapes ParseShapeFlags(const std::vector<std::string>& specs);
+// --input NAME=FILE values, read (.npy or .pb); a malformed spec or repeated name is a usage
+// error naming the flag.
+runtime::TensorMap ReadInputFlags(const std::vector<std::string>& specs);
+
+// The rules directory: --rules-dir, else $PORTTOOL_RULES_DIR, else <prefix>/share/porttool/rules
+// next to an installed binary, else the source tree's rules/.
+std::filesystem::path ResolveRulesDir(const std::string& flag);
+decide::TargetProfile LoadTargetFlag(const std::string& rules_dir_flag, const std::string& target);
+
+// Loads a model, logging at -v how long it took and what it holds.
+io::Model LoadModel(const std::string& path);
+
+// Refuses (usage error) to write a non-model output (report, header, weights) when it is the
+// model file or a file the model references (external data). Call before any work is done.
+void RefuseOverwritingInput(const io::Model& model, const std::filesystem::path& output);
 
 // Options for writing a model: -o, --external-data [FILE], --external-threshold, --in-place.
 struct ModelOutputOptions {
@@ -31,13 +68,32 @@ struct ModelOutputOptions {
   bool in_place = false;
 };
 void AddModelOutputOptions(CLI::App& cmd, ModelOutputOptions& out, bool required);
+// Refuses an output (or its --external-data file) that would overwrite `model`'s files.
+void RefuseOverwritingInput(const io::Model& model, const ModelOutputOptions& out);
 // Saves with those options and logs the notes. Returns the written files.
 std::vector<std::string> SaveModel(io::Model& model, const ModelOutputOptions& out);
 
 // Prints one JSON document to stdout (pretty, newline-terminated).
 void PrintJson(const nlohmann::json& doc);
+// {"error": {"kind", "message", "node"|"tensor"}} for a failed command run with --json.
+nlohmann::json ErrorJson(ErrorKind kind, const std::string& message, const std::string& node = {},
+                         const std::string& tensor = {});
+// The library names no flags; for the errors whose subject a flag sets, this adds the hint.
+std::string WithFlagHint(const std::string& message);
 
 // Sets the spdlog level from -v/-q counts; logs go to stderr, coloured only on a TTY.
 void SetUpLogging(int verbose, bool quiet);
+
+// Logs "<what>: N ms" at -v when it goes out of scope: per-stage timings.
+class StageTimer {
+ public:
+  explicit StageTimer(std::string what)
+      : what_(std::move(what)), start_(std::chrono::steady_clock::now()) {}
+  ~StageTimer();
+
+ private:
+  std::string what_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace porttool::cli
