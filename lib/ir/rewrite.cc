@@ -141,14 +141,15 @@ std::unordered_set<std::string> ReadNames(const onnx::GraphProto& graph) {
   return names;
 }
 
-std::vector<std::string> RemoveUnusedInitializers(onnx::GraphProto& graph) {
+std::vector<std::string> RemoveUnusedInitializers(onnx::GraphProto& graph,
+                                                  const std::unordered_set<std::string>* only) {
   auto reads = ReadNames(graph);
   std::unordered_set<std::string> inputs;
   for (const auto& vi : graph.input()) inputs.insert(vi.name());
   std::vector<std::string> removed;
   google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
   for (auto& t : *graph.mutable_initializer()) {
-    if (!reads.count(t.name()) && !inputs.count(t.name())) {
+    if (!reads.count(t.name()) && !inputs.count(t.name()) && (!only || only->count(t.name()))) {
       removed.push_back(t.name());
       continue;
     }

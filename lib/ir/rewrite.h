@@ -34,8 +34,10 @@ int RemoveNodes(onnx::GraphProto& graph, const std::vector<bool>& remove);
 // fixed point. Returns the op types removed, one entry per node.
 std::vector<std::string> RemoveDeadNodes(onnx::GraphProto& graph);
 
-// Removes initializers nothing reads (graph inputs keep theirs). Returns their names.
-std::vector<std::string> RemoveUnusedInitializers(onnx::GraphProto& graph);
+// Removes initializers nothing reads (graph inputs keep theirs), or only those among `only` when
+// given (a pass cleaning up the weights it replaced). Returns their names.
+std::vector<std::string> RemoveUnusedInitializers(
+    onnx::GraphProto& graph, const std::unordered_set<std::string>* only = nullptr);
 
 // Every tensor name read anywhere in `graph`: node inputs, subgraph captures, graph outputs.
 std::unordered_set<std::string> ReadNames(const onnx::GraphProto& graph);
