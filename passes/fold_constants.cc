@@ -33,6 +33,7 @@
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "passes/constant_to_initializer.h"
+#include "passes/pattern_util.h"
 
 namespace porttool::passes {
 namespace {
@@ -80,11 +81,7 @@ onnx::TensorProto Int64Tensor(const std::vector<int64_t>& values, bool scalar) {
   return t;
 }
 
-int64_t IntAttr(const onnx::NodeProto& node, const std::string& name, int64_t def) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return a.i();
-  }
-  return def;
+return def;
 }
 
 // Shape/Size of a tensor whose shape is static: a value known without its data.
@@ -97,8 +94,14 @@ std::optional<onnx::TensorProto> FoldShapeOf(const ir::GraphView& view,
   if (node.op_type() == "Size") return Int64Tensor({ir::ElementCount(*dims)}, true);
   auto rank = static_cast<int64_t>(dims->size());
   auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
-  int64_t start = clamp(IntAttr(node, "start", 0)), end = clamp(IntAttr(node, "end", rank));
+  int64_t start = clamp(AttrInt(node, "start", 0)), end = clamp(AttrInt(node, "end", rank));
   return Int64Tensor({dims->begin() + start, dims->begin() + std::max(start, end)}, false);
+}
+
+// Names the node in notes; unnamed nodes (allowed by ONNX) by op type and first output.
+std::string Label(const onnx::NodeProto& node) {
+  if (!node.name().empty()) return node.name();
+  return node.op_type() + " -> " + (node.output_size() ? node.output(0) : std::string("?"));
 }
 
 class Folder {
@@ -132,12 +135,12 @@ class Folder {
           all_constant &= in.empty() || inputs.back() != nullptr;
         }
         if (!all_constant || node.input_size() == 0) {
-          if (kRandomOps.count(node.op_type())) kept[node.name()] = "random op: value not fixed";
+          if (kRandomOps.count(node.op_type())) kept[Label(node)] = "random op: value not fixed";
           continue;
         }
         auto result = Evaluate(view, node, inputs);
         if (auto* reason = std::get_if<std::string>(&result)) {
-          kept[node.name()] = *reason;
+          kept[Label(node)] = *reason;
           continue;
         }
         outputs = std::move(std::get<std::vector<onnx::TensorProto>>(result));
@@ -169,7 +172,7 @@ class Folder {
       }
       input_bytes += io::TensorPayloadBytes(*t);
     }
-    if (node.op_type() == "Cast" && IsHalfOrString(static_cast<int32_t>(IntAttr(node, "to", 0)))) {
+    if (node.op_type() == "Cast" && IsHalfOrString(static_cast<int32_t>(AttrInt(node, "to", 0)))) {
       return std::string("casts to float16/bfloat16/string: the executor stores float32");
     }
     auto it = opsets_.find("");

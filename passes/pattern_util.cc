@@ -56,3 +56,42 @@ std::string AttrString(const onnx::NodeProto& node, const std::string& name,
 }
 
 }  // namespace porttool::passes
+
+namespace porttool::passes {
+
+std::string NodeEmitter::Op(const std::string& op, const std::vector<std::string>& inputs,
+                            const std::string& output) {
+  onnx::NodeProto node;
+  node.set_op_type(op);
+  node.set_name(names_.Node(base_ + "/" + op));
+  for (const auto& in : inputs) node.add_input(in);
+  std::string out = output.empty() ? names_.Tensor(base_ + "/" + op + "_out") : output;
+  node.add_output(out);
+  nodes_.push_back(std::move(node));
+  return out;
+}
+
+std::string NodeEmitter::Scalar(float value) {
+  std::string name = names_.Tensor(base_ + "/const");
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_float_data(value);
+  ir::AddInitializer(graph_, std::move(t), name);
+  return name;
+}
+
+void ReplaceNodes(onnx::GraphProto& graph,
+                  std::map<int, std::vector<onnx::NodeProto>>& replacements) {
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    auto it = replacements.find(i);
+    if (it == replacements.end()) {
+      nodes.Add()->Swap(graph.mutable_node(i));
+      continue;
+    }
+    for (auto& n : it->second) nodes.Add()->Swap(&n);
+  }
+  graph.mutable_node()->Swap(&nodes);
+}
+
+}  // namespace porttool::passes

@@ -5,12 +5,14 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <optional>
 #include <string>
 
 #include "lib/io/model.h"
 #include "lib/ir/constants.h"
 #include "lib/ir/graph_view.h"
+#include "lib/ir/rewrite.h"
 #include "lib/runtime/tensor.h"
 
 namespace porttool::passes {
@@ -33,5 +35,35 @@ int64_t AttrInt(const onnx::NodeProto& node, const std::string& name, int64_t de
 float AttrFloat(const onnx::NodeProto& node, const std::string& name, float def);
 std::string AttrString(const onnx::NodeProto& node, const std::string& name,
                        const std::string& def);
+
+}  // namespace porttool::passes
+
+namespace porttool::passes {
+
+// Builds the replacement of one node: new nodes named "<base>/<op>_<n>", fresh tensor names, and
+// scalar float initializers. The last node built writes `final_output` when given, so the
+// replaced node's output name (maybe a graph output) survives.
+class NodeEmitter {
+ public:
+  NodeEmitter(onnx::GraphProto& graph, ir::NameGenerator& names, std::string base)
+      : graph_(graph), names_(names), base_(std::move(base)) {}
+  // Adds `op(inputs)`; returns its output name (`output` when non-empty).
+  std::string Op(const std::string& op, const std::vector<std::string>& inputs,
+                 const std::string& output = "");
+  // A float scalar initializer holding `value`; returns its name.
+  std::string Scalar(float value);
+  std::vector<onnx::NodeProto>& nodes() { return nodes_; }
+
+ private:
+  onnx::GraphProto& graph_;
+  ir::NameGenerator& names_;
+  std::string base_;
+  std::vector<onnx::NodeProto> nodes_;
+};
+
+// Replaces node i by `replacements[i]` for every entry, in place (topological order is kept
+// because each replacement reads only what the original node read).
+void ReplaceNodes(onnx::GraphProto& graph,
+                  std::map<int, std::vector<onnx::NodeProto>>& replacements);
 
 }  // namespace porttool::passes

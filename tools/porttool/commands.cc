@@ -44,7 +44,8 @@ int Main(int argc, char** argv) {
   RunFn run;
   for (auto* reg : {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain,
                     &RegisterSplit, &RegisterExtract, &RegisterRun, &RegisterCompare,
-                    &RegisterEmitHeader, &RegisterDecide, &RegisterRules, &RegisterPasses}) {
+                    &RegisterEmitHeader, &RegisterDecide, &RegisterRules, &RegisterPasses,
+                    &RegisterFoldConstants, &RegisterSimplify, &RegisterRewrite}) {
     reg(app, run);
   }
   try {

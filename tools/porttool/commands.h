@@ -24,6 +24,9 @@ void RegisterEmitHeader(CLI::App& app, RunFn& run);
 void RegisterDecide(CLI::App& app, RunFn& run);
 void RegisterRules(CLI::App& app, RunFn& run);
 void RegisterPasses(CLI::App& app, RunFn& run);
+void RegisterFoldConstants(CLI::App& app, RunFn& run);
+void RegisterSimplify(CLI::App& app, RunFn& run);
+void RegisterRewrite(CLI::App& app, RunFn& run);
 
 int Main(int argc, char** argv);
 
