@@ -81,9 +81,6 @@ onnx::TensorProto Int64Tensor(const std::vector<int64_t>& values, bool scalar) {
   return t;
 }
 
-return def;
-}
-
 // Shape/Size of a tensor whose shape is static: a value known without its data.
 std::optional<onnx::TensorProto> FoldShapeOf(const ir::GraphView& view,
                                              const onnx::NodeProto& node) {
