@@ -22,14 +22,17 @@ TEST(CliTransform, DecomposeGeluMakesTheDemoRk3588Clean) {
   std::string out = (dir / "demo.std.onnx").string();
   auto before =
       RunPorttool("check " + model + " --target rknn-rk3588 --input-shape images:1x3x64x64");
-  EXPECT_NE(before.out.find("Custom_GELU_0"), std::string::npos) << before.out;
+  EXPECT_NE(before.out.find("unsupported  Custom_GELU_0"), std::string::npos) << before.out;
+  EXPECT_EQ(before.exit_code, 1);
   auto r = RunPorttool("rewrite " + model + " --rule decompose-gelu -o " + out + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["nodes_before"], 16);
   EXPECT_EQ(doc["nodes_after"], 20);
   auto after = RunPorttool("check " + out + " --target rknn-rk3588 --input-shape images:1x3x64x64");
-  EXPECT_EQ(after.out.find("Custom_GELU_0"), std::string::npos) << after.out;
+  EXPECT_EQ(after.out.find("unsupported  Custom_GELU_0"), std::string::npos) << after.out;
+  EXPECT_NE(after.out.find(" 0 unsupported"), std::string::npos) << after.out;
+  EXPECT_EQ(after.exit_code, 0) << after.out;
   io::Model m = io::Load(out);
   for (const auto& op : m.proto.opset_import()) EXPECT_NE(op.domain(), "com.microsoft");
   auto cmp = RunPorttool("compare " + model + " " + out +
