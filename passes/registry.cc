@@ -12,6 +12,7 @@
 #include "passes/fuse_conv_add.h"
 #include "passes/fuse_conv_bn.h"
 #include "passes/gelu_to_tanh.h"
+#include "passes/hardswish.h"
 #include "passes/pass.h"
 #include "passes/resize_to_upsample.h"
 #include "passes/stages.h"
@@ -35,6 +36,8 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<ResizeToUpsamplePass>());
     r->push_back(std::make_unique<DecomposeGeluPass>());
     r->push_back(std::make_unique<GeluToTanhPass>());
+    r->push_back(std::make_unique<FuseHardSwishPass>());
+    r->push_back(std::make_unique<DecomposeHardSwishPass>());
     return r;
   }();
   return *registry;

@@ -269,3 +269,34 @@ TEST(Cleanup, DeadCodeAndUnusedInitializersGoGraphNamesStay) {
 
 }  // namespace
 }  // namespace porttool::passes
+
+namespace porttool::passes {
+namespace {
+
+TEST(HardSwish, DecomposeThenFuseRoundTripsWithSameOutputs) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 14]>
+    g (float[2,16] x) => (float[2,16] y) { y = HardSwish(x) })");
+  io::Model original = m;
+  EXPECT_EQ(testing_util::RunOne(m, "decompose-hardswish").changes, 1);
+  EXPECT_EQ(testing_util::CountOp(m, "HardSigmoid"), 1);
+  EXPECT_LT(testing_util::MaxOutputDiff(original, m), 1e-6);
+  EXPECT_EQ(testing_util::RunOne(m, "fuse-hardswish").changes, 1);
+  ASSERT_EQ(m.proto.graph().node_size(), 1);
+  EXPECT_EQ(m.proto.graph().node(0).op_type(), "HardSwish");
+  EXPECT_EQ(m.proto.graph().node(0).output(0), "y");
+  EXPECT_LT(testing_util::MaxOutputDiff(original, m), 1e-6);
+}
+
+TEST(HardSwish, FuseReportsOpsetBelow14) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 11]>
+    g (float[4] x) => (float[4] y) {
+      h = HardSigmoid<alpha = 0.16666667, beta = 0.5>(x)
+      y = Mul(x, h) })");
+  auto result = testing_util::RunOne(m, "fuse-hardswish");
+  EXPECT_EQ(result.changes, 0);
+  EXPECT_NE(testing_util::Notes(result).find("needs opset 14"), std::string::npos)
+      << testing_util::Notes(result);
+}
+
+}  // namespace
+}  // namespace porttool::passes
