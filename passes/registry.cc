@@ -14,6 +14,7 @@
 #include "passes/gelu_to_tanh.h"
 #include "passes/hardswish.h"
 #include "passes/pass.h"
+#include "passes/replace_with_custom_op.h"
 #include "passes/resize_to_upsample.h"
 #include "passes/stages.h"
 #include "passes/topo_sort.h"
@@ -38,6 +39,7 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<GeluToTanhPass>());
     r->push_back(std::make_unique<FuseHardSwishPass>());
     r->push_back(std::make_unique<DecomposeHardSwishPass>());
+    r->push_back(std::make_unique<ReplaceWithCustomOpPass>());
     return r;
   }();
   return *registry;

@@ -300,3 +300,58 @@ TEST(HardSwish, FuseReportsOpsetBelow14) {
 
 }  // namespace
 }  // namespace porttool::passes
+
+namespace porttool::passes {
+namespace {
+
+// ONNX 1.12's text syntax cannot name nodes.
+void NameNodes(io::Model& m, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i)
+    m.proto.mutable_graph()->mutable_node(i)->set_name(names[i]);
+}
+
+TEST(ReplaceWithCustomOp, SetBecomesOneNodeWithTheSameBoundary) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x) => (float[4] y, float[4] z) <float[1] c = {1.5}> {
+      d = Div(x, c)
+      e = Erf(d)
+      y = Mul(e, x)
+      z = Neg(y) })");
+  NameNodes(m, {"d", "e", "m", "n"});
+  auto result =
+      testing_util::RunOne(m, "replace-with-custom-op{node='d, e,m' domain=com.example op=MyGelu}");
+  EXPECT_EQ(result.changes, 3);
+  ASSERT_EQ(m.proto.graph().node_size(), 2);
+  const auto& custom = m.proto.graph().node(0);
+  EXPECT_EQ(custom.op_type(), "MyGelu");
+  EXPECT_EQ(custom.domain(), "com.example");
+  EXPECT_EQ(std::vector<std::string>(custom.input().begin(), custom.input().end()),
+            (std::vector<std::string>{"x", "c"}));
+  ASSERT_EQ(custom.output_size(), 1);
+  EXPECT_EQ(custom.output(0), "y");
+  bool imported = false;
+  for (const auto& op : m.proto.opset_import()) imported |= op.domain() == "com.example";
+  EXPECT_TRUE(imported);
+}
+
+TEST(ReplaceWithCustomOp, UnknownNodeAndNonConvexSetAreUsageErrors) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x) => (float[4] z) {
+      a = Neg(x)
+      b = Relu(a)
+      z = Add(a, b) })");
+  NameNodes(m, {"a", "b", "c"});
+  try {
+    testing_util::RunOne(m, "replace-with-custom-op{node=bb domain=d.x op=T}");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("closest: b"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(testing_util::RunOne(m, "replace-with-custom-op{node='a,c' domain=d.x op=T}"),
+               Error);
+  EXPECT_EQ(m.proto.graph().node_size(), 3) << "a failed rewrite leaves the model as it was";
+}
+
+}  // namespace
+}  // namespace porttool::passes
