@@ -4,6 +4,7 @@
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "passes/constant_to_initializer.h"
+#include "passes/convert_opset.h"
 #include "passes/decompose_gelu.h"
 #include "passes/eliminate_dead_code.h"
 #include "passes/eliminate_identity.h"
@@ -40,6 +41,7 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<FuseHardSwishPass>());
     r->push_back(std::make_unique<DecomposeHardSwishPass>());
     r->push_back(std::make_unique<ReplaceWithCustomOpPass>());
+    r->push_back(std::make_unique<ConvertOpsetPass>());
     return r;
   }();
   return *registry;

@@ -355,3 +355,30 @@ TEST(ReplaceWithCustomOp, UnknownNodeAndNonConvexSetAreUsageErrors) {
 
 }  // namespace
 }  // namespace porttool::passes
+
+namespace porttool::passes {
+namespace {
+
+TEST(ConvertOpset, Relu13To11IsRelabelledNotAborted) {
+  io::Model m = io::ParseText(R"(<ir_version: 7, opset_import: ["" : 13]>
+    g (float[4] x) => (float[4] y) { y = Relu(x) })");
+  io::Model original = m;
+  auto result = testing_util::RunOne(m, "convert-opset{to=11}");
+  EXPECT_EQ(result.changes, 1) << testing_util::Notes(result);
+  EXPECT_EQ(m.proto.opset_import(0).version(), 11);
+  EXPECT_EQ(testing_util::MaxOutputDiff(original, m), 0.0);
+}
+
+TEST(ConvertOpset, ResizeBelowTenPointsToResizeToUpsample) {
+  io::Model m = io::ParseText(R"(<ir_version: 7, opset_import: ["" : 11]>
+    g (float[1,1,2,2] x, float[4] s) => (float[1,1,4,4] y) { y = Resize(x, s, s) })");
+  try {
+    testing_util::RunOne(m, "convert-opset{to=9}");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("resize-to-upsample"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace porttool::passes
