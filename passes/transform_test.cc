@@ -382,3 +382,23 @@ TEST(ConvertOpset, ResizeBelowTenPointsToResizeToUpsample) {
 
 }  // namespace
 }  // namespace porttool::passes
+
+namespace porttool::passes {
+namespace {
+
+TEST(FoldConstants, SubgraphBodiesAreSkippedWithANoteAndTheirConstantsBecomeInitializers) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x, bool c) => (float[2] w) {
+      w = If(c) <then_branch = t () => (float[2] o) { k = Constant<value_floats = [1.0, 2.0]>()
+                                                      o = Add(x, k) },
+                 else_branch = e () => (float[2] o) { o = Neg(x) }> })");
+  auto result = testing_util::RunOne(m, "fold-constants");
+  EXPECT_NE(testing_util::Notes(result).find("subgraph bodies are not folded"), std::string::npos)
+      << testing_util::Notes(result);
+  const auto& then_branch = m.proto.graph().node(0).attribute(0).g();
+  EXPECT_EQ(then_branch.node_size(), 1);
+  EXPECT_EQ(then_branch.initializer_size(), 1);
+}
+
+}  // namespace
+}  // namespace porttool::passes
