@@ -12,10 +12,14 @@
 // reject Dropout outright, and they block pattern matches of later rewrite passes.
 #include "passes/eliminate_identity.h"
 
+#include <fmt/format.h>
+
 #include <optional>
 
 #include "lib/io/model.h"
 #include "lib/ir/graph_view.h"
+#include "lib/ir/rewrite.h"
+#include "lib/util/error.h"
 
 namespace porttool::passes {
 namespace {
@@ -50,11 +54,12 @@ std::optional<std::string> SkipReason(const io::Model& model, const ir::GraphVie
 
 }  // namespace
 
-PassResult EliminateIdentityPass::Run(io::Model& model, const PassOptions&) const {
+PassResult EliminateIdentityPass::Run(io::Model& model, const PassOptions&, PassContext&) const {
   PassResult result;
   auto* graph = model.proto.mutable_graph();
   ir::GraphView view(*graph);
-  std::map<std::string, std::string> rename;  // removed output -> its source
+  // removed output -> (its source, the removed node's name)
+  std::map<std::string, std::pair<std::string, std::string>> rename;
   std::vector<bool> remove(graph->node_size(), false);
   for (int i = 0; i < graph->node_size(); ++i) {
     const auto& node = graph->node(i);
@@ -64,26 +69,40 @@ PassResult EliminateIdentityPass::Run(io::Model& model, const PassOptions&) cons
       result.notes.push_back("kept " + node.op_type() + " '" + node.name() + "': " + *reason);
       continue;
     }
+    if (node.input(0) == node.output(0)) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("{} node '{}' reads and writes the same tensor '{}': the model is "
+                              "malformed (a tensor cannot be its own source)",
+                              node.op_type(), node.name(), node.output(0)),
+                  node.name(), node.output(0));
+    }
     remove[i] = true;
-    rename[node.output(0)] = node.input(0);
+    rename[node.output(0)] = {node.input(0), node.name()};
   }
+  // A chain longer than the number of removed nodes can only be a cycle (a = Identity(b),
+  // b = Identity(a)): malformed input, reported instead of looping forever.
   auto source_of = [&](std::string name) {
-    for (auto it = rename.find(name); it != rename.end(); it = rename.find(name)) name = it->second;
+    size_t steps = 0;
+    for (auto it = rename.find(name); it != rename.end(); it = rename.find(name)) {
+      if (++steps > rename.size()) {
+        throw Error(ErrorKind::kBadInput,
+                    fmt::format("Identity/Dropout nodes form a cycle through tensor '{}' (node "
+                                "'{}'): the model is malformed",
+                                name, it->second.second),
+                    it->second.second, name);
+      }
+      name = it->second.first;
+    }
     return name;
   };
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (const auto& entry : rename) source_of(entry.first);  // a cycle fails before any edit
   for (int i = 0; i < graph->node_size(); ++i) {
-    if (remove[i]) {
-      ++result.changes;
-      continue;
-    }
-    auto* node = graph->mutable_node(i);
-    for (auto& input : *node->mutable_input()) {
+    if (remove[i]) continue;
+    for (auto& input : *graph->mutable_node(i)->mutable_input()) {
       if (!input.empty()) input = source_of(input);
     }
-    kept.Add()->Swap(node);
   }
-  graph->mutable_node()->Swap(&kept);
+  result.changes = ir::RemoveNodes(*graph, remove);
   if (result.changes) {
     result.notes.push_back("removed " + std::to_string(result.changes) + " Identity/Dropout nodes");
   }

@@ -11,7 +11,7 @@ class EliminateIdentityPass : public Pass {
   std::string summary() const override {
     return "Remove Identity and inference-mode Dropout nodes, reconnecting their consumers";
   }
-  PassResult Run(io::Model& model, const PassOptions& options) const override;
+  PassResult Run(io::Model& model, const PassOptions& options, PassContext& context) const override;
 };
 
 }  // namespace porttool::passes

@@ -8,12 +8,27 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lib/io/model.h"
 
 namespace porttool::passes {
+
+// How passes evaluate a node on constant inputs (constant folding, probes). The runtime-backed
+// implementation is RuntimeEvaluator (passes/runtime_evaluator.h); tests may hand in others.
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  // Why `node` cannot be evaluated at `opset` (no kernel, subgraph...), or nullopt.
+  virtual std::optional<std::string> WhyNot(const onnx::NodeProto& node, int opset) const = 0;
+  // The node's outputs as TensorProtos named after its outputs (unnamed outputs: empty protos).
+  // `inputs` has one entry per node input, nullptr for an absent optional input.
+  virtual std::vector<onnx::TensorProto> Evaluate(
+      const io::Model& model, const onnx::NodeProto& node, int opset,
+      const std::vector<const onnx::TensorProto*>& inputs) const = 0;
+};
 
 // Options given to one pass instance, from a pipeline string `id{key=value key2=value}`.
 class PassOptions {
@@ -28,6 +43,21 @@ class PassOptions {
  private:
   std::map<std::string, std::string> values_;
 };
+
+// What every pass is handed besides its options: limits, the evaluator, an optional target
+// profile id, and a sink that sees each note as it is made (the CLI logs them with -v).
+struct PassContext {
+  uint64_t max_tensor_bytes = uint64_t{1} << 20;  // largest tensor folding may create
+  int max_rounds = 8;                             // fixed-point cap for iterating passes
+  const Evaluator* evaluator = nullptr;           // null: DefaultEvaluator()
+  std::string target;                             // target profile id, empty for none
+  std::function<void(const std::string& pass, const std::string& note)> note_sink;
+
+  const Evaluator& evaluator_or_default() const;
+};
+
+// The executor-backed evaluator.
+const Evaluator& DefaultEvaluator();
 
 struct PassResult {
   int changes = 0;                 // graph edits made (0: nothing matched)
@@ -46,7 +76,8 @@ class Pass {
   virtual std::string id() const = 0;
   virtual std::string summary() const = 0;
   virtual std::vector<OptionHelp> options() const { return {}; }
-  virtual PassResult Run(io::Model& model, const PassOptions& options) const = 0;
+  virtual PassResult Run(io::Model& model, const PassOptions& options,
+                         PassContext& context) const = 0;
 };
 
 // Every registered pass, in registry-table order.

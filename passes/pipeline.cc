@@ -137,26 +137,36 @@ void CheckOptions(const Pass& pass, const PassOptions& options) {
 
 }  // namespace
 
-std::vector<StepReport> RunPipeline(io::Model& model, const std::vector<PipelineStep>& steps) {
-  std::vector<const Pass*> resolved;
-  for (const auto& step : steps) {
-    resolved.push_back(&FindPass(step.id));
-    CheckOptions(*resolved.back(), step.options);
-  }
+void ValidatePipeline(const std::vector<PipelineStep>& steps) {
+  for (const auto& step : steps) CheckOptions(FindPass(step.id), step.options);
+}
+
+std::vector<StepReport> RunPipeline(io::Model& model, const std::vector<PipelineStep>& steps,
+                                    PassContext& context) {
+  ValidatePipeline(steps);
   std::vector<StepReport> reports;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    reports.push_back({steps[i].id, resolved[i]->Run(model, steps[i].options)});
+  for (const auto& step : steps) {
+    reports.push_back({step.id, FindPass(step.id).Run(model, step.options, context)});
+    if (context.note_sink) {
+      for (const auto& note : reports.back().result.notes) context.note_sink(step.id, note);
+    }
     if (reports.back().result.failed) break;
   }
   return reports;
 }
 
+std::vector<StepReport> RunPipeline(io::Model& model, const std::vector<PipelineStep>& steps) {
+  PassContext context;
+  return RunPipeline(model, steps, context);
+}
+
 int RunToFixedPoint(io::Model& model, const std::vector<PipelineStep>& steps, int max_rounds,
-                    bool& hit_cap, std::vector<StepReport>& reports) {
+                    bool& hit_cap, std::vector<StepReport>& reports, PassContext& context) {
+  ValidatePipeline(steps);
   hit_cap = false;
   for (int round = 1; round <= max_rounds; ++round) {
     int changes = 0;
-    for (auto& report : RunPipeline(model, steps)) {
+    for (auto& report : RunPipeline(model, steps, context)) {
       changes += report.result.changes;
       bool failed = report.result.failed;
       reports.push_back(std::move(report));
@@ -166,6 +176,12 @@ int RunToFixedPoint(io::Model& model, const std::vector<PipelineStep>& steps, in
   }
   hit_cap = true;
   return max_rounds;
+}
+
+int RunToFixedPoint(io::Model& model, const std::vector<PipelineStep>& steps, int max_rounds,
+                    bool& hit_cap, std::vector<StepReport>& reports) {
+  PassContext context;
+  return RunToFixedPoint(model, steps, max_rounds, hit_cap, reports, context);
 }
 
 }  // namespace porttool::passes

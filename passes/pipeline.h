@@ -25,11 +25,20 @@ struct StepReport {
 
 // Runs the steps in order on `model`. Stops after a step whose result failed (the remaining steps
 // are not run). Every step id is resolved before anything runs.
+std::vector<StepReport> RunPipeline(io::Model& model, const std::vector<PipelineStep>& steps,
+                                    PassContext& context);
+// With a default PassContext.
 std::vector<StepReport> RunPipeline(io::Model& model, const std::vector<PipelineStep>& steps);
 
 // onnx-simplifier style: runs the steps repeatedly until a round makes no change, at most
 // `max_rounds` rounds. Returns the number of rounds run; sets `hit_cap` when the cap was reached.
 int RunToFixedPoint(io::Model& model, const std::vector<PipelineStep>& steps, int max_rounds,
+                    bool& hit_cap, std::vector<StepReport>& reports, PassContext& context);
+int RunToFixedPoint(io::Model& model, const std::vector<PipelineStep>& steps, int max_rounds,
                     bool& hit_cap, std::vector<StepReport>& reports);
+
+// Resolves every step id and checks its options (Error(kUsage) with the closest ids / the known
+// options) without running anything.
+void ValidatePipeline(const std::vector<PipelineStep>& steps);
 
 }  // namespace porttool::passes

@@ -3,8 +3,20 @@
 
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
+#include "passes/constant_to_initializer.h"
+#include "passes/convert_opset.h"
+#include "passes/decompose_gelu.h"
+#include "passes/eliminate_dead_code.h"
 #include "passes/eliminate_identity.h"
+#include "passes/eliminate_unused_initializers.h"
+#include "passes/fold_constants.h"
+#include "passes/fuse_conv_add.h"
+#include "passes/fuse_conv_bn.h"
+#include "passes/gelu_to_tanh.h"
+#include "passes/hardswish.h"
 #include "passes/pass.h"
+#include "passes/replace_with_custom_op.h"
+#include "passes/resize_to_upsample.h"
 #include "passes/stages.h"
 #include "passes/topo_sort.h"
 
@@ -17,6 +29,19 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<CheckStage>());
     r->push_back(std::make_unique<TopoSortPass>());
     r->push_back(std::make_unique<EliminateIdentityPass>());
+    r->push_back(std::make_unique<FoldConstantsPass>());
+    r->push_back(std::make_unique<ConstantToInitializerPass>());
+    r->push_back(std::make_unique<EliminateDeadCodePass>());
+    r->push_back(std::make_unique<EliminateUnusedInitializersPass>());
+    r->push_back(std::make_unique<FuseConvBnPass>());
+    r->push_back(std::make_unique<FuseConvAddPass>());
+    r->push_back(std::make_unique<ResizeToUpsamplePass>());
+    r->push_back(std::make_unique<DecomposeGeluPass>());
+    r->push_back(std::make_unique<GeluToTanhPass>());
+    r->push_back(std::make_unique<FuseHardSwishPass>());
+    r->push_back(std::make_unique<DecomposeHardSwishPass>());
+    r->push_back(std::make_unique<ReplaceWithCustomOpPass>());
+    r->push_back(std::make_unique<ConvertOpsetPass>());
     return r;
   }();
   return *registry;

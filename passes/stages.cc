@@ -8,7 +8,7 @@
 
 namespace porttool::passes {
 
-PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options) const {
+PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options, PassContext&) const {
   shape::InferOptions infer;
   if (options.Has("input-shape"))
     infer.input_shapes = ParseInputShapes({options.Get("input-shape")});
@@ -31,7 +31,7 @@ PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options) c
 
 namespace porttool::passes {
 
-PassResult CheckStage::Run(io::Model& model, const PassOptions&) const {
+PassResult CheckStage::Run(io::Model& model, const PassOptions&, PassContext&) const {
   analysis::CheckReport report = analysis::CheckModel(model);
   PassResult result;
   for (const auto& f : report.findings) {

@@ -17,7 +17,7 @@ class InferShapesStage : public Pass {
     return {{"input-shape", "pin input dims first: NAME:DIMS[,NAME:DIMS...]"},
             {"max-iterations", "fixed-point cap (default 8)"}};
   }
-  PassResult Run(io::Model& model, const PassOptions& options) const override;
+  PassResult Run(io::Model& model, const PassOptions& options, PassContext& context) const override;
 };
 
 class CheckStage : public Pass {
@@ -26,7 +26,7 @@ class CheckStage : public Pass {
   std::string summary() const override {
     return "ONNX checker + porting lints; stops the chain on an error-level finding";
   }
-  PassResult Run(io::Model& model, const PassOptions& options) const override;
+  PassResult Run(io::Model& model, const PassOptions& options, PassContext& context) const override;
 };
 
 }  // namespace porttool::passes

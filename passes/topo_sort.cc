@@ -13,7 +13,7 @@
 
 namespace porttool::passes {
 
-PassResult TopoSortPass::Run(io::Model& model, const PassOptions&) const {
+PassResult TopoSortPass::Run(io::Model& model, const PassOptions&, PassContext&) const {
   PassResult result;
   auto* graph = model.proto.mutable_graph();
   std::vector<int> order = ir::GraphView(*graph).TopoOrder();

@@ -33,6 +33,10 @@ step "chain: several stages, one load, one save" \
   -p 'infer-shapes{input-shape=images:1x3x64x64},eliminate-identity,topo-sort,check'
 step "split: cut around the custom op, verify the chain numerically" \
   $PT split $MODEL --at Custom_GELU_0 --input-shape images:1x3x64x64 --verify -o "$OUT/demo.split"
+step "rewrite: decompose the custom GELU into standard ops (the 'go through ONNX' remedy)" \
+  $PT rewrite $MODEL --rule decompose-gelu,fuse-conv-bn -o "$OUT/demo.std.onnx"
+step "check --target again: nothing unsupported left" \
+  $PT check "$OUT/demo.std.onnx" --target rknn-rk3588 --input-shape images:1x3x64x64
 step "run: the reference executor, with output statistics and a per-node profile" \
   $PT run $MODEL --random-inputs --input-shape images:1x3x64x64 --output-dir "$OUT/run" --repeat 5 --profile --top 5
 step "emit-header: buffer sizes, aligned, with a static arena plan and a weight blob" \

@@ -8,6 +8,7 @@
 #include "lib/analysis/liveness.h"
 #include "lib/analysis/macs.h"
 #include "lib/analysis/static_values.h"
+#include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
 #include "lib/runtime/shape_completion.h"
 #include "lib/shape/infer.h"
@@ -124,7 +125,7 @@ void AnalyzedModel::IndexTensors() {
     constants_[t.name()] = &t;
   }
   for (const auto& node : g.node()) {
-    if (node.op_type() != "Constant" || node.output_size() != 1) continue;
+    if (!ir::IsConstantNode(node)) continue;
     for (const auto& attr : node.attribute()) {
       if (attr.name() == "value" && attr.has_t()) {
         infos_[node.output(0)] = InfoFromTensor(attr.t());

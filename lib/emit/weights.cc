@@ -5,6 +5,7 @@
 #include "lib/analysis/liveness.h"
 #include "lib/emit/c_names.h"
 #include "lib/io/atomic_file.h"
+#include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
 
@@ -71,7 +72,7 @@ WeightsLayout LayoutWeights(const io::Model& model, uint64_t alignment) {
   const onnx::GraphProto& graph = model.proto.graph();
   for (const auto& init : graph.initializer()) AddEntry(layout, init.name(), init);
   for (const auto& node : graph.node()) {
-    if (node.op_type() != "Constant" || !node.domain().empty() || node.output_size() != 1) continue;
+    if (!ir::IsConstantNode(node)) continue;
     for (const auto& attr : node.attribute()) {
       if (attr.name() == "value" && attr.has_t()) AddEntry(layout, node.output(0), attr.t());
     }

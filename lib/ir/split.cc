@@ -12,6 +12,7 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/io/external_data.h"
+#include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
@@ -272,8 +273,7 @@ namespace {
 // constant never becomes a bridge.
 bool IsFloatingConstant(const GraphView& view, int index, bool host) {
   const auto& node = view.node(index);
-  if (host || node.op_type() != "Constant") return false;
-  if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+  if (host || !IsConstantNode(node)) return false;
   for (const auto& out : node.output()) {
     if (view.IsGraphOutput(out)) return false;
   }

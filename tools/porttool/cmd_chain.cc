@@ -16,6 +16,8 @@ struct ChainOptions {
   std::string model;
   std::string pipeline;
   ModelOutputOptions output;
+  bool fixed_point = false;
+  int max_rounds = 8;
   bool json = false;
 };
 
@@ -43,7 +45,15 @@ int RunChain(const ChainOptions& o) {
   auto steps = passes::ParsePipeline(o.pipeline);  // parse errors before any I/O
   io::Model model = LoadModel(o.model);
   RefuseOverwritingInput(model, o.output);
-  auto reports = passes::RunPipeline(model, steps);
+  passes::PassContext context;
+  std::vector<passes::StepReport> reports;
+  if (o.fixed_point) {
+    bool hit_cap = false;
+    int rounds = passes::RunToFixedPoint(model, steps, o.max_rounds, hit_cap, reports, context);
+    if (hit_cap) spdlog::warn("no fixed point after {} rounds; raise --max-rounds", rounds);
+  } else {
+    reports = passes::RunPipeline(model, steps, context);
+  }
   bool failed = !reports.empty() && reports.back().result.failed;
   std::vector<std::string> files;
   if (failed) {
@@ -79,6 +89,11 @@ void RegisterChain(CLI::App& app, RunFn& run) {
                   "Stages to run, e.g. 'infer-shapes{input-shape=x:1x3x640x640},check'")
       ->required();
   AddModelOutputOptions(*cmd, opts->output, /*required=*/false);
+  cmd->add_flag("--fixed-point", opts->fixed_point,
+                "Repeat the pipeline until a round changes nothing (onnx-simplifier style)");
+  cmd->add_option("--max-rounds", opts->max_rounds, "With --fixed-point: cap on rounds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunChain(*opts); }; });
 }

@@ -94,7 +94,8 @@ int Main(int argc, char** argv) {
   for (auto* reg :
        {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain, &RegisterSplit,
         &RegisterExtract, &RegisterRun, &RegisterCompare, &RegisterEmitHeader, &RegisterDecide,
-        &RegisterRules, &RegisterPasses, &RegisterQuantizeCalibrate}) {
+        &RegisterRules, &RegisterPasses, &RegisterQuantizeCalibrate, &RegisterFoldConstants,
+        &RegisterSimplify, &RegisterRewrite}) {
     reg(app, run);
   }
   bool json = WantsJson(argc, argv);

@@ -25,6 +25,9 @@ void RegisterDecide(CLI::App& app, RunFn& run);
 void RegisterRules(CLI::App& app, RunFn& run);
 void RegisterPasses(CLI::App& app, RunFn& run);
 void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run);
+void RegisterFoldConstants(CLI::App& app, RunFn& run);
+void RegisterSimplify(CLI::App& app, RunFn& run);
+void RegisterRewrite(CLI::App& app, RunFn& run);
 
 int Main(int argc, char** argv);
 

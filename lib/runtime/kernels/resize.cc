@@ -517,7 +517,9 @@ void SpaceToDepthKernel(KernelContext& ctx) {
 
 void RegisterResizeKernels(KernelRegistry& r) {
   r.Register("", "Resize", 10, 17, ResizeKernel);
-  r.Register("", "Upsample", 7, 9, UpsampleKernel);
+  // ONNX deprecated Upsample at opset 10, but vendor converters still take it in opset 11+
+  // models (porttool's resize-to-upsample writes those); running it lets them be verified.
+  r.Register("", "Upsample", 7, 17, UpsampleKernel);
   r.Register("", "DepthToSpace", 1, 17, DepthToSpaceKernel);
   r.Register("", "SpaceToDepth", 1, 17, SpaceToDepthKernel);
 }

@@ -1,0 +1,126 @@
+// convert-opset: moves the model to another default-domain opset.
+//
+// Before: opset_import ai.onnx 13; y = Relu(x)
+// After:  opset_import ai.onnx 11; y = Relu(x)
+//
+// libonnx's version converter does the work where it has adapters. It throws onnx::assert_error
+// (which aborts when uncaught) on adapter gaps, even for Relu 13 -> 11 whose schemas differ only in
+// the types they accept. So: first, when every node's schema at the target version has the same
+// inputs, outputs and attributes as at the source version and accepts the element types the
+// model declares for it, only the version changes; otherwise the converter runs, and any failure
+// is an Error(kBadInput) naming the cause. Resize 11+ -> below 10 points to resize-to-upsample.
+// Why: vendor converters pin opsets (RKNN-Toolkit2 wants 12..19, older TensorRT 11).
+#include "passes/convert_opset.h"
+
+#include <fmt/format.h>
+#include <onnx/defs/schema.h>
+#include <onnx/version_converter/convert.h>
+
+#include "lib/ir/constants.h"
+#include "lib/ir/graph_view.h"
+#include "lib/ir/rewrite.h"
+#include "lib/util/error.h"
+
+namespace porttool::passes {
+namespace {
+
+bool SameSignature(const onnx::OpSchema& a, const onnx::OpSchema& b) {
+  if (a.inputs().size() != b.inputs().size() || a.outputs().size() != b.outputs().size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.inputs().size(); ++i) {
+    if (a.inputs()[i].GetName() != b.inputs()[i].GetName() ||
+        a.inputs()[i].GetOption() != b.inputs()[i].GetOption()) {
+      return false;
+    }
+  }
+  if (a.attributes().size() != b.attributes().size()) return false;
+  for (const auto& [name, attr] : a.attributes()) {
+    auto it = b.attributes().find(name);
+    if (it == b.attributes().end() || it->second.type != attr.type) return false;
+  }
+  return true;
+}
+
+// Whether the declared element type of `tensor` (when known) is accepted by `schema`'s input i.
+bool TypeAccepted(const ir::GraphView& view, const onnx::OpSchema& schema, size_t i,
+                  const std::string& tensor) {
+  const auto* vi = view.ValueInfo(tensor);
+  if (!vi || i >= schema.inputs().size()) return true;
+  std::string type =
+      "tensor(" +
+      onnx::Utils::DataTypeUtils::ToDataTypeString(vi->type().tensor_type().elem_type()) + ")";
+  const auto& allowed = schema.inputs()[i].GetTypes();
+  for (const auto* t : allowed) {
+    if (*t == type) return true;
+  }
+  return allowed.empty();
+}
+
+// Why the version cannot simply be relabelled, or nullopt.
+std::optional<std::string> WhyNotRelabel(const onnx::ModelProto& model, int from, int to) {
+  ir::GraphView view(model.graph());
+  for (const auto& node : model.graph().node()) {
+    if (!ir::IsOnnxDomain(node.domain())) continue;
+    const auto* a = onnx::OpSchemaRegistry::Schema(node.op_type(), from, "");
+    const auto* b = onnx::OpSchemaRegistry::Schema(node.op_type(), to, "");
+    if (!a || !b)
+      return node.op_type() + " has no schema at opset " + std::to_string(!a ? from : to);
+    if (a->since_version() == b->since_version()) continue;
+    if (!SameSignature(*a, *b)) return node.op_type() + " changed signature";
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (!TypeAccepted(view, *b, i, node.input(i))) {
+        return node.op_type() + " input '" + node.input(i) + "' has a type opset " +
+               std::to_string(to) + " does not accept";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void SetOpset(onnx::ModelProto& model, int to) {
+  for (auto& op : *model.mutable_opset_import()) {
+    if (ir::IsOnnxDomain(op.domain())) op.set_version(to);
+  }
+}
+
+}  // namespace
+
+PassResult ConvertOpsetPass::Run(io::Model& model, const PassOptions& options, PassContext&) const {
+  if (!options.Has("to")) ThrowUsage("convert-opset needs to=N (the target opset)");
+  int to = static_cast<int>(options.GetInt("to", 0));
+  int from = static_cast<int>(ir::OnnxOpset(model.proto));
+  PassResult result;
+  if (to == from) return result;
+  if (to < 10) {
+    for (const auto& node : model.proto.graph().node()) {
+      if (node.op_type() == "Resize" && ir::IsOnnxDomain(node.domain())) {
+        ThrowBadInput(
+            "convert-opset: Resize '{}' has no form below opset 10; run "
+            "resize-to-upsample first (Upsample is what opsets 7-9 have)",
+            node.name());
+      }
+    }
+  }
+  auto why = WhyNotRelabel(model.proto, from, to);
+  if (!why) {
+    SetOpset(model.proto, to);
+    result.notes.push_back(fmt::format(
+        "opset {} -> {}: every op's schema is the same apart from accepted types; relabelled", from,
+        to));
+  } else {
+    try {
+      onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(model.proto, to);
+      model.proto.mutable_graph()->Swap(converted.mutable_graph());
+      SetOpset(model.proto, to);
+    } catch (const std::exception& e) {
+      ThrowBadInput("convert-opset {} -> {}: the version converter failed ({}); before that: {}",
+                    from, to, e.what(), *why);
+    }
+    result.notes.push_back(fmt::format("opset {} -> {} through the version converter", from, to));
+  }
+  result.changes = 1;
+  return result;
+}
+
+}  // namespace porttool::passes

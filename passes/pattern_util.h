@@ -1,0 +1,69 @@
+// Helpers shared by the pattern passes: the single-consumer test every fusion needs, reading a
+// constant as a float tensor, and the skip note format. Kept here so each pass file holds only
+// its own match and rewrite.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "lib/io/model.h"
+#include "lib/ir/constants.h"
+#include "lib/ir/graph_view.h"
+#include "lib/ir/rewrite.h"
+#include "lib/runtime/tensor.h"
+
+namespace porttool::passes {
+
+// Why `tensor` cannot be absorbed into its only reader `reader` (it has other readers, is read by
+// a subgraph, or is a graph output), or nullopt.
+std::optional<std::string> WhyNotPrivate(const ir::GraphView& view, const std::string& tensor,
+                                         int reader);
+
+// The constant `tensor` as a float32 tensor, or nullopt when it is not a float constant.
+std::optional<runtime::Tensor> FloatConstant(const io::Model& model,
+                                             const ir::ConstantLookup& constants,
+                                             const std::string& tensor);
+
+// "kept Op 'name': reason" — one format for every skip note.
+std::string SkipNote(const onnx::NodeProto& node, const std::string& reason);
+
+// Integer / float / string attribute of a node with a default.
+int64_t AttrInt(const onnx::NodeProto& node, const std::string& name, int64_t def);
+float AttrFloat(const onnx::NodeProto& node, const std::string& name, float def);
+std::string AttrString(const onnx::NodeProto& node, const std::string& name,
+                       const std::string& def);
+
+}  // namespace porttool::passes
+
+namespace porttool::passes {
+
+// Builds the replacement of one node: new nodes named "<base>/<op>_<n>", fresh tensor names, and
+// scalar float initializers. The last node built writes `final_output` when given, so the
+// replaced node's output name (maybe a graph output) survives.
+class NodeEmitter {
+ public:
+  NodeEmitter(onnx::GraphProto& graph, ir::NameGenerator& names, std::string base)
+      : graph_(graph), names_(names), base_(std::move(base)) {}
+  // Adds `op(inputs)`; returns its output name (`output` when non-empty).
+  std::string Op(const std::string& op, const std::vector<std::string>& inputs,
+                 const std::string& output = "");
+  // A float scalar initializer holding `value`; returns its name.
+  std::string Scalar(float value);
+  std::vector<onnx::NodeProto>& nodes() { return nodes_; }
+
+ private:
+  onnx::GraphProto& graph_;
+  ir::NameGenerator& names_;
+  std::string base_;
+  std::vector<onnx::NodeProto> nodes_;
+};
+
+// Replaces node i by `replacements[i]` for every entry, in place (topological order is kept
+// because each replacement reads only what the original node read).
+void ReplaceNodes(onnx::GraphProto& graph,
+                  std::map<int, std::vector<onnx::NodeProto>>& replacements);
+
+}  // namespace porttool::passes

@@ -1,0 +1,36 @@
+// Model-to-model transformation runs as the `fold-constants`, `simplify` and `rewrite`
+// subcommands use them: a pipeline run once or to a fixed point, with the op histogram before and
+// after (the onnx-simplifier table), and simplify's fixed pipeline in one place.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "passes/pipeline.h"
+
+namespace porttool::passes {
+
+struct TransformReport {
+  std::map<std::string, int> ops_before;  // op type ("domain::Op" outside ONNX) -> count
+  std::map<std::string, int> ops_after;
+  int nodes_before = 0;
+  int nodes_after = 0;
+  std::vector<StepReport> steps;
+  int rounds = 1;
+  bool hit_cap = false;  // the fixed point was not reached within context.max_rounds
+  bool failed = false;   // a check step failed: the model must not be written
+};
+
+// Runs `steps` on `model`, once or (fixed_point) until a round changes nothing.
+TransformReport Transform(io::Model& model, const std::vector<PipelineStep>& steps,
+                          bool fixed_point, PassContext& context);
+
+// simplify: fold-constants, eliminate-identity/dead-code/unused-initializers and the exact
+// fusions (fuse-conv-bn, fuse-conv-add), run to a fixed point, then `check`.
+TransformReport Simplify(io::Model& model, const std::string& input_shape, PassContext& context);
+
+// Steps from a rule list "a,b{k=v}" (the `rewrite --rule` syntax is the pipeline syntax).
+std::vector<PipelineStep> RuleSteps(const std::vector<std::string>& rules);
+
+}  // namespace porttool::passes

@@ -1,0 +1,61 @@
+// `porttool fold-constants MODEL -o OUT [--input-shape ...] [--max-tensor-bytes N]`.
+#include <spdlog/spdlog.h>
+
+#include "lib/util/strings.h"
+#include "passes/transform.h"
+#include "tools/porttool/commands.h"
+#include "tools/porttool/common_options.h"
+#include "tools/porttool/transform_output.h"
+
+namespace porttool::cli {
+namespace {
+
+struct FoldConstantsOptions {
+  std::string model;
+  std::vector<std::string> input_shapes;
+  uint64_t max_tensor_bytes = uint64_t{1} << 20;
+  int max_rounds = 8;
+  ModelOutputOptions output;
+  bool json = false;
+};
+
+int RunFoldConstants(const FoldConstantsOptions& o) {
+  std::map<std::string, std::string> options;
+  if (!o.input_shapes.empty()) options["input-shape"] = util::Join(o.input_shapes, ",");
+  io::Model model = io::Load(o.model);
+  passes::PassContext context = LoggingContext();
+  context.max_tensor_bytes = o.max_tensor_bytes;
+  context.max_rounds = o.max_rounds;
+  auto report = passes::Transform(model, {{"fold-constants", passes::PassOptions(options)}},
+                                  /*fixed_point=*/false, context);
+  for (const auto& note : report.steps.back().result.notes) {
+    if (note.rfind("stopped at the round cap", 0) == 0) {
+      spdlog::warn("{}; raise --max-rounds to go on", note);
+    }
+  }
+  return FinishTransform(model, report, o.output, o.json);
+}
+
+}  // namespace
+
+void RegisterFoldConstants(CLI::App& app, RunFn& run) {
+  auto opts = std::make_shared<FoldConstantsOptions>();
+  auto* cmd = app.add_subcommand(
+      "fold-constants", "Evaluate every node whose inputs are constant and store the results");
+  cmd->footer(
+      "Never grows the model: results over --max-tensor-bytes or larger than their inputs stay "
+      "unfolded, each named with its reason.\nExample:\n  porttool fold-constants det.onnx "
+      "--input-shape x:1x3x640x640 -o det.folded.onnx");
+  AddModelArg(*cmd, opts->model);
+  AddModelOutputOptions(*cmd, opts->output, /*required=*/true);
+  AddInputShapeOption(*cmd, opts->input_shapes);
+  cmd->add_option("--max-tensor-bytes", opts->max_tensor_bytes, "Largest tensor folding creates")
+      ->capture_default_str();
+  cmd->add_option("--max-rounds", opts->max_rounds, "Cap on infer-fold-cleanup rounds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  AddJsonFlag(*cmd, opts->json);
+  cmd->callback([opts, &run] { run = [opts] { return RunFoldConstants(*opts); }; });
+}
+
+}  // namespace porttool::cli

@@ -1,0 +1,55 @@
+// `porttool simplify MODEL -o OUT [--input-shape ...]`: the onnx-simplifier equivalent.
+#include <spdlog/spdlog.h>
+
+#include "lib/util/strings.h"
+#include "passes/transform.h"
+#include "tools/porttool/commands.h"
+#include "tools/porttool/common_options.h"
+#include "tools/porttool/transform_output.h"
+
+namespace porttool::cli {
+namespace {
+
+struct SimplifyOptions {
+  std::string model;
+  std::vector<std::string> input_shapes;
+  uint64_t max_tensor_bytes = uint64_t{1} << 20;
+  int max_rounds = 8;
+  ModelOutputOptions output;
+  bool json = false;
+};
+
+int RunSimplify(const SimplifyOptions& o) {
+  io::Model model = io::Load(o.model);
+  passes::PassContext context = LoggingContext();
+  context.max_tensor_bytes = o.max_tensor_bytes;
+  context.max_rounds = o.max_rounds;
+  auto report = passes::Simplify(model, util::Join(o.input_shapes, ","), context);
+  WarnIfCapped(report, "--max-rounds");
+  return FinishTransform(model, report, o.output, o.json);
+}
+
+}  // namespace
+
+void RegisterSimplify(CLI::App& app, RunFn& run) {
+  auto opts = std::make_shared<SimplifyOptions>();
+  auto* cmd = app.add_subcommand(
+      "simplify", "Fold constants, drop Identity/dead code, fuse Conv+BN/Add, to a fixed point");
+  cmd->footer(
+      "Runs fold-constants, eliminate-identity, fuse-conv-bn, fuse-conv-add, eliminate-dead-code "
+      "and eliminate-unused-initializers until nothing changes, then check (exit 1, nothing "
+      "written, if it fails).\nExample:\n  porttool simplify det.onnx --input-shape "
+      "x:1x3x640x640 -o det.sim.onnx");
+  AddModelArg(*cmd, opts->model);
+  AddModelOutputOptions(*cmd, opts->output, /*required=*/true);
+  AddInputShapeOption(*cmd, opts->input_shapes);
+  cmd->add_option("--max-tensor-bytes", opts->max_tensor_bytes, "Largest tensor folding creates")
+      ->capture_default_str();
+  cmd->add_option("--max-rounds", opts->max_rounds, "Cap on fixed-point rounds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  AddJsonFlag(*cmd, opts->json);
+  cmd->callback([opts, &run] { run = [opts] { return RunSimplify(*opts); }; });
+}
+
+}  // namespace porttool::cli
