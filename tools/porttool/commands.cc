@@ -44,7 +44,7 @@ int Main(int argc, char** argv) {
   RunFn run;
   for (auto* reg : {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain,
                     &RegisterSplit, &RegisterExtract, &RegisterRun, &RegisterCompare,
-                    &RegisterEmitHeader, &RegisterDecide, &RegisterRules, &RegisterPasses}) {
+                    &RegisterEmitHeader, &RegisterEmitRunner, &RegisterDecide, &RegisterRules, &RegisterPasses}) {
     reg(app, run);
   }
   try {
