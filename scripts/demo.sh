@@ -22,6 +22,14 @@ step "chain: several stages, one load, one save" \
   -p 'infer-shapes{input-shape=images:1x3x64x64},eliminate-identity,topo-sort,check'
 step "split: cut around the custom op, verify the chain numerically" \
   $PT split $MODEL --at Custom_GELU_0 --input-shape images:1x3x64x64 --verify -o "$OUT/demo.split"
+step "emit-runner: a C runner for the split (fake NPU: int8 bridges, NC1HWC2 layout)" \
+  $PT emit-runner "$OUT/demo.split/pipeline.json" --fake-npu int8,nc1hwc2=16 -o "$OUT/demo.runner"
+/usr/bin/python3 -c "import numpy as np; np.save('$OUT/images.npy', np.random.RandomState(1).rand(1, 3, 64, 64).astype(np.float32))"
+step "build the runner (-Wall -Wextra -Werror) and run it" \
+  env PKG_CONFIG_PATH="$PWD/build/pkgconfig-build" bash -c "cc -std=c99 -O2 -Wall -Wextra -Werror \
+  -I'$OUT/demo.runner' '$OUT/demo.runner'/*.c \$(pkg-config --cflags --libs porttool-runtime) -lm \
+  -o '$OUT/demo.runner/runner' && '$OUT/demo.runner/runner' --input images='$OUT/images.npy' \
+  --output-dir '$OUT/runner.out' --profile"
 step "run: the reference executor" \
   $PT run $MODEL --random-inputs --seed 1 --input-shape images:1x3x64x64 --output-dir "$OUT/run" --repeat 5
 step "emit-header: buffer sizes, aligned, with a static arena plan and a weight blob" \

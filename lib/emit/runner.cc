@@ -58,7 +58,8 @@ std::map<std::string, QuantParam> ReadTable(const std::filesystem::path& path,
     }
     const auto& e = doc["tensors"][name];
     if (!e.is_object() || !e.contains("scale") || !e["scale"].is_number() ||
-        !(e["scale"].get<double>() > 0) || !e.value("zero_point", nlohmann::json(0)).is_number_integer()) {
+        !(e["scale"].get<double>() > 0) ||
+        !e.value("zero_point", nlohmann::json(0)).is_number_integer()) {
       ThrowBadInput("{}: {}: needs a positive \"scale\" and an integer \"zero_point\"",
                     path.string(), ptr);
     }
@@ -77,7 +78,7 @@ std::map<std::string, QuantParam> ReadTable(const std::filesystem::path& path,
 
 // Runs the segments in order with the executor and records the range of each wanted tensor.
 std::map<std::string, QuantParam> ObserveRanges(const Pipeline& p, const RunnerRequest& request,
-                                               const std::set<std::string>& wanted) {
+                                                const std::set<std::string>& wanted) {
   runtime::TensorMap values;
   std::mt19937_64 rng(request.seed);
   for (const auto& t : p.graph_input_list) {
@@ -138,7 +139,8 @@ analysis::MemoryPlan PlanBridges(const Pipeline& p, const RunnerLayout& layout, 
 void CheckRequest(const RunnerRequest& r) {
   CheckAlignment(r.alignment);
   if (r.fake_npu && r.backend != RunnerBackend::kReference) {
-    ThrowUsage("a fake NPU applies to the reference backend only (the rknn backend has a real one)");
+    ThrowUsage(
+        "a fake NPU applies to the reference backend only (the rknn backend has a real one)");
   }
   if (r.fake_npu && r.fake_npu->block != 0 && r.fake_npu->block != 8 && r.fake_npu->block != 16) {
     ThrowUsage("NC1HWC2 block must be 8 or 16, not {}", r.fake_npu->block);
@@ -193,8 +195,7 @@ RunnerResult EmitRunner(const RunnerRequest& request) {
   CheckRequest(request);
   namespace fs = std::filesystem;
   Pipeline p = LoadPipeline(request.pipeline_json);
-  if (fs::exists(request.out_dir) &&
-      fs::equivalent(fs::absolute(request.out_dir), p.dir)) {
+  if (fs::exists(request.out_dir) && fs::equivalent(fs::absolute(request.out_dir), p.dir)) {
     ThrowUsage("the output directory is the split directory: choose another one");
   }
   RunnerResult result;

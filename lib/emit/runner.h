@@ -23,9 +23,9 @@ enum class RunnerBackend { kReference, kRknn };
 
 // What the reference backend makes bridges go through, as an NPU would.
 struct FakeNpu {
-  bool int8 = false;     // affine int8 quantize/dequantize at every accelerator boundary
-  int block = 0;         // NC1HWC2 channel block (8 or 16) for 4-D outputs; 0: plain NCHW
-  int width_align = 0;   // row stride: width rounded up to a multiple of this (0/1: none)
+  bool int8 = false;    // affine int8 quantize/dequantize at every accelerator boundary
+  int block = 0;        // NC1HWC2 channel block (8 or 16) for 4-D outputs; 0: plain NCHW
+  int width_align = 0;  // row stride: width rounded up to a multiple of this (0/1: none)
 };
 
 struct QuantParam {

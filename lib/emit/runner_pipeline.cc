@@ -37,12 +37,14 @@ PipelineTensor ParseTensor(const Reader& r, const json& t, const std::string& pt
   out.dtype = *code;
   if (!t.contains("shape") || !t["shape"].is_array()) {
     r.Fail(ptr, fmt::format("tensor '{}' has no static shape: split with --input-shape so that "
-                            "every bridge has one", out.name));
+                            "every bridge has one",
+                            out.name));
   }
   for (const auto& d : t["shape"]) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0) {
       r.Fail(ptr + "/shape", fmt::format("tensor '{}' has a dynamic dim: split with "
-                                         "--input-shape so that every bridge is static", out.name));
+                                         "--input-shape so that every bridge is static",
+                                         out.name));
     }
     out.dims.push_back(d.get<int64_t>());
   }
@@ -65,7 +67,8 @@ std::vector<PipelineTensor> ParseTensors(const Reader& r, const json& seg, const
 // cause of a runner that reads the wrong bytes.
 void CheckAgainstFile(const PipelineSegment& seg, const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) {
-    ThrowBadInput("segment file {} is missing (named by pipeline.json): re-run split", path.string());
+    ThrowBadInput("segment file {} is missing (named by pipeline.json): re-run split",
+                  path.string());
   }
   io::Model model = io::Load(path);
   const auto& g = model.proto.graph();
@@ -77,8 +80,10 @@ void CheckAgainstFile(const PipelineSegment& seg, const std::filesystem::path& p
       if (!inits.count(v.name())) real.push_back(&v);
     }
     if (real.size() != want.size()) {
-      ThrowBadInput("{}: {} {}s, pipeline.json lists {}: the file does not belong to this "
-                    "pipeline.json (re-run split)", path.string(), real.size(), what, want.size());
+      ThrowBadInput(
+          "{}: {} {}s, pipeline.json lists {}: the file does not belong to this "
+          "pipeline.json (re-run split)",
+          path.string(), real.size(), what, want.size());
     }
     for (const auto& t : want) {
       const onnx::ValueInfoProto* v = nullptr;
@@ -135,7 +140,9 @@ void LinkTensors(const Reader& r, Pipeline& p) {
     for (int c : b.consumers) {
       bool found = false;
       for (const auto& t : p.segments[c].inputs) found |= t.name == b.tensor;
-      if (!found) r.Fail(fmt::format("/bridges/{}", i), fmt::format("segment {} does not read '{}'", c, b.tensor));
+      if (!found)
+        r.Fail(fmt::format("/bridges/{}", i),
+               fmt::format("segment {} does not read '{}'", c, b.tensor));
     }
   }
   for (const auto& seg : p.segments) {
@@ -164,7 +171,8 @@ const PipelineTensor& FindTensor(const PipelineSegment& segment, const std::stri
   for (const auto& t : segment.inputs) {
     if (t.name == name) return t;
   }
-  ThrowBadInput("segment {} has no tensor '{}' (pipeline.json is inconsistent)", segment.file, name);
+  ThrowBadInput("segment {} has no tensor '{}' (pipeline.json is inconsistent)", segment.file,
+                name);
 }
 
 Pipeline LoadPipeline(const std::filesystem::path& pipeline_json) {
@@ -198,7 +206,8 @@ Pipeline ParsePipeline(const std::filesystem::path& pipeline_json) {
     }
     seg.file = file.get<std::string>();
     std::string role = r.Field(segments[i], ptr, "role").get<std::string>();
-    if (role != "accelerator" && role != "host") r.Fail(ptr + "/role", "unknown role '" + role + "'");
+    if (role != "accelerator" && role != "host")
+      r.Fail(ptr + "/role", "unknown role '" + role + "'");
     seg.accelerator = role == "accelerator";
     seg.inputs = ParseTensors(r, segments[i], ptr, "inputs");
     seg.outputs = ParseTensors(r, segments[i], ptr, "outputs");

@@ -34,7 +34,7 @@ struct Pipeline {
   std::filesystem::path dir;  // where the segment files are
   std::vector<PipelineSegment> segments;
   std::vector<PipelineBridge> bridges;
-  std::map<std::string, int> graph_outputs;  // name -> producing segment
+  std::map<std::string, int> graph_outputs;                         // name -> producing segment
   std::vector<PipelineTensor> graph_input_list, graph_output_list;  // in first-use order
 };
 

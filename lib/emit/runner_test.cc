@@ -9,8 +9,8 @@
 #include <numeric>
 #include <random>
 
-#include "lib/ir/split.h"
 #include "lib/io/model.h"
+#include "lib/ir/split.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
@@ -52,7 +52,8 @@ TEST_P(Nc1hwc2, PackUnpackRoundTripsAndPadsWithTheZeroPoint) {
   size_t want_pads = packed_n - static_cast<size_t>(n);
   EXPECT_GE(pads, want_pads);  // the iota data may contain -7 itself
   int64_t nn = c.dims[0] - 1, cc = C - 1, hh = H - 1, ww = W - 1;
-  size_t at = static_cast<size_t>((((nn * c1 + cc / c.c2) * H + hh) * stride + ww) * c.c2 + cc % c.c2);
+  size_t at =
+      static_cast<size_t>((((nn * c1 + cc / c.c2) * H + hh) * stride + ww) * c.c2 + cc % c.c2);
   EXPECT_EQ(packed[at], src[((nn * C + cc) * H + hh) * W + ww]);
 }
 
@@ -165,13 +166,14 @@ TEST(EmitRunner, PlansBridgesFromProducerToLastConsumer) {
   auto r = emit::EmitRunner(request);
   ASSERT_EQ(r.arena.tensors.size(), 3u);
   EXPECT_FALSE(analysis::ValidatePlan(r.arena).has_value());
-  // stem.out (0 -> 2) overlaps both others in time, so the arena needs all three at once minus
-  // block2.out, which is dead when gelu.out... no: gelu.out is produced while block2.out is read.
+  // All three bridges are live during segment 1 (it reads block2.out while stem.out waits for
+  // segment 2 and it writes gelu.out), so no reuse is possible: the arena is their sum.
   EXPECT_EQ(r.arena.arena_bytes, 65536u + 32768u + 32768u);
   for (const auto& t : r.arena.tensors) EXPECT_EQ(t.offset % 128, 0u);
   EXPECT_TRUE(fs::exists(dir / "pkg" / "pipeline.h"));
-  EXPECT_NE(testing::ReadFile(dir / "pkg" / "pipeline.h").find("#define PIPELINE_ARENA_SIZE 131072u"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::ReadFile(dir / "pkg" / "pipeline.h").find("#define PIPELINE_ARENA_SIZE 131072u"),
+      std::string::npos);
 }
 
 }  // namespace

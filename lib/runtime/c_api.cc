@@ -1,13 +1,12 @@
 // The C API of include/porttool/runtime.h over runtime::Session. Exceptions never cross the C
 // boundary: every entry point catches, records the message and category per thread, and returns
 // the category as a pt_status.
-#include "include/porttool/runtime.h"
-
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "include/porttool/runtime.h"
 #include "lib/io/model.h"
 #include "lib/ir/dtype.h"
 #include "lib/runtime/session.h"

@@ -1,13 +1,12 @@
 // The C API (include/porttool/runtime.h): same numbers as runtime::Session on caller-owned
 // buffers, declared input/output info, and failures reported as a code plus a message naming the
 // culprit instead of an exception crossing the C boundary.
-#include "include/porttool/runtime.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
+#include "include/porttool/runtime.h"
 #include "lib/io/model.h"
 #include "lib/runtime/session.h"
 #include "lib/util/testing.h"

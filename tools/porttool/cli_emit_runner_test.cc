@@ -30,7 +30,8 @@ std::string PkgConfig() {
 fs::path BuildWithCMake(const fs::path& pkg) {
   auto r = RunShell(PkgConfig() + " cmake -S " + pkg.string() + " -B " + (pkg / "build").string() +
                     " -DCMAKE_BUILD_TYPE=Release '-DCMAKE_C_FLAGS=-Wall -Wextra -Werror' && "
-                    "cmake --build " + (pkg / "build").string());
+                    "cmake --build " +
+                    (pkg / "build").string());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   return pkg / "build" / "runner";
 }
@@ -38,10 +39,10 @@ fs::path BuildWithCMake(const fs::path& pkg) {
 // The same flags with one compiler call (faster than a CMake configure).
 fs::path BuildWithCc(const fs::path& pkg) {
   std::string custom = fs::exists(pkg / "custom_op") ? (pkg / "custom_op").string() + "/*.c" : "";
-  auto r = RunShell("cc -std=c99 -O2 -Wall -Wextra -Werror -I" + pkg.string() + " " +
-                    pkg.string() + "/*.c " + custom + " $(" + PkgConfig() +
-                    " pkg-config --cflags --libs porttool-runtime) -lm -o " +
-                    (pkg / "runner").string());
+  auto r =
+      RunShell("cc -std=c99 -O2 -Wall -Wextra -Werror -I" + pkg.string() + " " + pkg.string() +
+               "/*.c " + custom + " $(" + PkgConfig() +
+               " pkg-config --cflags --libs porttool-runtime) -lm -o " + (pkg / "runner").string());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   return pkg / "runner";
 }
@@ -54,7 +55,8 @@ runtime::Tensor RandomInput(std::vector<int64_t> dims, uint64_t seed) {
 float MaxAbs(const runtime::Tensor& a, const runtime::Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
   float m = 0;
-  for (int64_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a.data<float>()[i] - b.data<float>()[i]));
+  for (int64_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::fabs(a.data<float>()[i] - b.data<float>()[i]));
   return m;
 }
 
@@ -99,32 +101,39 @@ TEST(EmitRunner, DemoReferenceBackendReproducesTheUnsplitModel) {
 TEST(EmitRunner, FakeNpuBridgesAreWithinHalfAStepOfTheirProducer) {
   Demo demo;
   std::string out;
-  fs::path pkg = demo.Emit("npu", "--fake-npu int8,nc1hwc2=16,stride=8 --json --input images=" +
-                                      demo.input.string(), &out);
+  fs::path pkg = demo.Emit(
+      "npu", "--fake-npu int8,nc1hwc2=16,stride=8 --json --input images=" + demo.input.string(),
+      &out);
   auto doc = nlohmann::json::parse(out);
   ASSERT_EQ(doc["int8"].size(), 4u) << out;  // stem.out, block2.out, gelu.out (into seg 2), score
   fs::path runner = BuildWithCc(pkg);
   fs::path dump = demo.dir / "dump";
   fs::create_directories(dump);
-  auto r = RunShell(runner.string() + " --input images=" + demo.input.string() +
-                    " --output-dir " + dump.string() + " --dump-bridges " + dump.string());
+  auto r = RunShell(runner.string() + " --input images=" + demo.input.string() + " --output-dir " +
+                    dump.string() + " --dump-bridges " + dump.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto run_segment = [&](const std::string& file, const std::string& inputs, const std::string& out_dir) {
+  auto run_segment = [&](const std::string& file, const std::string& inputs,
+                         const std::string& out_dir) {
     auto rr = RunPorttool("run " + (demo.split / file).string() + " " + inputs + " --output-dir " +
                           (demo.dir / out_dir).string());
     EXPECT_EQ(rr.exit_code, 0) << rr.err;
   };
-  auto half_step = [&](const std::string& name) { return doc["int8"][name]["scale"].get<float>() / 2; };
+  auto half_step = [&](const std::string& name) {
+    return doc["int8"][name]["scale"].get<float>() / 2;
+  };
   // Segment 0 (accelerator) from the graph input: its outputs leave the NPU as int8 NC1HWC2.
   run_segment("00_accelerator.onnx", "--input images=" + demo.input.string(), "s0");
   for (const char* b : {"stem.out", "block2.out"}) {
     EXPECT_LE(MaxAbs(runtime::ReadNpy(dump / (std::string(b) + ".npy")),
                      runtime::ReadNpy(demo.dir / "s0" / (std::string(b) + ".npy"))),
-              half_step(b) * 1.001f + 1e-6f) << b;
+              half_step(b) * 1.001f + 1e-6f)
+        << b;
   }
   // Segment 1 (host) is float on the runner's dequantized block2.out.
   run_segment("01_host.onnx", "--input block2.out=" + (dump / "block2.out.npy").string(), "s1");
-  EXPECT_LE(MaxAbs(runtime::ReadNpy(dump / "gelu.out.npy"), runtime::ReadNpy(demo.dir / "s1" / "gelu.out.npy")), 1e-5f);
+  EXPECT_LE(MaxAbs(runtime::ReadNpy(dump / "gelu.out.npy"),
+                   runtime::ReadNpy(demo.dir / "s1" / "gelu.out.npy")),
+            1e-5f);
   // Segment 2 reads gelu.out as int8: feed it the same fake-quantized values.
   runtime::Tensor gelu = runtime::ReadNpy(dump / "gelu.out.npy");
   float scale = doc["int8"]["gelu.out"]["scale"];
@@ -135,10 +144,13 @@ TEST(EmitRunner, FakeNpuBridgesAreWithinHalfAStepOfTheirProducer) {
     gq.mutable_data<float>()[i] = (q - zp) * scale;
   }
   runtime::WriteNpy(demo.dir / "gq.npy", gq);
-  run_segment("02_accelerator.onnx", "--input stem.out=" + (dump / "stem.out.npy").string() +
-              " --input gelu.out=" + (demo.dir / "gq.npy").string(), "s2");
-  EXPECT_LE(MaxAbs(runtime::ReadNpy(dump / "score.npy"), runtime::ReadNpy(demo.dir / "s2" / "score.npy")),
-            half_step("score") * 1.001f + 1e-5f);
+  run_segment("02_accelerator.onnx",
+              "--input stem.out=" + (dump / "stem.out.npy").string() +
+                  " --input gelu.out=" + (demo.dir / "gq.npy").string(),
+              "s2");
+  EXPECT_LE(
+      MaxAbs(runtime::ReadNpy(dump / "score.npy"), runtime::ReadNpy(demo.dir / "s2" / "score.npy")),
+      half_step("score") * 1.001f + 1e-5f);
 }
 
 TEST(EmitRunner, CustomOpKernelRunsTheHostSegment) {
@@ -170,7 +182,9 @@ int demo_gelu(const pt_tensor* in, size_t n_in, pt_tensor* out, size_t n_out) {
   auto r = RunShell(runner.string() + " --input images=" + demo.input.string() + " --output-dir " +
                     demo.dir.path().string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_LE(MaxAbs(runtime::ReadNpy(demo.dir / "score.npy"), runtime::ReadNpy(demo.reference / "score.npy")), 1e-5f);
+  EXPECT_LE(MaxAbs(runtime::ReadNpy(demo.dir / "score.npy"),
+                   runtime::ReadNpy(demo.reference / "score.npy")),
+            1e-5f);
 }
 
 TEST(EmitRunner, RknnBackendCompilesAgainstTheDocumentedApi) {
@@ -194,7 +208,8 @@ TEST(EmitRunner, RunnerRejectsWrongInputsNamingTheFile) {
   auto r = RunShell(runner.string() + " --input images=" + (demo.dir / "small.npy").string());
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("small.npy: shape 1x3x32x32, input 'images' needs 1x3x64x64"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   runtime::Tensor i64(7, {1, 3, 64, 64});
   runtime::WriteNpy(demo.dir / "int.npy", i64);
   r = RunShell(runner.string() + " --input images=" + (demo.dir / "int.npy").string());
@@ -214,8 +229,10 @@ TEST(EmitRunner, DetSplitAtTwoNodesReproducesTheUnsplitModel) {
   if (models.empty()) GTEST_SKIP() << "../shared/models absent: PP-OCRv4 det not available";
   TempDir dir;
   fs::path det = models / "ch_PP-OCRv4_det_infer.onnx";
-  auto r = RunPorttool("split " + det.string() + " --at p2o.Mul.28,p2o.Resize.3 --input-shape "
-                       "x:1x3x320x320 -o " + (dir / "split").string());
+  auto r = RunPorttool("split " + det.string() +
+                       " --at p2o.Mul.28,p2o.Resize.3 --input-shape "
+                       "x:1x3x320x320 -o " +
+                       (dir / "split").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = RunPorttool("emit-runner " + (dir / "split" / "pipeline.json").string() + " -o " +
                   (dir / "pkg").string());
@@ -229,8 +246,10 @@ TEST(EmitRunner, DetSplitAtTwoNodesReproducesTheUnsplitModel) {
                   (dir / "x.npy").string() + " --output-dir " + (dir / "ref").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const auto& f : fs::directory_iterator(dir / "ref")) {
-    EXPECT_LE(MaxAbs(runtime::ReadNpy(dir / "out" / f.path().filename()), runtime::ReadNpy(f.path())),
-              1e-5f) << f.path().filename();
+    EXPECT_LE(
+        MaxAbs(runtime::ReadNpy(dir / "out" / f.path().filename()), runtime::ReadNpy(f.path())),
+        1e-5f)
+        << f.path().filename();
   }
 }
 

@@ -37,7 +37,8 @@ emit::FakeNpu ParseFakeNpu(const std::string& spec) {
   emit::FakeNpu npu;
   for (const auto& item : util::Split(spec, ',')) {
     auto eq = item.find('=');
-    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    std::string key = item.substr(0, eq),
+                value = eq == std::string::npos ? "" : item.substr(eq + 1);
     try {
       if (key == "int8" && value.empty()) {
         npu.int8 = true;
@@ -59,23 +60,26 @@ emit::FakeNpu ParseFakeNpu(const std::string& spec) {
 nlohmann::json ToJson(const emit::RunnerResult& r) {
   nlohmann::json doc;
   for (const auto& s : r.segments) {
-    doc["segments"].push_back({{"file", s.file},
-                               {"role", s.role},
-                               {"custom_op", s.custom_op.empty() ? nullptr : nlohmann::json(s.custom_op)}});
+    doc["segments"].push_back(
+        {{"file", s.file},
+         {"role", s.role},
+         {"custom_op", s.custom_op.empty() ? nullptr : nlohmann::json(s.custom_op)}});
   }
   doc["arena"] = {{"size_bytes", r.arena.arena_bytes},
                   {"naive_bytes", r.arena.naive_bytes},
                   {"lower_bound_bytes", r.arena.lower_bound_bytes},
                   {"alignment", r.arena.alignment}};
   for (const auto& t : r.arena.tensors) {
-    doc["arena"]["tensors"].push_back(
-        {{"name", t.name}, {"offset", t.offset}, {"bytes", t.bytes}, {"first_use", t.first_use},
-         {"last_use", t.last_use}});
+    doc["arena"]["tensors"].push_back({{"name", t.name},
+                                       {"offset", t.offset},
+                                       {"bytes", t.bytes},
+                                       {"first_use", t.first_use},
+                                       {"last_use", t.last_use}});
   }
   doc["int8"] = nlohmann::json::object();
   for (const auto& [name, q] : r.quant) {
-    doc["int8"][name] = {{"scale", q.scale}, {"zero_point", q.zero_point}, {"min", q.min},
-                         {"max", q.max}};
+    doc["int8"][name] = {
+        {"scale", q.scale}, {"zero_point", q.zero_point}, {"min", q.min}, {"max", q.max}};
   }
   doc["int8_source"] = r.quant_source;
   for (const auto& f : r.files) doc["files"].push_back(f.string());
@@ -86,14 +90,16 @@ int RunEmitRunner(const EmitRunnerOptions& o) {
   emit::RunnerRequest request;
   request.pipeline_json = o.pipeline;
   request.out_dir = o.output;
-  request.backend = o.backend == "rknn" ? emit::RunnerBackend::kRknn : emit::RunnerBackend::kReference;
+  request.backend =
+      o.backend == "rknn" ? emit::RunnerBackend::kRknn : emit::RunnerBackend::kReference;
   if (!o.fake_npu.empty()) request.fake_npu = ParseFakeNpu(o.fake_npu);
   request.rknn_zero_copy = o.zero_copy;
   request.table = o.table;
   request.inputs = runtime::ReadInputSpecs(o.inputs);
   request.seed = o.seed;
   request.alignment = o.align ? o.align : 64;
-  if (!o.target.empty() && !o.align) request.alignment = decide::LoadTarget(o.target).alignment_bytes;
+  if (!o.target.empty() && !o.align)
+    request.alignment = decide::LoadTarget(o.target).alignment_bytes;
   request.custom_op_dir = o.custom_op;
   request.threads = o.threads;
   emit::RunnerResult r = emit::EmitRunner(request);
@@ -107,15 +113,17 @@ int RunEmitRunner(const EmitRunnerOptions& o) {
     std::cout << fmt::format("segment {} {:<24} {:<12} {}\n", s, seg.file, seg.role,
                              seg.custom_op.empty() ? "" : "custom op kernel: " + seg.custom_op);
   }
-  std::cout << fmt::format("arena: {} bytes ({}) for {} buffers, alignment {}; naive sum {} bytes\n",
-                           r.arena.arena_bytes, util::FormatBytes(r.arena.arena_bytes),
-                           r.arena.tensors.size(), r.arena.alignment, r.arena.naive_bytes);
+  std::cout << fmt::format(
+      "arena: {} bytes ({}) for {} buffers, alignment {}; naive sum {} bytes\n",
+      r.arena.arena_bytes, util::FormatBytes(r.arena.arena_bytes), r.arena.tensors.size(),
+      r.arena.alignment, r.arena.naive_bytes);
   for (const auto& [name, q] : r.quant) {
     std::cout << fmt::format("int8 bridge {:<24} scale {:.6g} zero point {}\n", name, q.scale,
                              q.zero_point);
   }
-  std::cout << fmt::format("wrote {} files to {}; build: cmake -S {} -B {}/build && cmake --build {}/build\n",
-                           r.files.size(), o.output, o.output, o.output, o.output);
+  std::cout << fmt::format(
+      "wrote {} files to {}; build: cmake -S {} -B {}/build && cmake --build {}/build\n",
+      r.files.size(), o.output, o.output, o.output, o.output);
   return kExitOk;
 }
 
@@ -133,7 +141,8 @@ void RegisterEmitRunner(CLI::App& app, RunFn& run) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", opts->output, "Package directory to write")->required();
-  cmd->add_option("--backend", opts->backend, "Accelerator segments: reference (porttool's "
+  cmd->add_option("--backend", opts->backend,
+                  "Accelerator segments: reference (porttool's "
                   "executor through its C API) or rknn (librknnrt)")
       ->check(CLI::IsMember({"reference", "rknn"}))
       ->capture_default_str();

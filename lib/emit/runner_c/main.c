@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
       if (eq == NULL) return usage("--input takes NAME=FILE.npy");
       for (k = 0; k < PIPELINE_NUM_INPUTS; ++k) {
         const pl_tensor* t = pipeline_input(k);
-        if (strlen(t->name) != (size_t)(eq - spec) || strncmp(t->name, spec, (size_t)(eq - spec))) continue;
+        if (strlen(t->name) != (size_t)(eq - spec) || strncmp(t->name, spec, (size_t)(eq - spec)))
+          continue;
         found = 1;
         if (inputs[k] != NULL) return usage("an input is given twice");
         inputs[k] = malloc(t->bytes ? t->bytes : 1);
@@ -138,7 +139,8 @@ int main(int argc, char** argv) {
     for (k = 0; k < PIPELINE_NUM_SEGMENTS; ++k) sums[r] += prof->segment_ms[k];
     if (profile) {
       for (k = 0; k < PIPELINE_NUM_SEGMENTS; ++k) {
-        printf("segment %u %-28s %9.3f ms\n", (unsigned)k, pl_segments[k].file, prof->segment_ms[k]);
+        printf("segment %u %-28s %9.3f ms\n", (unsigned)k, pl_segments[k].file,
+               prof->segment_ms[k]);
       }
       printf("bridges (conversions, copies)      %9.3f ms\n", prof->bridge_ms);
       printf("total                              %9.3f ms\n", prof->total_ms);

@@ -138,7 +138,8 @@ static int pl_run_segment(pipeline* p, size_t s, const void* const inputs[],
   size_t i;
   int rc;
   double t0 = pl_now_ms(), t1;
-  if (seg->n_inputs > 64 || seg->n_outputs > 64) return pl_fail("segment %u: too many I/O", (unsigned)s);
+  if (seg->n_inputs > 64 || seg->n_outputs > 64)
+    return pl_fail("segment %u: too many I/O", (unsigned)s);
   for (i = 0; i < seg->n_inputs; ++i) {
     const pl_tensor* t = &pl_tensors[seg->inputs[i]];
     in[i] = pl_data(t, inputs, outputs);
@@ -148,7 +149,8 @@ static int pl_run_segment(pipeline* p, size_t s, const void* const inputs[],
       in[i] = copy;
     }
   }
-  for (i = 0; i < seg->n_outputs; ++i) out[i] = pl_data(&pl_tensors[seg->outputs[i]], inputs, outputs);
+  for (i = 0; i < seg->n_outputs; ++i)
+    out[i] = pl_data(&pl_tensors[seg->outputs[i]], inputs, outputs);
   t1 = pl_now_ms();
   p->profile.bridge_ms += t1 - t0;
   if (seg->kernel != NULL) {

@@ -3,10 +3,9 @@
 #ifndef PL_API_H_
 #define PL_API_H_
 
+#include <porttool/runtime.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <porttool/runtime.h>
 
 enum { PL_GRAPH_INPUT = 0, PL_GRAPH_OUTPUT = 1, PL_ARENA = 2 };
 enum { PL_ACCELERATOR = 0, PL_HOST = 1 };
@@ -19,7 +18,7 @@ typedef struct pl_tensor {
   size_t rank;
   int64_t dims[PT_MAX_RANK];
   size_t bytes;
-  int where;           /* PL_GRAPH_INPUT / PL_GRAPH_OUTPUT: slot is the index; PL_ARENA: offset */
+  int where; /* PL_GRAPH_INPUT / PL_GRAPH_OUTPUT: slot is the index; PL_ARENA: offset */
   size_t slot;
   size_t output_index; /* a bridge that is also a graph output: copied there after the run */
   int quantized;       /* an int8 bridge: scale and zero point apply */

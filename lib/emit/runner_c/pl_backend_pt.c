@@ -28,7 +28,10 @@ static int pl_check_io(const pt_session* s, const pl_segment* seg, int is_input,
     pt_tensor_info info;
     int found = 0;
     for (j = 0; j < n && !found; ++j) {
-      if (is_input) pt_session_input_info(s, j, &info); else pt_session_output_info(s, j, &info);
+      if (is_input)
+        pt_session_input_info(s, j, &info);
+      else
+        pt_session_output_info(s, j, &info);
       found = strcmp(info.name, t->name) == 0;
     }
     if (!found) {
@@ -67,7 +70,8 @@ pl_runner* pl_pt_open(const pl_segment* seg, const char* path, char* err, size_t
     free(r);
     return NULL;
   }
-  if (pl_check_io(r->session, seg, 1, err, err_len) || pl_check_io(r->session, seg, 0, err, err_len)) {
+  if (pl_check_io(r->session, seg, 1, err, err_len) ||
+      pl_check_io(r->session, seg, 0, err, err_len)) {
     pl_pt_close(r);
     return NULL;
   }

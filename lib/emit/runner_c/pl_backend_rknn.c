@@ -7,11 +7,10 @@
  * with PIPELINE_RKNN_ZERO_COPY they are read from device memory in the native NC1HWC2 layout
  * (sized by size_with_stride), after an explicit cache sync. */
 #include <math.h>
+#include <rknn_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <rknn_api.h>
 
 #include "pl_backend.h"
 #include "pl_layout.h"
@@ -33,8 +32,10 @@ static int pl_rknn_fail(char* err, size_t len, const char* what, const char* ten
 /* The attribute must describe the same tensor the pipeline planned. */
 static int pl_check_attr(const rknn_tensor_attr* a, const pl_tensor* t, char* err, size_t len) {
   if ((size_t)a->n_elems != pl_elements(t)) {
-    snprintf(err, len, "'%s': the .rknn has %u elements, pipeline.json %u (was it converted from "
-             "this segment?)", t->name, (unsigned)a->n_elems, (unsigned)pl_elements(t));
+    snprintf(err, len,
+             "'%s': the .rknn has %u elements, pipeline.json %u (was it converted from "
+             "this segment?)",
+             t->name, (unsigned)a->n_elems, (unsigned)pl_elements(t));
     return 1;
   }
   if (a->n_dims != t->rank) {
@@ -44,9 +45,10 @@ static int pl_check_attr(const rknn_tensor_attr* a, const pl_tensor* t, char* er
   }
   if (t->quantized && a->qnt_type == RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC &&
       (a->zp != t->zero_point || fabsf(a->scale - t->scale) > 1e-6f * fabsf(t->scale))) {
-    snprintf(err, len, "'%s': the .rknn quantizes with scale %g zero point %d, the pipeline's "
-             "table with %g / %d: convert with the same calibration", t->name, (double)a->scale,
-             (int)a->zp, (double)t->scale, (int)t->zero_point);
+    snprintf(err, len,
+             "'%s': the .rknn quantizes with scale %g zero point %d, the pipeline's "
+             "table with %g / %d: convert with the same calibration",
+             t->name, (double)a->scale, (int)a->zp, (double)t->scale, (int)t->zero_point);
     return 1;
   }
   return 0;
@@ -77,8 +79,8 @@ static int pl_query_all(pl_runner* r, const pl_segment* seg, char* err, size_t l
   }
   for (i = 0; i < r->n_out; ++i) {
     const pl_tensor* t = &pl_tensors[seg->outputs[i]];
-    rknn_query_cmd cmd = PIPELINE_RKNN_ZERO_COPY ? RKNN_QUERY_NATIVE_OUTPUT_ATTR
-                                                 : RKNN_QUERY_OUTPUT_ATTR;
+    rknn_query_cmd cmd =
+        PIPELINE_RKNN_ZERO_COPY ? RKNN_QUERY_NATIVE_OUTPUT_ATTR : RKNN_QUERY_OUTPUT_ATTR;
     r->out_attr[i].index = i;
     rc = rknn_query(r->ctx, cmd, &r->out_attr[i], sizeof r->out_attr[i]);
     if (rc != RKNN_SUCC) return pl_rknn_fail(err, len, "rknn_query(OUTPUT_ATTR)", t->name, rc);

@@ -37,21 +37,21 @@ size_t pl_nc1hwc2_elems(const int64_t nchw[4], int64_t c2, int64_t w_stride) {
 }
 
 /* Walks the packed buffer in order; calls back with the NCHW index or -1 for padding. */
-#define PL_FOR_EACH_PACKED(dims, c2, w_stride, BODY)                                   \
-  do {                                                                                 \
-    int64_t n_, c1_, h_, w_, k_, p_ = 0;                                               \
-    const int64_t C_ = (dims)[1], H_ = (dims)[2], W_ = (dims)[3];                      \
-    const int64_t C1_ = (C_ + (c2)-1) / (c2);                                          \
-    for (n_ = 0; n_ < (dims)[0]; ++n_)                                                 \
-      for (c1_ = 0; c1_ < C1_; ++c1_)                                                  \
-        for (h_ = 0; h_ < H_; ++h_)                                                    \
-          for (w_ = 0; w_ < (w_stride); ++w_)                                          \
-            for (k_ = 0; k_ < (c2); ++k_, ++p_) {                                      \
-              const int64_t c_ = c1_ * (c2) + k_;                                      \
-              const int64_t src_ =                                                     \
-                  (c_ < C_ && w_ < W_) ? ((n_ * C_ + c_) * H_ + h_) * W_ + w_ : -1;    \
-              BODY                                                                     \
-            }                                                                          \
+#define PL_FOR_EACH_PACKED(dims, c2, w_stride, BODY)                                \
+  do {                                                                              \
+    int64_t n_, c1_, h_, w_, k_, p_ = 0;                                            \
+    const int64_t C_ = (dims)[1], H_ = (dims)[2], W_ = (dims)[3];                   \
+    const int64_t C1_ = (C_ + (c2)-1) / (c2);                                       \
+    for (n_ = 0; n_ < (dims)[0]; ++n_)                                              \
+      for (c1_ = 0; c1_ < C1_; ++c1_)                                               \
+        for (h_ = 0; h_ < H_; ++h_)                                                 \
+          for (w_ = 0; w_ < (w_stride); ++w_)                                       \
+            for (k_ = 0; k_ < (c2); ++k_, ++p_) {                                   \
+              const int64_t c_ = c1_ * (c2) + k_;                                   \
+              const int64_t src_ =                                                  \
+                  (c_ < C_ && w_ < W_) ? ((n_ * C_ + c_) * H_ + h_) * W_ + w_ : -1; \
+              BODY                                                                  \
+            }                                                                       \
   } while (0)
 
 void pl_pack_nc1hwc2_i8(const int8_t* nchw, const int64_t dims[4], int64_t c2, int64_t w_stride,
@@ -59,8 +59,8 @@ void pl_pack_nc1hwc2_i8(const int8_t* nchw, const int64_t dims[4], int64_t c2, i
   PL_FOR_EACH_PACKED(dims, c2, w_stride, { packed[p_] = src_ >= 0 ? nchw[src_] : pad; });
 }
 
-void pl_unpack_nc1hwc2_i8(const int8_t* packed, const int64_t dims[4], int64_t c2,
-                          int64_t w_stride, int8_t* nchw) {
+void pl_unpack_nc1hwc2_i8(const int8_t* packed, const int64_t dims[4], int64_t c2, int64_t w_stride,
+                          int8_t* nchw) {
   PL_FOR_EACH_PACKED(dims, c2, w_stride, {
     if (src_ >= 0) nchw[src_] = packed[p_];
   });

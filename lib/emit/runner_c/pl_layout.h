@@ -23,8 +23,8 @@ size_t pl_nc1hwc2_elems(const int64_t nchw[4], int64_t c2, int64_t w_stride);
 
 void pl_pack_nc1hwc2_i8(const int8_t* nchw, const int64_t dims[4], int64_t c2, int64_t w_stride,
                         int8_t pad, int8_t* packed);
-void pl_unpack_nc1hwc2_i8(const int8_t* packed, const int64_t dims[4], int64_t c2,
-                          int64_t w_stride, int8_t* nchw);
+void pl_unpack_nc1hwc2_i8(const int8_t* packed, const int64_t dims[4], int64_t c2, int64_t w_stride,
+                          int8_t* nchw);
 /* Fused forms for the runner: one pass over the bridge. */
 void pl_quantize_pack_nc1hwc2(const float* nchw, const int64_t dims[4], int64_t c2,
                               int64_t w_stride, float scale, int32_t zp, int8_t* packed);

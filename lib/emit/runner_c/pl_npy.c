@@ -7,18 +7,30 @@
 
 static const char* pl_npy_descr(int32_t dtype) {
   switch (dtype) {
-    case PT_FLOAT: return "<f4";
-    case PT_DOUBLE: return "<f8";
-    case PT_INT8: return "|i1";
-    case PT_UINT8: return "|u1";
-    case PT_INT16: return "<i2";
-    case PT_UINT16: return "<u2";
-    case PT_INT32: return "<i4";
-    case PT_UINT32: return "<u4";
-    case PT_INT64: return "<i8";
-    case PT_UINT64: return "<u8";
-    case PT_BOOL: return "|b1";
-    default: return NULL;
+    case PT_FLOAT:
+      return "<f4";
+    case PT_DOUBLE:
+      return "<f8";
+    case PT_INT8:
+      return "|i1";
+    case PT_UINT8:
+      return "|u1";
+    case PT_INT16:
+      return "<i2";
+    case PT_UINT16:
+      return "<u2";
+    case PT_INT32:
+      return "<i4";
+    case PT_UINT32:
+      return "<u4";
+    case PT_INT64:
+      return "<i8";
+    case PT_UINT64:
+      return "<u8";
+    case PT_BOOL:
+      return "|b1";
+    default:
+      return NULL;
   }
 }
 
@@ -75,7 +87,8 @@ int pl_npy_read(const char* path, const pl_tensor* t, void* data, char* err, siz
   if (want_descr == NULL || strcmp(descr, want_descr) != 0) {
     fclose(f);
     return snprintf(err, err_len, "%s: dtype '%s', input '%s' needs '%s'", path, descr, t->name,
-                    want_descr ? want_descr : "?"), 1;
+                    want_descr ? want_descr : "?"),
+           1;
   }
   if (rank != t->rank || memcmp(dims, t->dims, rank * sizeof dims[0]) != 0) {
     fclose(f);
@@ -85,7 +98,8 @@ int pl_npy_read(const char* path, const pl_tensor* t, void* data, char* err, siz
   fclose(f);
   if (n != t->bytes) {
     return snprintf(err, err_len, "%s: %u data bytes, %u expected", path, (unsigned)n,
-                    (unsigned)t->bytes), 1;
+                    (unsigned)t->bytes),
+           1;
   }
   return 0;
 }

@@ -10,7 +10,6 @@
 
 /* 0 on success; otherwise non-zero with a message naming `path` in err. */
 int pl_npy_read(const char* path, const pl_tensor* t, void* data, char* err, size_t err_len);
-int pl_npy_write(const char* path, const pl_tensor* t, const void* data, char* err,
-                 size_t err_len);
+int pl_npy_write(const char* path, const pl_tensor* t, const void* data, char* err, size_t err_len);
 
 #endif /* PL_NPY_H_ */
