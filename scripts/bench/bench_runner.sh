@@ -24,7 +24,7 @@ export PKG_CONFIG_PATH="$(dirname "$BIN")/pkgconfig-build"
 [ -x "$BIN" ] || { echo "bench_runner: $BIN not built (scripts/build.sh)" >&2; exit 3; }
 [ -f "$MODEL" ] || { echo "bench_runner: $MODEL absent; nothing to measure" >&2; exit 0; }
 $PY -c "import numpy as np; np.save('$WORK/x.npy', np.random.RandomState(0).rand(*map(int, '$SHAPE'.split('x'))).astype(np.float32))"
-"$BIN" -q split "$MODEL" --at p2o.Mul.28,p2o.Resize.3 --input-shape "x:$SHAPE" -o "$WORK/split" >/dev/null
+"$BIN" -q split "$MODEL" --at p2o.Mul.28 --at p2o.Resize.3 --input-shape "x:$SHAPE" -o "$WORK/split" >/dev/null
 
 echo "PP-OCRv4 det $SHAPE, split at p2o.Mul.28 and p2o.Resize.3 (5 segments), $THREADS thread(s), median of $REPEAT"
 for variant in reference fake-npu; do

@@ -230,7 +230,7 @@ TEST(EmitRunner, DetSplitAtTwoNodesReproducesTheUnsplitModel) {
   TempDir dir;
   fs::path det = models / "ch_PP-OCRv4_det_infer.onnx";
   auto r = RunPorttool("split " + det.string() +
-                       " --at p2o.Mul.28,p2o.Resize.3 --input-shape "
+                       " --at p2o.Mul.28 --at p2o.Resize.3 --input-shape "
                        "x:1x3x320x320 -o " +
                        (dir / "split").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;

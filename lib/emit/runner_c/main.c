@@ -33,25 +33,44 @@ static void file_name(const char* dir, const char* name, char* out, size_t len) 
   snprintf(out + n, len - n, ".npy");
 }
 
+static int make_dir(const char* dir) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "error: %s: cannot create the directory\n", dir);
+    return 1;
+  }
+  return 0;
+}
+
 static int write_all(const char* dir, const pl_tensor* (*get)(size_t), size_t count,
-                     const void* (*data)(const pipeline*, size_t), const pipeline* p,
                      void* const outputs[]) {
   size_t i;
   char path[4096], err[1024];
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "error: %s: cannot create the directory\n", dir);
-    return 3;
-  }
+  if (make_dir(dir) != 0) return 3;
   for (i = 0; i < count; ++i) {
     const pl_tensor* t = get(i);
     file_name(dir, t->name, path, sizeof path);
-    if (pl_npy_write(path, t, data ? data(p, i) : outputs[i], err, sizeof err) != 0) {
+    if (pl_npy_write(path, t, outputs[i], err, sizeof err) != 0) {
       fprintf(stderr, "error: %s\n", err);
       return 3;
     }
     printf("%s -> %s\n", t->name, path);
   }
   return 0;
+}
+
+struct dump_ctx {
+  const char* dir;
+  int failed;
+};
+
+static void dump_bridge(const pl_tensor* t, const void* data, void* ctx) {
+  struct dump_ctx* d = (struct dump_ctx*)ctx;
+  char path[4096], err[1024];
+  file_name(d->dir, t->name, path, sizeof path);
+  if (pl_npy_write(path, t, data, err, sizeof err) != 0) {
+    fprintf(stderr, "error: %s\n", err);
+    d->failed = 1;
+  }
 }
 
 static int cmp_double(const void* a, const void* b) {
@@ -67,6 +86,7 @@ int main(int argc, char** argv) {
   size_t k;
   double *totals, *sums;
   pipeline* p = NULL;
+  struct dump_ctx dump_ctx = {NULL, 0};
   char err[1024];
   for (i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -125,6 +145,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "error: %s\n", pipeline_last_error());
     return 3;
   }
+  if (dump) {
+    if (make_dir(dump) != 0) return 3;
+    dump_ctx.dir = dump;
+    pipeline_set_bridge_observer(p, dump_bridge, &dump_ctx);
+  }
   totals = (double*)calloc((size_t)repeat, sizeof *totals);
   sums = (double*)calloc((size_t)repeat, sizeof *sums);
   for (r = 0; r < repeat && rc == 0; ++r) {
@@ -134,6 +159,7 @@ int main(int argc, char** argv) {
       rc = 3;
       break;
     }
+    if (dump_ctx.failed) rc = 3;
     prof = pipeline_last_profile(p);
     totals[r] = prof->total_ms;
     for (k = 0; k < PIPELINE_NUM_SEGMENTS; ++k) sums[r] += prof->segment_ms[k];
@@ -155,10 +181,7 @@ int main(int argc, char** argv) {
            totals[repeat / 2], sums[repeat / 2], totals[repeat / 2] / sums[repeat / 2]);
   }
   if (rc == 0 && output_dir) {
-    rc = write_all(output_dir, pipeline_output, PIPELINE_NUM_OUTPUTS, NULL, p, outputs);
-  }
-  if (rc == 0 && dump) {
-    rc = write_all(dump, pipeline_bridge, pipeline_num_bridges(), pipeline_bridge_data, p, NULL);
+    rc = write_all(output_dir, pipeline_output, PIPELINE_NUM_OUTPUTS, outputs);
   }
   pipeline_free(p);
   free(totals);

@@ -17,6 +17,8 @@
 struct pipeline {
   pl_runner* runners[PIPELINE_NUM_SEGMENTS];
   pipeline_profile profile;
+  pipeline_bridge_observer observer;
+  void* observer_ctx;
 };
 
 static char pl_error[1024];
@@ -177,6 +179,10 @@ static int pl_run_segment(pipeline* p, size_t s, const void* const inputs[],
       if (pl_is_int8_bridge(t)) pl_fake_npu_output(t, (float*)out[i]);
     }
   }
+  for (i = 0; i < seg->n_outputs && p->observer; ++i) {
+    const pl_tensor* t = &pl_tensors[seg->outputs[i]];
+    if (t->where == PL_ARENA) p->observer(t, out[i], p->observer_ctx);
+  }
   p->profile.bridge_ms += pl_now_ms() - t0;
   return 0;
 }
@@ -203,9 +209,7 @@ const pipeline_profile* pipeline_last_profile(const pipeline* p) { return &p->pr
 
 const pl_tensor* pipeline_input(size_t i) { return &pl_tensors[pl_graph_inputs[i]]; }
 const pl_tensor* pipeline_output(size_t i) { return &pl_tensors[pl_graph_outputs[i]]; }
-size_t pipeline_num_bridges(void) { return pl_num_bridges; }
-const pl_tensor* pipeline_bridge(size_t i) { return &pl_tensors[pl_bridges[i]]; }
-const void* pipeline_bridge_data(const pipeline* p, size_t i) {
-  (void)p;
-  return pl_arena + pipeline_bridge(i)->slot;
+void pipeline_set_bridge_observer(pipeline* p, pipeline_bridge_observer fn, void* ctx) {
+  p->observer = fn;
+  p->observer_ctx = ctx;
 }

@@ -63,10 +63,10 @@ const pipeline_profile* pipeline_last_profile(const pipeline* p);
 /* Describes graph inputs, graph outputs and bridges (for the demo's file handling). */
 const pl_tensor* pipeline_input(size_t i);
 const pl_tensor* pipeline_output(size_t i);
-size_t pipeline_num_bridges(void);
-const pl_tensor* pipeline_bridge(size_t i);
-/* The bridge's float value as the last run left it in the arena. */
-const void* pipeline_bridge_data(const pipeline* p, size_t i);
+/* Called with every bridge right after its producer ran (and its conversions were applied):
+ * arena slots are reused once a bridge is dead, so this is where to look at them. */
+typedef void (*pipeline_bridge_observer)(const pl_tensor* bridge, const void* data, void* ctx);
+void pipeline_set_bridge_observer(pipeline* p, pipeline_bridge_observer fn, void* ctx);
 
 /* Tables, in the generated pipeline_tables.c. */
 extern const pl_tensor pl_tensors[];
