@@ -2,13 +2,17 @@
  * sequentially: that side is typically uncached or DMA memory. */
 #include "pl_layout.h"
 
-#include <math.h>
-
 int8_t pl_quantize1(float x, float scale, int32_t zp) {
-  float q = nearbyintf(x / scale) + (float)zp;
-  if (q < -128.0f) q = -128.0f;
-  if (q > 127.0f) q = 127.0f;
-  return (int8_t)q;
+  /* Round half to even, as nearbyintf in the default rounding mode, without a libm call: adding
+   * and subtracting 1.5 * 2^23 leaves the integer part of any |v| < 2^22. The clamp comes first
+   * so that v stays in that range (and NaN becomes -128 instead of undefined behaviour). */
+  float v = x / scale;
+  if (!(v > -256.0f)) v = -256.0f;
+  if (v > 256.0f) v = 256.0f;
+  v = (v + 12582912.0f) - 12582912.0f + (float)zp;
+  if (v < -128.0f) v = -128.0f;
+  if (v > 127.0f) v = 127.0f;
+  return (int8_t)v;
 }
 
 void pl_quantize_i8(const float* x, size_t n, float scale, int32_t zp, int8_t* q) {
