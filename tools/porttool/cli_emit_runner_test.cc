@@ -224,6 +224,22 @@ TEST(EmitRunner, RunnerRejectsWrongInputsNamingTheFile) {
   EXPECT_NE(r.err.find("input 'images' missing"), std::string::npos) << r.err;
 }
 
+TEST(EmitRunner, CliExitCodes) {
+  Demo demo;
+  std::string pipeline = (demo.split / "pipeline.json").string();
+  auto r = RunPorttool("emit-runner " + pipeline + " -o " + (demo.dir / "a").string() +
+                       " --fake-npu int8,nc1hwc2=12");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("8 or 16"), std::string::npos) << r.err;
+  r = RunPorttool("emit-runner " + pipeline + " -o " + demo.split.string());
+  EXPECT_EQ(r.exit_code, 2) << "the split directory itself must never be overwritten";
+  fs::remove(demo.split / "02_accelerator.onnx");
+  r = RunPorttool("emit-runner " + pipeline + " -o " + (demo.dir / "b").string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("02_accelerator.onnx"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(demo.dir / "b"));
+}
+
 TEST(EmitRunner, DetSplitAtTwoNodesReproducesTheUnsplitModel) {
   fs::path models = testing::SharedModelsDir();
   if (models.empty()) GTEST_SKIP() << "../shared/models absent: PP-OCRv4 det not available";
