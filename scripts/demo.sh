@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's main command: install, build the porttool binary (only it: the test suites are
-# scripts/test.sh's job), and run porttool's main job on the bundled model — from a PC model to
+# scripts/test.sh's job; plus the C runtime library the generated runner links), and run porttool's main job on the bundled model — from a PC model to
 # target-ready artefacts: inspect, check, pin shapes, cut at the op the NPU rejects (verified
 # numerically), run it, emit the firmware header, and write the decision report.
 set -euo pipefail
@@ -14,7 +14,7 @@ fi
 start=$(date +%s)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 # cmake's "[ NN%]" lines are the progress; everything else from the build is noise here.
-cmake --build build -j"$(nproc)" --target porttool |
+cmake --build build -j"$(nproc)" --target porttool porttool_runtime_c |
   grep --line-buffered -E '^\[ *[0-9]+%\]' | sed -u 's/^/  /' >&2
 echo "demo: porttool ready ($(( $(date +%s) - start )) s)" >&2
 PT=build/porttool
@@ -39,6 +39,14 @@ step "check --target again: nothing unsupported left" \
   $PT check "$OUT/demo.std.onnx" --target rknn-rk3588 --input-shape images:1x3x64x64
 step "run: the reference executor, with output statistics and a per-node profile" \
   $PT run $MODEL --random-inputs --input-shape images:1x3x64x64 --output-dir "$OUT/run" --repeat 5 --profile --top 5
+step "emit-runner: a C runner for the split (fake NPU: int8 bridges, NC1HWC2 layout)" \
+  $PT emit-runner "$OUT/demo.split/pipeline.json" --fake-npu int8,nc1hwc2=16 -o "$OUT/demo.runner"
+/usr/bin/python3 -c "import numpy as np; np.save('$OUT/images.npy', np.random.RandomState(1).rand(1, 3, 64, 64).astype(np.float32))"
+step "build the runner (-Wall -Wextra -Werror) and run it" \
+  env PKG_CONFIG_PATH="$PWD/build/pkgconfig-build" bash -c "cc -std=c99 -O2 -Wall -Wextra -Werror \
+  -I'$OUT/demo.runner' '$OUT/demo.runner'/*.c \$(pkg-config --cflags --libs porttool-runtime) -lm \
+  -o '$OUT/demo.runner/runner' && '$OUT/demo.runner/runner' --input images='$OUT/images.npy' \
+  --output-dir '$OUT/runner.out' --profile"
 step "emit-header: buffer sizes, aligned, with a static arena plan and a weight blob" \
   $PT emit-header $MODEL --input-shape images:1x3x64x64 --align 64 --arena \
   -o "$OUT/demo_detector.h" --weights "$OUT/demo_detector_weights.bin"

@@ -93,9 +93,9 @@ int Main(int argc, char** argv) {
   RunFn run;
   for (auto* reg :
        {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain, &RegisterSplit,
-        &RegisterExtract, &RegisterRun, &RegisterCompare, &RegisterEmitHeader, &RegisterDecide,
-        &RegisterRules, &RegisterPasses, &RegisterQuantizeCalibrate, &RegisterFoldConstants,
-        &RegisterSimplify, &RegisterRewrite}) {
+        &RegisterExtract, &RegisterRun, &RegisterCompare, &RegisterEmitHeader, &RegisterEmitRunner,
+        &RegisterDecide, &RegisterRules, &RegisterPasses, &RegisterQuantizeCalibrate,
+        &RegisterFoldConstants, &RegisterSimplify, &RegisterRewrite}) {
     reg(app, run);
   }
   bool json = WantsJson(argc, argv);
