@@ -42,6 +42,15 @@ onnx::TensorProto TensorToProto(const Tensor& tensor, const std::string& name);
 Tensor ReadNpy(const std::filesystem::path& path);
 // Written atomically.
 void WriteNpy(const std::filesystem::path& path, const Tensor& tensor);
+std::string EncodeNpy(const Tensor& tensor);  // the bytes of a .npy file
+
+// Writes one .npy (or .pb) file per tensor into `dir` (created when missing), named by
+// TensorFileNames, all or none: Error(kBadInput) naming the directory or file when it cannot be
+// created or written, and then no file appears. Returns the paths in order.
+std::vector<std::filesystem::path> WriteTensorFiles(const std::filesystem::path& dir,
+                                                    const std::vector<std::string>& names,
+                                                    const std::vector<const Tensor*>& tensors,
+                                                    bool pb);
 
 // A serialized onnx.TensorProto (the backend-test format). `name` receives the stored name.
 Tensor ReadPb(const std::filesystem::path& path, std::string* name = nullptr);

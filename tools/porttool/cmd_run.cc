@@ -66,16 +66,10 @@ int RunRun(const RunOptions& o) {
   std::vector<std::string> names, files;
   for (const auto& out : outputs) names.push_back(out.name);
   if (!o.output_dir.empty()) {
-    std::filesystem::create_directories(o.output_dir);
-    files = runtime::TensorFileNames(names, o.pb ? ".pb" : ".npy");
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      auto path = std::filesystem::path(o.output_dir) / files[i];
-      files[i] = path.string();
-      if (o.pb) {
-        runtime::WritePb(path, outputs[i].value, outputs[i].name);
-      } else {
-        runtime::WriteNpy(path, outputs[i].value);
-      }
+    std::vector<const runtime::Tensor*> values;
+    for (const auto& out : outputs) values.push_back(&out.value);
+    for (const auto& path : runtime::WriteTensorFiles(o.output_dir, names, values, o.pb)) {
+      files.push_back(path.string());
     }
   }
   Latency lat = Summarize(times_ms);

@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "lib/runtime/resource_limits.h"
 #include "lib/util/error.h"
 #include "tools/porttool/common_options.h"
 
@@ -18,7 +19,11 @@ int RunGuarded(const RunFn& run) {
   try {
     return run();
   } catch (const Error& e) {
-    spdlog::error("{}", e.what());
+    // The library names no flags; the resource-limit refusals get theirs here.
+    std::string hint = std::string(e.what()).find("memory limit") != std::string::npos
+                           ? " (raise the limits with --max-tensor-memory / --max-memory)"
+                           : "";
+    spdlog::error("{}{}", e.what(), hint);
     return ExitCodeFor(e.kind());
   } catch (const std::bad_alloc&) {
     spdlog::error("out of memory");
@@ -41,6 +46,15 @@ int Main(int argc, char** argv) {
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose, "More log output on stderr (repeat for trace)");
   app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
+  runtime::ResourceLimits limits;
+  app.add_option(
+         "--max-tensor-memory", limits.tensor_bytes,
+         "Largest tensor the executor may allocate, e.g. 2GB (default: physical memory / 4)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--max-memory", limits.total_bytes,
+                 "Tensor memory the executor may hold at once, e.g. 8GB (default: physical "
+                 "memory / 2)")
+      ->transform(CLI::AsSizeValue(false));
   RunFn run;
   for (auto* reg : {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain,
                     &RegisterSplit, &RegisterExtract, &RegisterRun, &RegisterCompare,
@@ -54,6 +68,7 @@ int Main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   SetUpLogging(verbose, quiet);
+  runtime::SetResourceLimits(limits);
   return RunGuarded(run);
 }
 
