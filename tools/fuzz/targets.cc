@@ -194,7 +194,7 @@ std::optional<std::string> FuzzExecutor(const uint8_t* data, size_t size) {
     return true;
   }();
   (void)limited;
-  FuzzedDataProvider fdp(data, size);
+  executor::FuzzedDataProvider fdp(data, size);
   io::Model model;
   const std::string& full = ops[fdp.ConsumeIntegralInRange<size_t>(0, ops.size() - 1)];
   auto sep = full.find("::");
