@@ -34,7 +34,7 @@ for f in "$WORK"/*.onnx; do
     /usr/bin/time -f '%e %M' -o "$WORK/time" "$BIN" $c "$f" $args -q >/dev/null 2>&1
     rc=$?
     set -e
-    read -r t kb <"$WORK/time"
+    read -r t kb < <(tail -1 "$WORK/time")
     mb=$(awk -v k="$kb" 'BEGIN { printf "%.0f", k / 1024 }')
     printf '%-26s %-13s %4s %8s %8s %10.2f %10.2f\n' "$m" "$c" "$rc" "$t" "$mb" \
       "$(awk -v t="$t" 'BEGIN { print t / 1 }')" "$(awk -v m="$mb" 'BEGIN { print m / 300 }')"
