@@ -274,7 +274,7 @@ Tensor ReadNpy(const std::filesystem::path& path) {
   return out;
 }
 
-std::string EncodeNpy(const Tensor& tensor) {
+std::string NpyHeader(const Tensor& tensor) {
   std::string shape = "(";
   for (int64_t d : tensor.shape()) shape += std::to_string(d) + ", ";
   if (tensor.rank() > 1) shape.resize(shape.size() - 2);
@@ -290,12 +290,19 @@ std::string EncodeNpy(const Tensor& tensor) {
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   out += header;
-  out.append(static_cast<const char*>(tensor.raw()), tensor.bytes());
   return out;
 }
 
+// The data goes straight from the tensor: no second copy of a large tensor in memory.
+void WriteNpyTo(io::AtomicFile& file, const Tensor& tensor) {
+  file.Write(NpyHeader(tensor));
+  file.Write(std::string_view(static_cast<const char*>(tensor.raw()), tensor.bytes()));
+}
+
 void WriteNpy(const std::filesystem::path& path, const Tensor& tensor) {
-  io::WriteFileAtomic(path, EncodeNpy(tensor));
+  io::AtomicFile file(path);
+  WriteNpyTo(file, tensor);
+  file.Commit();
 }
 
 std::vector<std::filesystem::path> WriteTensorFiles(const std::filesystem::path& dir,
@@ -309,8 +316,11 @@ std::vector<std::filesystem::path> WriteTensorFiles(const std::filesystem::path&
   for (size_t i = 0; i < names.size(); ++i) {
     paths.push_back(dir / file_names[i]);
     files.push_back(std::make_unique<io::AtomicFile>(paths.back()));
-    files.back()->Write(pb ? TensorToProto(*tensors[i], names[i]).SerializeAsString()
-                           : EncodeNpy(*tensors[i]));
+    if (pb) {
+      files.back()->Write(TensorToProto(*tensors[i], names[i]).SerializeAsString());
+    } else {
+      WriteNpyTo(*files.back(), *tensors[i]);
+    }
   }
   std::vector<io::AtomicFile*> all;
   for (auto& f : files) all.push_back(f.get());

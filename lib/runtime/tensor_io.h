@@ -42,7 +42,6 @@ onnx::TensorProto TensorToProto(const Tensor& tensor, const std::string& name);
 Tensor ReadNpy(const std::filesystem::path& path);
 // Written atomically.
 void WriteNpy(const std::filesystem::path& path, const Tensor& tensor);
-std::string EncodeNpy(const Tensor& tensor);  // the bytes of a .npy file
 
 // Writes one .npy (or .pb) file per tensor into `dir` (created when missing), named by
 // TensorFileNames, all or none: Error(kBadInput) naming the directory or file when it cannot be
