@@ -4,6 +4,8 @@
 #   scripts/setup.sh          build + test dependencies
 #   scripts/setup.sh --ort    also nodejs + npm (Debian) and ONNX Runtime for node (npm, into
 #                             scripts/ort/) so the comparisons against ONNX Runtime run
+#   scripts/setup.sh --fuzz   also clang 14 with its sanitizer/libFuzzer runtimes (fuzz and
+#                             sanitizer builds only; the normal build and tests use g++)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,9 @@ PACKAGES=(
   libopenblas-dev libstb-dev
   python3-onnx python3-numpy libonnx-testdata
 )
+
+# Only scripts/fuzz.sh and scripts/test-sanitizers.sh need clang.
+if [ "${1:-}" = "--fuzz" ]; then PACKAGES+=(clang-14 libclang-rt-14-dev); fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -130,6 +130,8 @@ void RunStrictShapeInference(io::Model& model, CheckReport& report, bool pinned)
   options.max_iterations = 1;
   try {
     shape::InferShapes(model, options);
+  } catch (const io::ResourceClaimError&) {
+    throw;  // not a finding about the graph: the model asks for what no target has
   } catch (const Error& e) {
     report.Add({Severity::kError, "shape-inference", e.node(), e.tensor(), e.what(),
                 pinned ? "the pinned input shapes do not fit the graph at this node (the "

@@ -5,6 +5,7 @@
 
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
+#include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 
 namespace porttool::analysis {
@@ -31,7 +32,8 @@ StaticTensor ResolveStaticTensor(const std::string& name, const onnx::ValueInfoP
                   ir::ShapeToString(info->type()), hint);
   }
   t.dims = *dims;
-  t.bytes = static_cast<uint64_t>(ir::ElementCount(t.dims)) * ir::DtypeSize(t.dtype);
+  t.bytes = static_cast<uint64_t>(
+      util::ByteSizeOf(t.dims, ir::DtypeSize(t.dtype), "tensor '" + t.name + "'"));
   return t;
 }
 

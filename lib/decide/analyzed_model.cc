@@ -12,6 +12,7 @@
 #include "lib/ir/dtype.h"
 #include "lib/runtime/shape_completion.h"
 #include "lib/shape/infer.h"
+#include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 
 namespace porttool::decide {
@@ -77,7 +78,7 @@ bool TensorInfo::IsStatic() const {
 std::optional<uint64_t> TensorInfo::Bytes() const {
   size_t size = ir::DtypeSize(dtype);
   if (!IsStatic() || size == 0) return std::nullopt;
-  return static_cast<uint64_t>(ir::ElementCount(dims)) * size;
+  return static_cast<uint64_t>(util::ByteSizeOf(dims, size, "tensor"));
 }
 
 std::string OpKey(const onnx::NodeProto& node) {

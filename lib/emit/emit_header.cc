@@ -31,6 +31,7 @@ void CheckOutputs(const io::Model& model, const EmitRequest& r) {
     outputs.push_back(r.weights_path);
   }
   for (const auto& out : outputs) {
+    io::CheckOutputFilePath(out);
     if (!model.path.empty() && SameFile(out, model.path)) {
       ThrowUsage("output '{}' is the input model; choose another file name", out.string());
     }
@@ -84,20 +85,25 @@ EmitResult EmitHeaderFiles(const io::Model& model, const EmitRequest& r) {
   }
   result.header = RenderHeader(model, options);
 
-  // The header is committed last, so a failure while streaming weights leaves no new header.
+  // Every output is written to its temp file first and committed only when all are complete:
+  // a failure anywhere (an unwritable header path, a weight that cannot be read) writes nothing.
   io::AtomicFile header_file(r.header_path);
   header_file.Write(result.header.text);
+  std::optional<io::AtomicFile> weights_file;
+  if (result.weights) weights_file.emplace(r.weights_path);
   if (result.weights && IsSourceOutput(r.weights_path)) {
     std::string prefix = ToUpper(options.prefix);
     WriteWeightsSource(model, *result.weights,
                        {options.weights_array, IncludePath(r.header_path, r.weights_path),
                         prefix + "_ALIGNED", prefix + "_WEIGHTS_SIZE", options.model_file},
-                       r.weights_path);
+                       *weights_file);
   } else if (result.weights) {
-    WriteWeightsBin(model, *result.weights, r.weights_path);
+    WriteWeightsBin(model, *result.weights, *weights_file);
   }
   if (result.weights) result.files.push_back(r.weights_path);
-  header_file.Commit();
+  std::vector<io::AtomicFile*> all = {&header_file};
+  if (weights_file) all.insert(all.begin(), &*weights_file);
+  io::CommitAll(all);
   result.files.insert(result.files.begin(), r.header_path);
   return result;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/io/atomic_file.h"
 #include "lib/io/model.h"
 
 namespace porttool::emit {
@@ -35,9 +36,9 @@ struct WeightsLayout {
 // Throws Error(kBadInput) naming the tensor for string tensors (no fixed-size layout).
 WeightsLayout LayoutWeights(const io::Model& model, uint64_t alignment);
 
-// Writes the blob raw, padding with zeros between tensors. Atomic.
-void WriteWeightsBin(const io::Model& model, const WeightsLayout& layout,
-                     const std::filesystem::path& out);
+// Writes the blob raw, padding with zeros between tensors, into `file`; the caller commits it
+// together with the header (all outputs or none).
+void WriteWeightsBin(const io::Model& model, const WeightsLayout& layout, io::AtomicFile& file);
 
 struct WeightsSourceOptions {
   std::string array_name;      // C identifier of the byte array
@@ -47,8 +48,9 @@ struct WeightsSourceOptions {
   std::string model_file;      // for the leading comment
 };
 
-// Writes the blob as C source: `ALIGNED(A) const uint8_t NAME[SIZE] = { 0x.., ... };`. Atomic.
+// Writes the blob as C source: `ALIGNED(A) const uint8_t NAME[SIZE] = { 0x.., ... };`, into
+// `file` (committed by the caller).
 void WriteWeightsSource(const io::Model& model, const WeightsLayout& layout,
-                        const WeightsSourceOptions& options, const std::filesystem::path& out);
+                        const WeightsSourceOptions& options, io::AtomicFile& file);
 
 }  // namespace porttool::emit

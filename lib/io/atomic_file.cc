@@ -57,4 +57,32 @@ void WriteFileAtomic(const fs::path& path, std::string_view content) {
   file.Commit();
 }
 
+void CommitAll(const std::vector<AtomicFile*>& files) {
+  for (AtomicFile* f : files) f->Commit();
+}
+
+void CheckOutputFilePath(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    ThrowBadInput("'{}' is a directory; give a file name for this output", path.string());
+  }
+  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(dir, ec)) {
+    ThrowBadInput("cannot write '{}': '{}' is not an existing directory", path.string(),
+                  dir.string());
+  }
+}
+
+void CreateOutputDir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    ThrowBadInput("cannot create output directory '{}': {}", dir.string(),
+                  ec ? ec.message() : "a file is in the way");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    ThrowBadInput("output directory '{}' is not writable: {}", dir.string(), std::strerror(errno));
+  }
+}
+
 }  // namespace porttool::io

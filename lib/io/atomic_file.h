@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace porttool::io {
 
@@ -33,5 +34,16 @@ class AtomicFile {
 
 // Writes a whole file atomically.
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content);
+
+// Commits several AtomicFiles together, after every one of them was written: a command that
+// writes several outputs writes all of them or none (a failure before CommitAll leaves none).
+void CommitAll(const std::vector<AtomicFile*>& files);
+
+// Throws Error(kBadInput) when `path` cannot become a file: it is an existing directory, or its
+// parent is missing or not a directory. Called before any output is written.
+void CheckOutputFilePath(const std::filesystem::path& path);
+// Creates `dir` (and parents) for outputs; Error(kBadInput) naming it when that fails (a file is
+// in the way, no permission, read-only file system).
+void CreateOutputDir(const std::filesystem::path& dir);
 
 }  // namespace porttool::io

@@ -14,6 +14,7 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/io/dtype.h"
+#include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
@@ -93,7 +94,61 @@ void CheckParsedModel(const Model& model, const fs::path& path) {
   }
 }
 
+void CheckClaimedShape(const std::vector<int64_t>& dims, int32_t dtype, const std::string& where,
+                       const std::string& tensor) {
+  const std::string what = fmt::format("{}: tensor '{}'", where, tensor);
+  size_t element = std::max<size_t>(ir::DtypeSize(dtype), 1);
+  auto count = util::CheckedElementCount(dims);
+  auto bytes = count ? util::CheckedMul(*count, static_cast<int64_t>(element)) : std::nullopt;
+  if (!bytes || static_cast<uint64_t>(*bytes) >= kMaxClaimedTensorBytes) {
+    throw ResourceClaimError(
+        ErrorKind::kBadInput,
+        fmt::format("{} claims shape {} ({}); no target holds a tensor of 1 TiB or more", what,
+                    util::DimsToString(dims),
+                    bytes ? util::FormatBytes(*bytes) : "a negative dim or more than 2^63 bytes"),
+        "", tensor);
+  }
+}
+
+void CheckValueInfo(const onnx::ValueInfoProto& vi, const std::string& where) {
+  if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+  std::vector<int64_t> dims;
+  for (const auto& d : vi.type().tensor_type().shape().dim()) {
+    if (d.has_dim_value()) dims.push_back(d.dim_value());
+  }
+  CheckClaimedShape(dims, vi.type().tensor_type().elem_type(), where, vi.name());
+}
+
+void CheckGraphSizes(const onnx::GraphProto& graph, const std::string& where, int depth) {
+  if (depth > kMaxSubgraphDepth) {
+    throw ResourceClaimError(ErrorKind::kBadInput,
+                             fmt::format("{}: subgraphs nest deeper than {} levels (at graph '{}')",
+                                         where, kMaxSubgraphDepth, graph.name()));
+  }
+  for (const auto& vi : graph.input()) CheckValueInfo(vi, where);
+  for (const auto& vi : graph.output()) CheckValueInfo(vi, where);
+  for (const auto& vi : graph.value_info()) CheckValueInfo(vi, where);
+  for (const auto& t : graph.initializer()) {
+    CheckClaimedShape({t.dims().begin(), t.dims().end()}, t.data_type(), where, t.name());
+  }
+  for (const auto& node : graph.node()) {
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_t()) {
+        const auto& t = attr.t();
+        CheckClaimedShape({t.dims().begin(), t.dims().end()}, t.data_type(), where,
+                          t.name().empty() ? node.name() + "." + attr.name() : t.name());
+      }
+      if (attr.has_g()) CheckGraphSizes(attr.g(), where, depth + 1);
+      for (const auto& g : attr.graphs()) CheckGraphSizes(g, where, depth + 1);
+    }
+  }
+}
+
 }  // namespace
+
+void CheckClaimedSizes(const onnx::GraphProto& graph, const std::string& where) {
+  CheckGraphSizes(graph, where, 0);
+}
 
 void ForEachTensor(onnx::GraphProto& graph, const std::function<void(onnx::TensorProto&)>& fn) {
   for (auto& t : *graph.mutable_initializer()) fn(t);
@@ -143,6 +198,7 @@ Model Load(const fs::path& path) {
     }
   }
   CheckParsedModel(model, path);
+  CheckClaimedSizes(model.proto.graph(), path.string());
   ValidateExternalRefs(model);
   return model;
 }
@@ -160,9 +216,9 @@ uint64_t TensorPayloadBytes(const onnx::TensorProto& t) {
     if (ref.has_length) return ref.length;
   }
   if (t.has_raw_data()) return t.raw_data().size();
-  uint64_t n = 1;
-  for (auto d : t.dims()) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
-  return n * DtypeSize(t.data_type());
+  auto n = util::CheckedElementCount(std::span<const int64_t>(t.dims().data(), t.dims().size()));
+  auto bytes = util::CheckedMul(n.value_or(0), static_cast<int64_t>(DtypeSize(t.data_type())));
+  return static_cast<uint64_t>(bytes.value_or(0));
 }
 
 TensorBytes ReadTensorBytes(const Model& model, const onnx::TensorProto& t) {

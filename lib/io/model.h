@@ -18,6 +18,7 @@
 
 #include "lib/io/external_data.h"
 #include "lib/io/mapped_file.h"
+#include "lib/util/error.h"
 
 namespace porttool::io {
 
@@ -37,6 +38,24 @@ struct Model {
 // missing, a directory, empty, not protobuf, truncated, no graph, over protobuf's 2 GB limit,
 // or an unsafe/out-of-range external-data reference.
 Model Load(const std::filesystem::path& path);
+
+// No target holds a tensor of 1 TiB; a shape claiming that much (or one whose element count
+// overflows int64) is an attack or a corrupt file, refused before any stage plans memory for it.
+inline constexpr uint64_t kMaxClaimedTensorBytes = uint64_t{1} << 40;
+// If/Loop/Scan bodies nest at most this deep (protobuf's own parser stops near 32 levels).
+inline constexpr int kMaxSubgraphDepth = 16;
+
+// Throws Error(kBadInput) naming `where` and the tensor when a static shape in `graph` (inputs,
+// outputs, value_info, initializer dims, recursively in subgraphs) has a negative dim, an element
+// count past int64 or kMaxClaimedTensorBytes or more, or when subgraphs nest past
+// kMaxSubgraphDepth. Load calls it; shape inference calls it on what it inferred.
+// The error is a ResourceClaimError, so stages that turn other errors into findings (check's
+// strict inference) still refuse such a model as bad input.
+void CheckClaimedSizes(const onnx::GraphProto& graph, const std::string& where);
+class ResourceClaimError : public Error {
+ public:
+  using Error::Error;
+};
 
 // Parses ONNX text syntax (onnx::OnnxParser), for tests and small fixtures.
 Model ParseText(const std::string& text);

@@ -1,5 +1,6 @@
 #include "lib/ir/dtype.h"
 
+#include "lib/util/checked_math.h"
 #include "lib/util/strings.h"
 
 namespace porttool::ir {
@@ -34,9 +35,7 @@ std::string ShapeToString(const onnx::TypeProto& type) {
 }
 
 int64_t ElementCount(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
+  return util::ElementCountOf(dims, "tensor shape");
 }
 
 }  // namespace porttool::ir

@@ -24,7 +24,8 @@ std::optional<std::vector<int64_t>> StaticShape(const onnx::TypeProto& type);
 // "1x3x640x640" when every dim is static, else "[N, 3, H, W]" (symbolic dims by name, unknown
 // ones as "?"); "scalar" for rank 0.
 std::string ShapeToString(const onnx::TypeProto& type);
-// Element count of a static shape (1 for a scalar).
+// Element count of a static shape (1 for a scalar); Error(kBadInput) for a negative dim or a
+// count past int64 (util::ElementCountOf, which callers with a tensor name should prefer).
 int64_t ElementCount(const std::vector<int64_t>& dims);
 
 }  // namespace porttool::ir

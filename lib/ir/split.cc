@@ -15,6 +15,7 @@
 #include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
 #include "lib/shape/infer.h"
+#include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
 #include "lib/util/strings.h"
@@ -31,7 +32,7 @@ std::optional<uint64_t> StaticBytes(const onnx::TypeProto& type) {
   size_t element = DtypeSize(type.tensor_type().elem_type());
   auto dims = StaticShape(type);
   if (element == 0 || !dims) return std::nullopt;
-  return static_cast<uint64_t>(ElementCount(*dims)) * element;
+  return static_cast<uint64_t>(util::ByteSizeOf(*dims, element, "tensor type"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -741,7 +742,18 @@ void MoveIntoPlace(TempDirGuard& built, const fs::path& dir) {
     if (ec) ThrowBadInput("cannot replace '{}': {}", dir.string(), ec.message());
     fs::rename(built.path(), dir, ec);
     if (ec) {
-      fs::rename(old.path(), dir);
+      // Put the previous split back. If even that fails, keep it where it is (the guard would
+      // delete it) and say where: losing the user's last good split is worse than a stray dir.
+      std::error_code restore_ec;
+      fs::rename(old.path(), dir, restore_ec);
+      if (restore_ec) {
+        fs::path kept = old.path();
+        old.Release();
+        ThrowBadInput(
+            "cannot move the split into '{}' ({}) nor restore the previous one ({}); "
+            "the previous split is kept in '{}'",
+            dir.string(), ec.message(), restore_ec.message(), kept.string());
+      }
       ThrowBadInput("cannot move the split into '{}': {}", dir.string(), ec.message());
     }
   } else {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <mutex>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "lib/analysis/liveness.h"
@@ -87,6 +88,37 @@ bool AllFinite(const Tensor& t) {
     if (!std::isfinite(p[i])) return false;
   }
   return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Errors raised below a kernel (a tensor over the memory limit, an overflowing shape) do not know
+// the node; they get it here. Allocation failures and index errors inside a kernel come from
+// what the model asked for, so they are bad input naming the node, not porttool bugs.
+void RunKernel(const KernelFn& kernel, KernelContext& ctx, const onnx::NodeProto& node) {
+  auto where = [&] {
+    return fmt::format("node '{}' ({}{}{})", node.name(), node.op_type(),
+                       node.output_size() > 0 ? ", producing " : "",
+                       node.output_size() > 0 ? "'" + node.output(0) + "'" : "");
+  };
+  try {
+    kernel(ctx);
+  } catch (const Error& e) {
+    if (!e.node().empty()) throw;
+    throw Error(e.kind(), fmt::format("{}: {}", where(), e.what()), node.name(), e.tensor());
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::kBadInput, where() + ": out of memory", node.name());
+  } catch (const std::length_error& e) {
+    throw Error(ErrorKind::kBadInput, fmt::format("{}: size too large ({})", where(), e.what()),
+                node.name());
+  } catch (const std::out_of_range& e) {
+    throw Error(ErrorKind::kBadInput, fmt::format("{}: index out of range ({})", where(), e.what()),
+                node.name());
+  } catch (const std::exception& e) {
+    ThrowInternal("{}: {}", where(), e.what());
+  }
 }
 
 }  // namespace
@@ -263,13 +295,7 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
       child.parent = &scope;
       return Execute(*child.plan, child, observer, true);
     });
-    try {
-      (*plan.kernels[step])(ctx);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      ThrowInternal("node '{}' ({}): {}", node.name(), node.op_type(), e.what());
-    }
+    RunKernel(*plan.kernels[step], ctx, node);
     for (int i = 0; i < ctx.output_count(); ++i) {
       if (!ctx.wants_output(i)) continue;
       if (ctx.output(i).empty()) {

@@ -2,22 +2,26 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "lib/ir/dtype.h"
+#include "lib/runtime/resource_accounting.h"
+#include "lib/runtime/resource_limits.h"
+#include "lib/util/checked_math.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace porttool::runtime {
 namespace {
 
-int64_t CountElements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) ThrowInternal("tensor shape has a negative dim ({})", d);
-    n *= d;
-  }
-  return n;
+std::string ShapeText(int32_t dtype, const std::vector<int64_t>& shape) {
+  return fmt::format("{}{}", ir::DtypeName(dtype), util::DimsToString(shape));
+}
+
+int64_t CountElements(int32_t dtype, const std::vector<int64_t>& shape) {
+  return util::ElementCountOf(shape, "tensor " + ShapeText(dtype, shape));
 }
 
 size_t ElementSize(int32_t dtype) {
@@ -28,20 +32,42 @@ size_t ElementSize(int32_t dtype) {
   return size;
 }
 
+// Checks the limits before anything is allocated, so a model claiming terabytes costs nothing.
+uint64_t ReserveStorage(int32_t dtype, const std::vector<int64_t>& shape) {
+  const std::string what = "tensor " + ShapeText(dtype, shape);
+  const uint64_t bytes = util::ByteSizeOf(shape, ElementSize(dtype), what);
+  // aligned_alloc needs a multiple of the alignment; never zero so data_ is valid.
+  const uint64_t padded = std::max<uint64_t>(
+      (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment, kTensorAlignment);
+  const ResourceLimits limits = GetResourceLimits();
+  if (bytes > limits.tensor_bytes) {
+    ThrowBadInput("{} needs {}, over the per-tensor memory limit of {}", what,
+                  util::FormatBytes(bytes), util::FormatBytes(limits.tensor_bytes));
+  }
+  if (!ReserveTensorBytes(padded)) {
+    ThrowBadInput("{} needs {} with {} already in use, over the total tensor memory limit of {}",
+                  what, util::FormatBytes(bytes), util::FormatBytes(LiveTensorBytes()),
+                  util::FormatBytes(limits.total_bytes));
+  }
+  return padded;
+}
+
 }  // namespace
 
 Tensor::Tensor(int32_t dtype, std::vector<int64_t> shape)
-    : dtype_(dtype), shape_(std::move(shape)), size_(CountElements(shape_)) {
-  size_t bytes = static_cast<size_t>(size_) * ElementSize(dtype);
-  // aligned_alloc needs a size that is a multiple of the alignment; never zero so data_ is valid.
-  size_t padded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  if (padded == 0) padded = kTensorAlignment;
+    : dtype_(dtype), shape_(std::move(shape)), size_(CountElements(dtype, shape_)) {
+  const uint64_t padded = ReserveStorage(dtype, shape_);
   void* p = std::aligned_alloc(kTensorAlignment, padded);
   if (p == nullptr) {
-    ThrowBadInput("out of memory allocating {} bytes for a {} tensor", bytes, ir::DtypeName(dtype));
+    ReleaseTensorBytes(padded);
+    ThrowBadInput("out of memory allocating {} for tensor {}", util::FormatBytes(padded),
+                  ShapeText(dtype, shape_));
   }
   std::memset(p, 0, padded);
-  storage_ = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
+  storage_ = std::shared_ptr<const void>(p, [padded](const void* q) {
+    std::free(const_cast<void*>(q));
+    ReleaseTensorBytes(padded);
+  });
   data_ = p;
 }
 
@@ -50,7 +76,7 @@ Tensor Tensor::View(int32_t dtype, std::vector<int64_t> shape, const void* data,
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  t.size_ = CountElements(t.shape_);
+  t.size_ = CountElements(dtype, t.shape_);
   ElementSize(dtype);
   t.storage_ = std::move(keepalive);
   t.data_ = const_cast<void*>(data);
@@ -68,8 +94,9 @@ void* Tensor::mutable_raw() {
 }
 
 Tensor Tensor::Reshaped(std::vector<int64_t> shape) const {
-  if (CountElements(shape) != size_) {
-    ThrowInternal("cannot reshape {} to {} elements", DebugString(), CountElements(shape));
+  auto count = util::CheckedElementCount(shape);
+  if (count != size_) {
+    ThrowInternal("cannot reshape {} to {}", DebugString(), util::DimsToString(shape));
   }
   Tensor t = *this;
   t.shape_ = std::move(shape);

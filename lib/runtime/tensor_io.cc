@@ -4,16 +4,20 @@
 
 #include <bit>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
 #include "lib/io/atomic_file.h"
 #include "lib/ir/dtype.h"
+#include "lib/util/checked_math.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace porttool::runtime {
 namespace {
@@ -46,18 +50,26 @@ Tensor FromBytes(const std::string& name, int32_t dtype, const std::vector<int64
     ThrowBadInput("tensor '{}': type {} is not supported by the executor", name,
                   ir::DtypeName(dtype));
   }
-  int64_t count = ir::ElementCount(dims);
-  if (bytes.size() != static_cast<size_t>(count) * elem) {
+  const std::string what = fmt::format("tensor '{}'", name);
+  int64_t count = util::ElementCountOf(dims, what);
+  int64_t expected = util::ByteSizeOf(dims, elem, what);
+  if (bytes.size() != static_cast<uint64_t>(expected)) {
     ThrowBadInput("tensor '{}': {} bytes of data for {} elements of {} (expected {})", name,
-                  bytes.size(), count, ir::DtypeName(dtype), count * elem);
+                  bytes.size(), count, ir::DtypeName(dtype), expected);
   }
   if (dtype == TP::FLOAT16) return WidenHalf(dims, bytes.data());
   // Mapped external data stays in place when its alignment allows typed access.
-  if (keepalive && reinterpret_cast<uintptr_t>(bytes.data()) % elem == 0) {
+  if (keepalive && dtype != TP::BOOL && reinterpret_cast<uintptr_t>(bytes.data()) % elem == 0) {
     return Tensor::View(dtype, dims, bytes.data(), std::move(keepalive));
   }
   Tensor out(dtype, dims);
-  if (!bytes.empty()) std::memcpy(out.mutable_raw(), bytes.data(), bytes.size());
+  if (dtype == TP::BOOL) {
+    // Any byte other than 0 and 1 would be an invalid bool for the kernels that read it.
+    auto* dst = static_cast<uint8_t*>(out.mutable_raw());
+    for (size_t i = 0; i < bytes.size(); ++i) dst[i] = bytes[i] != 0;
+  } else if (!bytes.empty()) {
+    std::memcpy(out.mutable_raw(), bytes.data(), bytes.size());
+  }
   return out;
 }
 
@@ -156,39 +168,39 @@ std::string NpyDescr(int32_t dtype) {
   ThrowBadInput("cannot write a {} tensor as .npy", ir::DtypeName(dtype));
 }
 
-// Value of `key` in the header dict (a Python literal), as raw text.
+// Value of `key` in the header dict (a Python literal), as raw text. Every position is checked:
+// the header is whatever the file says.
 std::string HeaderField(const std::string& header, const std::string& key,
                         const std::string& file) {
   auto pos = header.find("'" + key + "'");
   if (pos == std::string::npos) ThrowBadInput("{}: .npy header has no '{}'", file, key);
   pos = header.find(':', pos);
-  auto start = header.find_first_not_of(' ', pos + 1);
-  char open = header[start];
-  size_t end;
-  if (open == '\'') {
-    end = header.find('\'', start + 1) + 1;
-  } else if (open == '(') {
-    end = header.find(')', start) + 1;
-  } else {
-    end = header.find_first_of(",}", start);
-  }
-  if (end == std::string::npos || end == 0) ThrowBadInput("{}: malformed .npy header", file);
+  size_t start = pos == std::string::npos ? pos : header.find_first_not_of(' ', pos + 1);
+  if (start == std::string::npos) ThrowBadInput("{}: malformed .npy header at '{}'", file, key);
+  const char open = header[start];
+  size_t end = open == '\''  ? header.find('\'', start + 1)
+               : open == '(' ? header.find(')', start)
+                             : header.find_first_of(",}", start);
+  if (end == std::string::npos) ThrowBadInput("{}: malformed .npy header at '{}'", file, key);
+  if (open == '\'' || open == '(') ++end;  // keep the closing quote or parenthesis
   return header.substr(start, end - start);
 }
 
 std::vector<int64_t> ParseNpyShape(const std::string& text, const std::string& file) {
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')') {
+    ThrowBadInput("{}: bad .npy shape {}", file, text);
+  }
   std::vector<int64_t> dims;
-  std::string inner = text.substr(1, text.size() - 2);
-  std::stringstream ss(inner);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  for (const auto& item : util::Split(text.substr(1, text.size() - 2), ',')) {
     auto b = item.find_first_not_of(' ');
     if (b == std::string::npos) continue;
-    try {
-      dims.push_back(std::stoll(item.substr(b)));
-    } catch (const std::exception&) {
+    auto e = item.find_last_not_of(' ') + 1;
+    int64_t d = -1;
+    auto [end, ec] = std::from_chars(item.data() + b, item.data() + e, d);
+    if (ec != std::errc() || end != item.data() + e || d < 0) {
       ThrowBadInput("{}: bad .npy shape {}", file, text);
     }
+    dims.push_back(d);
   }
   return dims;
 }
@@ -238,19 +250,31 @@ Tensor ReadNpy(const std::filesystem::path& path) {
         file, descr);
   }
   auto dims = ParseNpyShape(HeaderField(header, "shape", file), file);
-  for (int64_t d : dims) {
-    if (d < 0) ThrowBadInput("{}: negative dim in .npy shape", file);
+  const int32_t dtype = it->second;
+  const auto bytes = static_cast<uint64_t>(
+      util::ByteSizeOf(dims, ir::DtypeSize(dtype), fmt::format("{}: .npy shape", file)));
+  // The header's claim is checked against the file before anything of that size is allocated.
+  const auto data_start = static_cast<uint64_t>(in.tellg());
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec || file_size < data_start || file_size - data_start != bytes) {
+    ThrowBadInput("{}: .npy header claims {} bytes of data, the file holds {}", file, bytes,
+                  ec || file_size < data_start ? 0 : file_size - data_start);
   }
-  size_t bytes = ir::ElementCount(dims) * ir::DtypeSize(it->second);
-  std::string data(bytes, '\0');
-  if (!in.read(data.data(), bytes)) {
+  if (dtype == TP::FLOAT16 || dtype == TP::BOOL) {  // converted on the way in
+    std::string data(bytes, '\0');
+    in.read(data.data(), static_cast<std::streamsize>(bytes));
+    std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    return FromBytes(file, dtype, dims, span, nullptr);
+  }
+  Tensor out(dtype, dims);
+  if (!in.read(static_cast<char*>(out.mutable_raw()), static_cast<std::streamsize>(bytes))) {
     ThrowBadInput("{}: truncated .npy data (expected {} bytes)", file, bytes);
   }
-  std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(data.data()), data.size());
-  return FromBytes(file, it->second, dims, span, nullptr);
+  return out;
 }
 
-void WriteNpy(const std::filesystem::path& path, const Tensor& tensor) {
+std::string NpyHeader(const Tensor& tensor) {
   std::string shape = "(";
   for (int64_t d : tensor.shape()) shape += std::to_string(d) + ", ";
   if (tensor.rank() > 1) shape.resize(shape.size() - 2);
@@ -266,11 +290,42 @@ void WriteNpy(const std::filesystem::path& path, const Tensor& tensor) {
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   out += header;
-  // The data goes straight from the tensor: no second copy of a large tensor in memory.
-  io::AtomicFile file(path);
-  file.Write(out);
+  return out;
+}
+
+// The data goes straight from the tensor: no second copy of a large tensor in memory.
+void WriteNpyTo(io::AtomicFile& file, const Tensor& tensor) {
+  file.Write(NpyHeader(tensor));
   file.Write(std::string_view(static_cast<const char*>(tensor.raw()), tensor.bytes()));
+}
+
+void WriteNpy(const std::filesystem::path& path, const Tensor& tensor) {
+  io::AtomicFile file(path);
+  WriteNpyTo(file, tensor);
   file.Commit();
+}
+
+std::vector<std::filesystem::path> WriteTensorFiles(const std::filesystem::path& dir,
+                                                    const std::vector<std::string>& names,
+                                                    const std::vector<const Tensor*>& tensors,
+                                                    bool pb) {
+  io::CreateOutputDir(dir);
+  std::vector<std::filesystem::path> paths;
+  std::vector<std::unique_ptr<io::AtomicFile>> files;
+  auto file_names = TensorFileNames(names, pb ? ".pb" : ".npy");
+  for (size_t i = 0; i < names.size(); ++i) {
+    paths.push_back(dir / file_names[i]);
+    files.push_back(std::make_unique<io::AtomicFile>(paths.back()));
+    if (pb) {
+      files.back()->Write(TensorToProto(*tensors[i], names[i]).SerializeAsString());
+    } else {
+      WriteNpyTo(*files.back(), *tensors[i]);
+    }
+  }
+  std::vector<io::AtomicFile*> all;
+  for (auto& f : files) all.push_back(f.get());
+  io::CommitAll(all);
+  return paths;
 }
 
 Tensor ReadPb(const std::filesystem::path& path, std::string* name) {

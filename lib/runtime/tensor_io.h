@@ -43,6 +43,14 @@ Tensor ReadNpy(const std::filesystem::path& path);
 // Written atomically.
 void WriteNpy(const std::filesystem::path& path, const Tensor& tensor);
 
+// Writes one .npy (or .pb) file per tensor into `dir` (created when missing), named by
+// TensorFileNames, all or none: Error(kBadInput) naming the directory or file when it cannot be
+// created or written, and then no file appears. Returns the paths in order.
+std::vector<std::filesystem::path> WriteTensorFiles(const std::filesystem::path& dir,
+                                                    const std::vector<std::string>& names,
+                                                    const std::vector<const Tensor*>& tensors,
+                                                    bool pb);
+
 // A serialized onnx.TensorProto (the backend-test format). `name` receives the stored name.
 Tensor ReadPb(const std::filesystem::path& path, std::string* name = nullptr);
 void WritePb(const std::filesystem::path& path, const Tensor& tensor, const std::string& name);

@@ -328,6 +328,11 @@ InferReport InferShapes(io::Model& model, const InferOptions& options) {
         "may be incomplete",
         report.iterations));
   }
+  // Data propagation turns Expand/Tile/ConstantOfShape/Reshape data into static dims: a model
+  // claiming terabytes shows up here, before any later stage plans memory for it.
+  io::CheckClaimedSizes(model.proto.graph(), model.path.empty()
+                                                 ? std::string("inferred shapes")
+                                                 : model.path.string() + " (inferred shapes)");
   FillReport(model, report);
   return report;
 }

@@ -126,21 +126,18 @@ void PrintProfile(const Profile& p, size_t top) {
   }
 }
 
+// All files or none: a folder that cannot take them is bad input, not a half-written result.
 std::vector<std::string> WriteOutputs(const std::vector<runtime::NamedTensor>& outputs,
                                       const RunOptions& o) {
   if (o.output_dir.empty()) return {};
-  std::vector<std::string> names;
-  for (const auto& out : outputs) names.push_back(out.name);
-  std::filesystem::create_directories(o.output_dir);
-  std::vector<std::string> files = runtime::TensorFileNames(names, o.pb ? ".pb" : ".npy");
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    auto path = std::filesystem::path(o.output_dir) / files[i];
-    files[i] = path.string();
-    if (o.pb) {
-      runtime::WritePb(path, outputs[i].value, outputs[i].name);
-    } else {
-      runtime::WriteNpy(path, outputs[i].value);
-    }
+  std::vector<std::string> names, files;
+  std::vector<const runtime::Tensor*> values;
+  for (const auto& out : outputs) {
+    names.push_back(out.name);
+    values.push_back(&out.value);
+  }
+  for (const auto& path : runtime::WriteTensorFiles(o.output_dir, names, values, o.pb)) {
+    files.push_back(path.string());
   }
   return files;
 }

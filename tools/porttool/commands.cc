@@ -7,6 +7,7 @@
 
 #include <iostream>
 
+#include "lib/runtime/resource_limits.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "porttool_build_config.h"
@@ -90,6 +91,15 @@ int Main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose,
                "More detail on stderr: -v per-stage timings and notes, -vv trace");
   app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
+  runtime::ResourceLimits limits;
+  app.add_option(
+         "--max-tensor-memory", limits.tensor_bytes,
+         "Largest tensor the executor may allocate, e.g. 2GB (default: physical memory / 4)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--max-memory", limits.total_bytes,
+                 "Tensor memory the executor may hold at once, e.g. 8GB (default: physical "
+                 "memory / 2)")
+      ->transform(CLI::AsSizeValue(false));
   RunFn run;
   for (auto* reg :
        {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain, &RegisterSplit,
@@ -127,6 +137,7 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   SetUpLogging(verbose, quiet);
+  runtime::SetResourceLimits(limits);
   StageTimer total("total");
   return RunGuarded(run, json);
 }

@@ -224,6 +224,9 @@ std::string WithFlagHint(const std::string& message) {
       {"no rule files under", "--rules-dir DIR or $PORTTOOL_RULES_DIR"},
       {"refusing to overwrite", "-o OUT, or --in-place"},
   };
+  if (message.find("memory limit") != std::string::npos) {
+    return message + " [raise the limits with --max-tensor-memory / --max-memory]";
+  }
   for (const auto& [subject, flag] : kHints) {
     if (util::StartsWith(message, subject)) return message + " [" + flag + "]";
   }

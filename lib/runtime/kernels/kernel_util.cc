@@ -4,6 +4,7 @@
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/parallel.h"
+#include "lib/util/checked_math.h"
 
 namespace porttool::runtime::kernels {
 
@@ -12,7 +13,8 @@ void FailDtype(const KernelContext& ctx, int32_t dtype) {
 }
 
 int NormalizeAxis(const KernelContext& ctx, int64_t axis, int rank) {
-  if (axis < -rank || axis >= std::max(rank, 1)) {
+  // A rank-0 tensor has no axis at all: accepting 0 there let Concat index an empty shape.
+  if (axis < -rank || axis >= rank) {
     ctx.Fail(fmt::format("axis {} is out of range for a rank-{} input", axis, rank));
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
@@ -36,19 +38,26 @@ double ReadScalar(const KernelContext& ctx, const Tensor& t) {
 
 std::vector<int64_t> BroadcastShape(const KernelContext& ctx,
                                     const std::vector<const Tensor*>& inputs) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Tensor* t : inputs) shapes.push_back(t->shape());
+  return BroadcastShapes(ctx, shapes);
+}
+
+std::vector<int64_t> BroadcastShapes(const KernelContext& ctx,
+                                     const std::vector<std::vector<int64_t>>& shapes) {
   size_t rank = 0;
-  for (const Tensor* t : inputs) rank = std::max(rank, t->shape().size());
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
   std::vector<int64_t> out(rank, 1);
-  for (const Tensor* t : inputs) {
-    const auto& s = t->shape();
+  for (const auto& s : shapes) {
     size_t shift = rank - s.size();
     for (size_t i = 0; i < s.size(); ++i) {
       int64_t& o = out[shift + i];
+      if (s[i] < 0) ctx.Fail(fmt::format("negative dim in shape {}", util::DimsToString(s)));
       if (s[i] == o || s[i] == 1) continue;
       if (o != 1) {
-        std::vector<std::string> shapes;
-        for (const Tensor* u : inputs) shapes.push_back(u->DebugString());
-        ctx.Fail(fmt::format("inputs cannot be broadcast together: {}", fmt::join(shapes, ", ")));
+        std::vector<std::string> texts;
+        for (const auto& u : shapes) texts.push_back(util::DimsToString(u));
+        ctx.Fail(fmt::format("shapes cannot be broadcast together: {}", fmt::join(texts, ", ")));
       }
       o = s[i];
     }

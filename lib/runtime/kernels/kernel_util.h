@@ -5,8 +5,11 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "lib/runtime/kernel.h"
@@ -29,6 +32,30 @@ void DispatchSigned(const KernelContext& ctx, int32_t dtype, Fn&& fn);  // float
 
 [[noreturn]] void FailDtype(const KernelContext& ctx, int32_t dtype);
 
+// A floating value converted to T with saturation (NaN -> 0 for integers, the range ends for
+// values beyond them). A plain cast of an out-of-range value is undefined behaviour, and the
+// values come from model data (pad values, extrapolation values, interpolation overshoot).
+template <typename T, typename F>
+T SaturateCast(F v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v != 0;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (v > static_cast<F>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::infinity();
+    if (v < static_cast<F>(std::numeric_limits<T>::lowest())) {
+      return -std::numeric_limits<T>::infinity();
+    }
+    return static_cast<T>(v);
+  } else {
+    if (!(v == v)) return T(0);
+    // 2^(digits) is exact in any floating type; comparing against it avoids the rounding of max().
+    const F upper = std::ldexp(F(1), std::numeric_limits<T>::digits);
+    if (v >= upper) return std::numeric_limits<T>::max();
+    if (v <= static_cast<F>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    return static_cast<T>(v);
+  }
+}
+
 // Normalises a possibly negative axis into [0, rank); fails naming the node when out of range.
 int NormalizeAxis(const KernelContext& ctx, int64_t axis, int rank);
 // Reads an int32/int64 tensor as int64 values.
@@ -39,6 +66,9 @@ double ReadScalar(const KernelContext& ctx, const Tensor& t);
 // The numpy broadcast of several shapes; fails naming the node when they are incompatible.
 std::vector<int64_t> BroadcastShape(const KernelContext& ctx,
                                     const std::vector<const Tensor*>& inputs);
+// The same on bare shapes (Expand's target shape is data, not a tensor to allocate).
+std::vector<int64_t> BroadcastShapes(const KernelContext& ctx,
+                                     const std::vector<std::vector<int64_t>>& shapes);
 
 // Iteration plan for an N-ary broadcast: adjacent dims with the same broadcast pattern are merged
 // so the innermost run is as long as possible. For each run, `fn(out_offset, in_offsets, n,

@@ -11,12 +11,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/parallel.h"
+#include "lib/util/checked_math.h"
 
 namespace porttool::runtime {
 namespace {
@@ -56,6 +58,7 @@ struct AxisTaps {
   int count = 1;
   std::vector<int64_t> index;
   std::vector<float> weight;
+  std::vector<double> weight64;  // the same weights for double and int64 data
   std::vector<uint8_t> outside;  // tf_crop_and_resize: the output takes extrapolation_value
   bool identity = false;
 };
@@ -108,6 +111,9 @@ double OriginalCoord(const ResizeSpec& s, int axis, double x, int64_t in) {
 }
 
 int64_t NearestIndex(Rounding r, double x, bool downsampling) {
+  // Coordinates far outside the input only select an edge (taps are clamped later), so clamping
+  // here keeps every cast to int64 defined even for extreme scales.
+  x = std::isnan(x) ? 0.0 : std::clamp(x, -0x1p62, 0x1p62);
   switch (r) {
     case Rounding::kRoundPreferFloor:
       return static_cast<int64_t>(x == std::floor(x) + 0.5 ? std::floor(x) : std::round(x));
@@ -137,10 +143,12 @@ AxisTaps ComputeTaps(const ResizeSpec& s, int axis, int64_t in) {
   t.count = s.mode == Mode::kNearest ? 1 : s.mode == Mode::kLinear ? 2 : 4;
   t.index.resize(out * t.count);
   t.weight.resize(out * t.count);
+  t.weight64.resize(out * t.count);
   t.outside.assign(out, 0);
   t.identity = out == in;
   for (int64_t i = 0; i < out; ++i) {
-    const double x = OriginalCoord(s, axis, static_cast<double>(i), in);
+    const double raw_x = OriginalCoord(s, axis, static_cast<double>(i), in);
+    const double x = std::isnan(raw_x) ? 0.0 : std::clamp(raw_x, -0x1p62, 0x1p62);
     if (s.coord == Coord::kTfCropAndResize && (x < 0 || x > static_cast<double>(in - 1))) {
       t.outside[i] = 1;
     }
@@ -170,11 +178,27 @@ AxisTaps ComputeTaps(const ResizeSpec& s, int axis, int64_t in) {
       const int64_t clamped = std::clamp<int64_t>(idx[k], 0, in - 1);
       t.index[i * t.count + k] = clamped;
       t.weight[i * t.count + k] = static_cast<float>(w[k]);
+      t.weight64[i * t.count + k] = w[k];
       if (w[k] != 0 && (clamped != i || w[k] != 1)) t.identity = false;
     }
     if (t.outside[i]) t.identity = false;
   }
   return t;
+}
+
+// float data accumulates in float (the speed path, as ONNX Runtime does); double and int64 data
+// in double, whose precision they need (float has 24 bits of mantissa, int64 values 63).
+template <typename T>
+using Accumulator =
+    std::conditional_t<std::is_same_v<T, double> || std::is_same_v<T, int64_t>, double, float>;
+
+template <typename Acc>
+const std::vector<Acc>& Weights(const AxisTaps& t) {
+  if constexpr (std::is_same_v<Acc, double>) {
+    return t.weight64;
+  } else {
+    return t.weight;
+  }
 }
 
 // Writes the resized planes: `outer` planes of the trailing axes, which start at axis `first`.
@@ -185,9 +209,10 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
   int64_t outer = 1, in_plane = 1, out_plane = 1;
   for (int a = 0; a < first; ++a) outer *= x.dim(a);
   for (int a = first; a < rank; ++a) in_plane *= x.dim(a), out_plane *= s.out[a];
+  using Acc = Accumulator<T>;
   const T* px = x.data<T>();
   T* py = y.mutable_data<T>();
-  const T extrapolation = static_cast<T>(s.extrapolation);
+  const T extrapolation = kernels::SaturateCast<T>(s.extrapolation);
   // Element strides of the input along each trailing axis.
   std::vector<int64_t> stride(rank, 1);
   for (int a = rank - 2; a >= 0; --a) stride[a] = stride[a + 1] * x.dim(a + 1);
@@ -204,10 +229,11 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
             out[ox] = tw.outside[ox] ? extrapolation : in[tw.index[ox]];
             continue;
           }
-          float acc = 0;
+          const auto& ww = Weights<Acc>(tw);
+          Acc acc = 0;
           for (int k = 0; k < tw.count; ++k)
-            acc += tw.weight[ox * tw.count + k] * in[tw.index[ox * tw.count + k]];
-          out[ox] = tw.outside[ox] ? extrapolation : static_cast<T>(acc);
+            acc += ww[ox * tw.count + k] * static_cast<Acc>(in[tw.index[ox * tw.count + k]]);
+          out[ox] = tw.outside[ox] ? extrapolation : kernels::SaturateCast<T>(acc);
         }
         continue;
       }
@@ -232,17 +258,19 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
             out[ox] = extrapolation;
             continue;
           }
-          float acc = 0;
+          const auto& wh = Weights<Acc>(th);
+          const auto& ww = Weights<Acc>(tw);
+          Acc acc = 0;
           for (int ky = 0; ky < th.count; ++ky) {
-            const float wy = th.weight[oy * th.count + ky];
+            const Acc wy = wh[oy * th.count + ky];
             if (wy == 0) continue;
             const T* row = in + th.index[oy * th.count + ky] * width;
-            float racc = 0;
+            Acc racc = 0;
             for (int kx = 0; kx < tw.count; ++kx)
-              racc += tw.weight[ox * tw.count + kx] * row[tw.index[ox * tw.count + kx]];
+              racc += ww[ox * tw.count + kx] * static_cast<Acc>(row[tw.index[ox * tw.count + kx]]);
             acc += wy * racc;
           }
-          out[ox] = static_cast<T>(acc);
+          out[ox] = kernels::SaturateCast<T>(acc);
         }
         continue;
       }
@@ -255,18 +283,18 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
       for (int64_t o = 0; o < out_plane; ++o) {
         bool outside = false;
         for (int a = first; a < rank; ++a) outside = outside || taps[a].outside[pos[a]];
-        float acc = 0;
+        Acc acc = 0;
         if (!outside) {
           std::vector<int> k(rank, 0);
           while (true) {
-            float w = 1;
+            Acc w = 1;
             int64_t off = 0;
             for (int a = first; a < rank; ++a) {
               const AxisTaps& t = taps[a];
-              w *= t.weight[pos[a] * t.count + k[a]];
+              w *= Weights<Acc>(t)[pos[a] * t.count + k[a]];
               off += t.index[pos[a] * t.count + k[a]] * stride[a];
             }
-            acc += w * in[off];
+            acc += w * static_cast<Acc>(in[off]);
             int a = rank - 1;
             for (; a >= first; --a) {
               if (++k[a] < taps[a].count) break;
@@ -275,7 +303,7 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
             if (a < first) break;
           }
         }
-        out[o] = outside ? extrapolation : static_cast<T>(acc);
+        out[o] = outside ? extrapolation : kernels::SaturateCast<T>(acc);
         for (int a = rank - 1; a >= first; --a) {
           if (++pos[a] < s.out[a]) break;
           pos[a] = 0;
@@ -288,6 +316,11 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
 void RunResize(KernelContext& ctx, const ResizeSpec& s) {
   const Tensor& x = ctx.input(0);
   const int rank = x.rank();
+  // The output first: it applies the memory limits, and a non-empty output bounds every axis's
+  // tap table by its own size.
+  Tensor& y = ctx.output(0) = Tensor(x.dtype(), s.out);
+  if (y.size() == 0) return;
+  if (x.size() == 0) ctx.Fail("cannot resize an empty input to a non-empty output");
   std::vector<AxisTaps> taps;
   int first = rank;  // axes before `first` map one to one
   for (int a = 0; a < rank; ++a) {
@@ -295,9 +328,6 @@ void RunResize(KernelContext& ctx, const ResizeSpec& s) {
     if (!taps.back().identity && first == rank) first = a;
   }
   first = std::min(first, std::max(rank - 2, 0));  // at least the last two axes are walked
-  Tensor& y = ctx.output(0) = Tensor(x.dtype(), s.out);
-  if (y.size() == 0) return;
-  if (x.size() == 0) ctx.Fail("cannot resize an empty input to a non-empty output");
   auto run = [&](auto tag) { Interpolate<decltype(tag)>(x, s, taps, first, y); };
   switch (x.dtype()) {
     case TP::FLOAT:
@@ -346,6 +376,11 @@ void ResolveScales(const KernelContext& ctx, const Tensor& x, const std::vector<
         ctx.Fail(fmt::format("scale {} on axis {} is not positive", scales[a], a));
       s.scales[a] = scales[a];
       s.resized_len[a] = static_cast<double>(x.dim(a)) * scales[a];
+      // Infinite or huge scales: refuse before the float->int cast, which would be undefined.
+      if (!(s.resized_len[a] < 0x1p62)) {
+        ctx.Fail(fmt::format("scale {} on axis {} of size {} gives an output dim of {}", scales[a],
+                             a, x.dim(a), s.resized_len[a]));
+      }
       s.out[a] = static_cast<int64_t>(std::floor(s.resized_len[a]));
     } else {
       if (sizes[a] < 0) ctx.Fail(fmt::format("size {} on axis {} is negative", sizes[a], a));
@@ -485,17 +520,28 @@ int64_t ReadBlockSize(const KernelContext& ctx, const Tensor& x) {
   return b;
 }
 
+// blocksize is model data: its square and the scaled dims must not wrap (a wrap to 0 divided by
+// zero before).
+int64_t Scaled(const KernelContext& ctx, int64_t dim, int64_t factor) {
+  auto r = util::CheckedMul(dim, factor);
+  if (!r) ctx.Fail(fmt::format("dim {} times blocksize {} overflows", dim, factor));
+  return *r;
+}
+
+int64_t BlockArea(const KernelContext& ctx, int64_t b) { return Scaled(ctx, b, b); }
+
 void DepthToSpaceKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"blocksize", "mode"});
   const Tensor& x = ctx.input(0);
   const int64_t b = ReadBlockSize(ctx, x);
   const std::string mode = ctx.GetString("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") ctx.Fail(fmt::format("mode '{}' is not DCR or CRD", mode));
-  if (x.dim(1) % (b * b) != 0) {
-    ctx.Fail(fmt::format("channels {} are not divisible by blocksize² = {}", x.dim(1), b * b));
+  const int64_t b2 = BlockArea(ctx, b);
+  if (x.dim(1) % b2 != 0) {
+    ctx.Fail(fmt::format("channels {} are not divisible by blocksize² = {}", x.dim(1), b2));
   }
-  Tensor& y = ctx.output(0) =
-      Tensor(x.dtype(), {x.dim(0), x.dim(1) / (b * b), x.dim(2) * b, x.dim(3) * b});
+  Tensor& y = ctx.output(0) = Tensor(
+      x.dtype(), {x.dim(0), x.dim(1) / b2, Scaled(ctx, x.dim(2), b), Scaled(ctx, x.dim(3), b)});
   MoveBlocksAnySize(ctx, {x.dim(0), x.dim(1), x.dim(2), x.dim(3), b, mode == "CRD"}, x, y, true);
 }
 
@@ -507,10 +553,9 @@ void SpaceToDepthKernel(KernelContext& ctx) {
     ctx.Fail(
         fmt::format("spatial dims of {} are not divisible by blocksize {}", x.DebugString(), b));
   }
-  Tensor& y = ctx.output(0) =
-      Tensor(x.dtype(), {x.dim(0), x.dim(1) * b * b, x.dim(2) / b, x.dim(3) / b});
-  MoveBlocksAnySize(ctx, {x.dim(0), x.dim(1) * b * b, x.dim(2) / b, x.dim(3) / b, b, false}, x, y,
-                    false);
+  const int64_t c = Scaled(ctx, x.dim(1), BlockArea(ctx, b));
+  Tensor& y = ctx.output(0) = Tensor(x.dtype(), {x.dim(0), c, x.dim(2) / b, x.dim(3) / b});
+  MoveBlocksAnySize(ctx, {x.dim(0), c, x.dim(2) / b, x.dim(3) / b, b, false}, x, y, false);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 
 namespace porttool::runtime {
@@ -101,11 +102,15 @@ void ReshapeKernel(KernelContext& ctx) {
     } else if (shape[i] < 0) {
       ctx.Fail(fmt::format("invalid dim {} in shape", shape[i]));
     } else {
-      known *= shape[i];
+      auto product = util::CheckedMul(known, shape[i]);
+      if (!product) {
+        ctx.Fail(fmt::format("shape [{}] holds more than 2^63 elements", fmt::join(shape, ",")));
+      }
+      known = *product;
     }
   }
   if (infer >= 0) shape[infer] = known == 0 ? 0 : x.size() / known;
-  if (ir::ElementCount(shape) != x.size()) {
+  if (util::CheckedElementCount(shape) != x.size()) {
     ctx.Fail(fmt::format("cannot reshape {} to [{}]", x.DebugString(), fmt::join(shape, ",")));
   }
   ctx.output(0) = x.Reshaped(shape);
@@ -305,8 +310,7 @@ void SliceKernel(KernelContext& ctx) {
 void ExpandKernel(KernelContext& ctx) {
   ctx.AllowAttributes({});
   const Tensor& x = ctx.input(0);
-  Tensor shape_as_tensor(x.dtype(), ReadInts(ctx, ctx.input(1)));
-  auto shape = BroadcastShape(ctx, {&x, &shape_as_tensor});
+  auto shape = BroadcastShapes(ctx, {x.shape(), ReadInts(ctx, ctx.input(1))});
   auto in_strides = Strides(x.shape());
   std::vector<int64_t> strides(shape.size(), 0);
   size_t shift = shape.size() - x.shape().size();
@@ -325,10 +329,11 @@ void TileKernel(KernelContext& ctx) {
   auto in_strides = Strides(x.shape());
   std::vector<int64_t> shape, strides, out_shape;
   for (int i = 0; i < x.rank(); ++i) {
-    if (repeats[i] < 0) ctx.Fail("repeats must be non-negative");
+    auto dim = util::CheckedMul(repeats[i], x.dim(i));
+    if (!dim) ctx.Fail(fmt::format("repeat {} on axis {} is negative or overflows", repeats[i], i));
     shape.insert(shape.end(), {repeats[i], x.dim(i)});
     strides.insert(strides.end(), {0, in_strides[i]});
-    out_shape.push_back(repeats[i] * x.dim(i));
+    out_shape.push_back(*dim);
   }
   ctx.output(0) = StridedCopy(x, 0, shape, strides).Reshaped(out_shape);
 }
@@ -374,6 +379,13 @@ void GatherElementsKernel(KernelContext& ctx) {
   const Tensor& indices = ctx.input(1);
   int axis = NormalizeAxis(ctx, ctx.GetInt("axis", 0), x.rank());
   if (indices.rank() != x.rank()) ctx.Fail("indices must have the rank of data");
+  for (int d = 0; d < x.rank(); ++d) {
+    // Off the gather axis an index coordinate addresses data directly: it must fit.
+    if (d != axis && indices.dim(d) > x.dim(d)) {
+      ctx.Fail(fmt::format("indices {} exceed data {} on axis {}", indices.DebugString(),
+                           x.DebugString(), d));
+    }
+  }
   auto idx = ReadInts(ctx, indices);
   Tensor out(x.dtype(), indices.shape());
   auto in_strides = Strides(x.shape());
@@ -433,9 +445,16 @@ void PadKernel(KernelContext& ctx) {
   std::vector<std::vector<int64_t>> maps(rank);
   std::vector<int64_t> shape(rank);
   for (int d = 0; d < rank; ++d) {
-    int64_t dim = x.dim(d), before = pads[d];
-    shape[d] = dim + before + pads[d + rank];
+    if (__builtin_add_overflow(x.dim(d), pads[d], &shape[d]) ||
+        __builtin_add_overflow(shape[d], pads[d + rank], &shape[d])) {
+      ctx.Fail(fmt::format("pads [{}] overflow the output dims", fmt::join(pads, ",")));
+    }
     if (shape[d] < 0) ctx.Fail("negative output dim after padding");
+  }
+  // Allocating first applies the memory limits and bounds every axis map below by the output.
+  Tensor out(x.dtype(), shape);
+  for (int d = 0; d < rank && out.size() > 0; ++d) {
+    const int64_t dim = x.dim(d), before = pads[d];
     for (int64_t o = 0; o < shape[d]; ++o) {
       int64_t i = o - before;
       if (i < 0 || i >= dim) {
@@ -452,13 +471,12 @@ void PadKernel(KernelContext& ctx) {
       maps[d].push_back(i);
     }
   }
-  Tensor out(x.dtype(), shape);
   auto in_strides = Strides(x.shape());
   DispatchAll(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     T* dst = out.mutable_data<T>();
-    const T fill = static_cast<T>(value);
+    const T fill = SaturateCast<T>(value);
     std::vector<int64_t> idx(rank, 0);
     for (int64_t o = 0; o < out.size(); ++o) {
       int64_t offset = 0;
@@ -479,6 +497,19 @@ void PadKernel(KernelContext& ctx) {
 }
 
 // ---- shape-producing and constants ----
+
+// start + i * delta; integers wrap like the two's-complement hardware instead of overflowing
+// into undefined behaviour (the count is bounded, the values are the model's business).
+template <typename T>
+T RangeValue(T start, T delta, int64_t i) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(
+        static_cast<U>(start) + static_cast<U>(static_cast<U>(i) * static_cast<U>(delta))));
+  } else {
+    return static_cast<T>(start + static_cast<T>(i) * delta);
+  }
+}
 
 Tensor Int64Vector(const std::vector<int64_t>& values) {
   Tensor t(TP::INT64, {static_cast<int64_t>(values.size())});
@@ -546,15 +577,24 @@ void ConstantOfShapeKernel(KernelContext& ctx) {
 void RangeKernel(KernelContext& ctx) {
   ctx.AllowAttributes({});
   const Tensor& start = ctx.input(0);
+  for (int i = 0; i < 3; ++i) {
+    const Tensor& t = ctx.input(i);
+    if (t.size() != 1 || t.dtype() != start.dtype()) {
+      ctx.Fail(fmt::format("start, limit and delta must be single values of one type, got {}",
+                           t.DebugString()));
+    }
+  }
   DispatchNumeric(ctx, start.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T s = start.data<T>()[0], limit = ctx.input(1).data<T>()[0], delta = ctx.input(2).data<T>()[0];
     if (delta == T(0)) ctx.Fail("delta cannot be 0");
     double n = std::ceil((static_cast<double>(limit) - static_cast<double>(s)) /
                          static_cast<double>(delta));
+    // NaN or infinite bounds, or a count past int64, would make the cast below undefined.
+    if (!(n < 0x1p62)) ctx.Fail(fmt::format("the range holds {} elements", n));
     Tensor out(start.dtype(), {std::max<int64_t>(static_cast<int64_t>(n), 0)});
     T* p = out.mutable_data<T>();
-    for (int64_t i = 0; i < out.size(); ++i) p[i] = static_cast<T>(s + static_cast<T>(i) * delta);
+    for (int64_t i = 0; i < out.size(); ++i) p[i] = RangeValue(s, delta, i);
     ctx.output(0) = std::move(out);
   });
 }

@@ -1,0 +1,220 @@
+// Regression tests for the defects a hostile reading of the kernels found: out-of-bounds reads,
+// wrapping size arithmetic, undefined float->int casts and allocations sized by model data. Each
+// case used to crash, hang, read out of bounds or allocate terabytes; now it is a bad-input
+// error naming the node, decided before anything large is allocated.
+#include <gtest/gtest.h>
+
+#include "lib/io/model.h"
+#include "lib/runtime/kernels/kernel_test_util.h"
+#include "lib/runtime/resource_limits.h"
+#include "lib/runtime/session.h"
+#include "lib/util/error.h"
+
+namespace porttool::runtime {
+namespace {
+
+using testing_util::FloatTensor;
+using testing_util::Int64Tensor;
+using testing_util::NodeBuilder;
+using testing_util::RunOp;
+using TP = onnx::TensorProto;
+
+// Runs the op and returns the bad-input message it must fail with ("" when it did not fail).
+std::string BadInputMessage(const onnx::NodeProto& node, int opset,
+                            std::vector<const Tensor*> inputs) {
+  const uint64_t live_before = LiveTensorBytes();
+  try {
+    RunOp(node, opset, std::move(inputs));
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+    // Nothing it allocated on the way stays behind.
+    EXPECT_EQ(LiveTensorBytes(), live_before);
+    return e.what();
+  }
+  ADD_FAILURE() << node.op_type() << " accepted a hostile input";
+  return "";
+}
+
+Tensor Scalar(float v) { return FloatTensor({}, {v}); }
+
+TEST(KernelHardening, GatherElementsIndicesLargerThanDataOffTheAxis) {
+  Tensor data = FloatTensor({2, 2}, {1, 2, 3, 4});
+  Tensor indices = Int64Tensor({3, 2}, {0, 1, 0, 1, 0, 1});  // 3 rows, data has 2
+  auto msg = BadInputMessage(NodeBuilder("GatherElements", 2).Int("axis", 1).node(), 13,
+                             {&data, &indices});
+  EXPECT_NE(msg.find("exceed data"), std::string::npos) << msg;
+  // Along the axis itself the indices tensor may be longer than data (values are range-checked).
+  Tensor along = Int64Tensor({2, 3}, {0, 1, 1, 1, 0, 0});
+  auto out = RunOp(NodeBuilder("GatherElements", 2).Int("axis", 1).node(), 13, {&data, &along});
+  testing_util::ExpectClose(out[0], {2, 3}, {1, 2, 2, 4, 3, 3}, "gather along axis 1");
+}
+
+TEST(KernelHardening, ConcatOfScalarsHasNoAxis) {
+  Tensor a = Scalar(1), b = Scalar(2);
+  auto msg = BadInputMessage(NodeBuilder("Concat", 2).Int("axis", 0).node(), 13, {&a, &b});
+  EXPECT_NE(msg.find("out of range for a rank-0"), std::string::npos) << msg;
+}
+
+TEST(KernelHardening, BlocksizeWhoseSquareWrapsIsRefused) {
+  Tensor x(TP::FLOAT, {1, 0, 1, 1});  // zero channels: "divisible" by anything
+  auto d2s = BadInputMessage(
+      NodeBuilder("DepthToSpace", 1).Int("blocksize", int64_t{1} << 32).node(), 13, {&x});
+  EXPECT_NE(d2s.find("overflows"), std::string::npos) << d2s;
+  Tensor y(TP::FLOAT, {1, 1, 0, 0});
+  auto s2d = BadInputMessage(
+      NodeBuilder("SpaceToDepth", 1).Int("blocksize", int64_t{1} << 32).node(), 13, {&y});
+  EXPECT_NE(s2d.find("overflows"), std::string::npos) << s2d;
+}
+
+TEST(KernelHardening, ExpandToTerabytesIsRefusedBeforeAllocating) {
+  Tensor x = FloatTensor({1}, {1});
+  Tensor shape = Int64Tensor({3}, {1 << 20, 1 << 20, 1 << 10});
+  auto msg = BadInputMessage(NodeBuilder("Expand", 2).node(), 13, {&x, &shape});
+  EXPECT_NE(msg.find("per-tensor memory limit"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[1048576, 1048576, 1024]"), std::string::npos) << msg;
+  Tensor negative = Int64Tensor({2}, {-1, 4});
+  EXPECT_NE(BadInputMessage(NodeBuilder("Expand", 2).node(), 13, {&x, &negative}).find("negative"),
+            std::string::npos);
+}
+
+TEST(KernelHardening, ConstantOfShapeTileAndReshapeWithHugeShapes) {
+  Tensor shape = Int64Tensor({1}, {int64_t{1} << 40});
+  EXPECT_NE(
+      BadInputMessage(NodeBuilder("ConstantOfShape", 1).node(), 13, {&shape}).find("memory limit"),
+      std::string::npos);
+  Tensor negative = Int64Tensor({2}, {3, -2});
+  EXPECT_NE(BadInputMessage(NodeBuilder("ConstantOfShape", 1).node(), 13, {&negative})
+                .find("negative dim"),
+            std::string::npos);
+  Tensor x = FloatTensor({2, 2}, {1, 2, 3, 4});
+  Tensor repeats = Int64Tensor({2}, {int64_t{1} << 62, 4});
+  EXPECT_NE(BadInputMessage(NodeBuilder("Tile", 2).node(), 13, {&x, &repeats}).find("overflows"),
+            std::string::npos);
+  Tensor wrap = Int64Tensor({3}, {int64_t{1} << 62, int64_t{1} << 62, 4});  // product wraps to 0
+  EXPECT_NE(BadInputMessage(NodeBuilder("Reshape", 2).node(), 13, {&x, &wrap}).find("2^63"),
+            std::string::npos);
+}
+
+TEST(KernelHardening, RangeWithInfiniteOrNanCount) {
+  Tensor zero = Scalar(0), one = Scalar(1), inf = Scalar(INFINITY), nan = Scalar(NAN);
+  EXPECT_FALSE(BadInputMessage(NodeBuilder("Range", 3).node(), 13, {&zero, &inf, &one}).empty());
+  EXPECT_FALSE(BadInputMessage(NodeBuilder("Range", 3).node(), 13, {&zero, &nan, &one}).empty());
+  Tensor empty(TP::FLOAT, {0});  // no value to read at all
+  EXPECT_FALSE(BadInputMessage(NodeBuilder("Range", 3).node(), 13, {&empty, &one, &one}).empty());
+  Tensor tiny = Scalar(1e-30f);  // 1e30 elements
+  EXPECT_FALSE(BadInputMessage(NodeBuilder("Range", 3).node(), 13, {&zero, &one, &tiny}).empty());
+}
+
+TEST(KernelHardening, PadWithHugePads) {
+  Tensor x(TP::FLOAT, {0, 1});
+  // The output is empty (a zero dim) however long the padded axis: no per-axis table is built.
+  Tensor pads = Int64Tensor({4}, {0, 0, 0, int64_t{1} << 62});
+  auto out = RunOp(NodeBuilder("Pad", 2).node(), 13, {&x, &pads});
+  EXPECT_EQ(out[0].size(), 0);
+  EXPECT_EQ(out[0].dim(1), (int64_t{1} << 62) + 1);
+  Tensor overflow = Int64Tensor({4}, {0, 0, 0, INT64_MAX});
+  EXPECT_NE(BadInputMessage(NodeBuilder("Pad", 2).node(), 13, {&x, &overflow}).find("overflow"),
+            std::string::npos);
+  Tensor y = FloatTensor({1, 1}, {1});
+  Tensor big = Int64Tensor({4}, {0, 0, 1 << 30, 1 << 30});
+  EXPECT_NE(BadInputMessage(NodeBuilder("Pad", 2).node(), 13, {&y, &big}).find("memory limit"),
+            std::string::npos);
+}
+
+TEST(KernelHardening, ResizeWithInfiniteOrHugeScales) {
+  Tensor x = FloatTensor({1, 1, 2, 2}, {1, 2, 3, 4});
+  for (float s : {INFINITY, 1e30f, NAN}) {
+    Tensor scales = FloatTensor({4}, {1, 1, s, 1});
+    EXPECT_FALSE(
+        BadInputMessage(NodeBuilder("Resize", 3).node(), 13, {&x, nullptr, &scales}).empty())
+        << s;
+  }
+  // An extreme downscale puts every coordinate far outside the input: edge taps, no UB.
+  Tensor sizes = Int64Tensor({4}, {1, 1, 2, 2});
+  Tensor wide(TP::FLOAT, {1, 1, 1, int64_t{1} << 20});
+  auto out = RunOp(NodeBuilder("Resize", 4).Str("mode", "linear").node(), 13,
+                   {&wide, nullptr, nullptr, &sizes});
+  EXPECT_EQ(out[0].size(), 4);
+}
+
+// Linear interpolation of int64 values near 1e12 needs double accumulation: float holds 24 bits,
+// so every output would be off by up to 2^16. Expected values by the spec's formula (asymmetric,
+// x = i / 2): the midpoints of neighbours, the last output clamped to the edge.
+TEST(KernelHardening, ResizeAccumulatesInt64AndDoubleInDouble) {
+  const int64_t base = 1'000'000'000'001;
+  Tensor x = Int64Tensor({1, 1, 1, 3}, {base, base + 2, base + 4});
+  Tensor scales = FloatTensor({4}, {1, 1, 1, 2});
+  auto node = NodeBuilder("Resize", 3)
+                  .Str("mode", "linear")
+                  .Str("coordinate_transformation_mode", "asymmetric")
+                  .node();
+  auto out = RunOp(node, 13, {&x, nullptr, &scales});
+  const int64_t* p = out[0].data<int64_t>();
+  std::vector<int64_t> expected = {base, base + 1, base + 2, base + 3, base + 4, base + 4};
+  EXPECT_EQ(std::vector<int64_t>(p, p + 6), expected);
+
+  Tensor xd(TP::DOUBLE, {1, 1, 1, 2});
+  xd.mutable_data<double>()[0] = 1.0;
+  xd.mutable_data<double>()[1] = 1.0 + 1e-12;
+  auto outd = RunOp(node, 13, {&xd, nullptr, &scales});
+  EXPECT_DOUBLE_EQ(outd[0].data<double>()[1], 1.0 + 0.5e-12);
+}
+
+TEST(KernelHardening, NegativeDimIsBadInputNotInternal) {
+  try {
+    Tensor t(TP::FLOAT, {2, -3});
+    FAIL() << "a negative dim was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("negative dim"), std::string::npos) << e.what();
+  }
+}
+
+class ResourceLimitsTest : public ::testing::Test {
+ protected:
+  void TearDown() override { SetResourceLimits({}); }
+};
+
+TEST_F(ResourceLimitsTest, PerTensorAndTotalCaps) {
+  SetResourceLimits({.tensor_bytes = 1 << 20, .total_bytes = 3 << 20});
+  EXPECT_THROW(Tensor(TP::FLOAT, {512, 1024}), Error);  // 2 MB > 1 MB per tensor
+  const uint64_t base = LiveTensorBytes();
+  {
+    Tensor a(TP::FLOAT, {256, 1024}), b(TP::FLOAT, {256, 1024});  // 1 MB each
+    EXPECT_EQ(LiveTensorBytes(), base + (2 << 20));
+    try {
+      Tensor d(TP::FLOAT, {256, 1024}), e(TP::FLOAT, {256, 1024});
+      FAIL() << "4 MB live under a 3 MB total cap";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+      EXPECT_NE(std::string(e.what()).find("total tensor memory limit"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(LiveTensorBytes(), base);  // freed tensors give their bytes back
+  Tensor again(TP::FLOAT, {256, 1024});
+}
+
+TEST(KernelHardening, SessionNamesNodeAndTensorOfARefusedAllocation) {
+  io::Model model = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g () => (float[a, b, c] y) {
+  x = Constant <value = float[1] {1.0}> ()
+  shape = Constant <value = int64[3] {1048576, 1048576, 1024}> ()
+  y = Expand(x, shape)
+})");
+  for (auto& n : *model.proto.mutable_graph()->mutable_node()) n.set_name(n.output(0) + "_node");
+  Session session(model);
+  try {
+    session.Run({});
+    FAIL() << "Expand to 4 PB ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_EQ(e.node(), "y_node");
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("producing 'y'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("4096.00 TiB"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace porttool::runtime

@@ -1,0 +1,25 @@
+// Resource limits of the executor: how large one tensor may be and how much tensor memory may be
+// live at once. Models choose their shapes, so a crafted or broken model can ask for terabytes
+// through Expand, Tile, ConstantOfShape or a Reshape chain; every Tensor allocation checks these
+// limits before allocating and throws Error(kBadInput) with the claimed size, which the Session
+// completes with the node and tensor names. The limits are set once by the CLI (like the thread
+// count) and default to fractions of the machine's physical memory.
+#pragma once
+
+#include <cstdint>
+
+namespace porttool::runtime {
+
+struct ResourceLimits {
+  uint64_t tensor_bytes = 0;  // one tensor; 0: the default (physical memory / 4)
+  uint64_t total_bytes = 0;   // all live tensors together; 0: the default (physical memory / 2)
+};
+
+// Sets the limits for every later allocation (0 fields take the defaults).
+void SetResourceLimits(const ResourceLimits& limits);
+// The limits in force, with defaults resolved.
+ResourceLimits GetResourceLimits();
+// Bytes held by live executor tensors right now (views of mapped weights are not counted).
+uint64_t LiveTensorBytes();
+
+}  // namespace porttool::runtime

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target (tools/fuzz/fuzz_*.cc) for SECONDS each, all at once at nice 19, and
+# keeps every crashing, leaking, hanging or out-of-memory input in testdata/fuzz-regressions/
+# <target>/, which the normal build replays under ctest (porttool_fuzz_regressions).
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     default 60 s, every target
+# Needs clang-14 and libclang-rt-14-dev (scripts/setup.sh --fuzz). Builds build-fuzz/ with
+# AddressSanitizer + UndefinedBehaviorSanitizer. Seeds: testdata/fuzz-corpus/ (committed, small),
+# the libonnx-testdata node-test models and tensors, the rules/ JSON files, the hostile models
+# of scripts/gen_hostile_models.py and the kept regressions. The growing corpus lives in
+# build-fuzz/corpus/ (not committed). Prints executions, coverage and findings per target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-60}
+shift || true
+scripts/setup.sh --fuzz
+
+B=build-fuzz
+CC=clang-14 CXX=clang++-14 cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DPORTTOOL_FUZZ=ON -DPORTTOOL_SANITIZE=ON -DPORTTOOL_TESTS=OFF >/dev/null
+if [ $# -gt 0 ]; then
+  targets=("$@")
+else
+  targets=()
+  for f in tools/fuzz/fuzz_*.cc; do targets+=("$(basename "$f" .cc)"); done
+fi
+nice -n 19 cmake --build $B -j2 --target "${targets[@]}" >/dev/null
+
+# ---- seeds ----
+NODE=/usr/share/libonnx-testdata/data/node
+seeds=$B/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds"/{models,tensors,json}
+cp testdata/fuzz-corpus/models/* testdata/*.onnx "$seeds/models/" 2>/dev/null || true
+/usr/bin/python3 scripts/gen_hostile_models.py "$seeds/models" >/dev/null 2>&1 || true
+if [ -d $NODE ]; then
+  for d in $NODE/*/; do cp "$d/model.onnx" "$seeds/models/$(basename "$d").onnx" 2>/dev/null || true; done
+  # One input tensor of every 4th node test keeps the tensor seeds varied but small.
+  ls -d $NODE/*/ | awk 'NR % 4 == 0' | while read -r d; do
+    cp "$d/test_data_set_0/input_0.pb" "$seeds/tensors/$(basename "$d").pb" 2>/dev/null || true
+  done
+fi
+cp testdata/fuzz-corpus/tensors/* "$seeds/tensors/" 2>/dev/null || true
+cp rules/decision/*.json rules/targets/*.json "$seeds/json/"
+
+# Targets that read a selector byte (or two) before the payload get seeds with it prepended.
+prefixed() {  # prefixed SRC_DIR DST_DIR PREFIX_BYTES...
+  local src=$1 dst=$2
+  shift 2
+  mkdir -p "$dst"
+  for f in "$src"/*; do
+    for p in "$@"; do printf "\\x$p" | cat - "$f" >"$dst/$p-$(basename "$f")"; done
+  done
+}
+seed_dir() {
+  case $1 in
+    fuzz_model_load | fuzz_check | fuzz_infer_shapes | fuzz_inspect) echo "$seeds/models" ;;
+    fuzz_split) prefixed "$seeds/models" "$seeds/$1" 00 && prefixed "$seeds/$1" "$seeds/$1.2" 55 &&
+      echo "$seeds/$1.2" ;;
+    fuzz_passes) prefixed "$seeds/models" "$seeds/$1" 1f && echo "$seeds/$1" ;;
+    fuzz_emit_header) prefixed "$seeds/models" "$seeds/$1" 00 01 && echo "$seeds/$1" ;;
+    fuzz_tensor_readers) prefixed "$seeds/tensors" "$seeds/$1" 00 01 && echo "$seeds/$1" ;;
+    fuzz_json_loaders) prefixed "$seeds/json" "$seeds/$1" 00 01 02 03 && echo "$seeds/$1" ;;
+    *) echo "" ;;  # fuzz_executor builds its model from the bytes: no seeds needed
+  esac
+}
+
+# ---- run ----
+mkdir -p $B/logs
+pids=()
+for t in "${targets[@]}"; do
+  corpus=$B/corpus/$t
+  artifacts=$B/artifacts/$t
+  regress=testdata/fuzz-regressions/$t
+  mkdir -p "$corpus" "$artifacts" "$regress"
+  extra=$(seed_dir "$t")
+  # -fork keeps fuzzing after a finding so every target gets its full time; findings land in
+  # the artifact directory. Small-memory limits: refusing huge allocations is what is tested.
+  (cd $B && nice -n 19 "./$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
+    -max_total_time="$SECS" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+    -dict=../tools/fuzz/onnx.dict -artifact_prefix="artifacts/$t/" -print_final_stats=1 \
+    "corpus/$t" ${extra:+"../$extra"} "../$regress" >"logs/$t.log" 2>&1) &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+
+# ---- findings and summary ----
+printf '%-22s %12s %8s %8s %9s\n' target executions cov ft findings
+for t in "${targets[@]}"; do
+  kept=0
+  for f in $B/artifacts/$t/*; do
+    [ -f "$f" ] || continue
+    cp "$f" "testdata/fuzz-regressions/$t/$(basename "$f")"
+    kept=$((kept + 1))
+  done
+  last=$(grep -E '^#[0-9]+' "$B/logs/$t.log" | tail -1 || true)
+  execs=$(echo "$last" | sed -nE 's/^#([0-9]+).*/\1/p')
+  cov=$(echo "$last" | sed -nE 's/.*cov: ([0-9]+).*/\1/p')
+  ft=$(echo "$last" | sed -nE 's/.*ft: ([0-9]+).*/\1/p')
+  printf '%-22s %12s %8s %8s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$kept"
+done
+echo "logs: $B/logs/  kept inputs: testdata/fuzz-regressions/<target>/"
