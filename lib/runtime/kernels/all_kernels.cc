@@ -16,6 +16,8 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterPoolKernels(*r);
     RegisterNormKernels(*r);
     RegisterResizeKernels(*r);
+    RegisterIndexingKernels(*r);
+    RegisterMathKernels(*r);
     return r;
   }();
   return *registry;

@@ -30,4 +30,10 @@ void RegisterNormKernels(KernelRegistry& r);
 // Resize, Upsample, DepthToSpace, SpaceToDepth.
 void RegisterResizeKernels(KernelRegistry& r);
 
+// GatherND, ScatterND, ScatterElements, Scatter, OneHot, Compress, NonZero, Unique, Trilu,
+// EyeLike, CumSum, ReverseSequence.
+void RegisterIndexingKernels(KernelRegistry& r);
+// Shrink, BitShift, Det, MeanVarianceNormalization, LRN.
+void RegisterMathKernels(KernelRegistry& r);
+
 }  // namespace porttool::runtime
