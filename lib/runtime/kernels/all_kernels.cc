@@ -18,6 +18,7 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterResizeKernels(*r);
     RegisterIndexingKernels(*r);
     RegisterMathKernels(*r);
+    RegisterRecurrentKernels(*r);
     return r;
   }();
   return *registry;

@@ -35,5 +35,7 @@ void RegisterResizeKernels(KernelRegistry& r);
 void RegisterIndexingKernels(KernelRegistry& r);
 // Shrink, BitShift, Det, MeanVarianceNormalization, LRN.
 void RegisterMathKernels(KernelRegistry& r);
+// RNN, GRU, LSTM.
+void RegisterRecurrentKernels(KernelRegistry& r);
 
 }  // namespace porttool::runtime
