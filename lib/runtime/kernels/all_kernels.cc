@@ -19,6 +19,8 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterIndexingKernels(*r);
     RegisterMathKernels(*r);
     RegisterRecurrentKernels(*r);
+    RegisterSignalKernels(*r);
+    RegisterDetectionKernels(*r);
     return r;
   }();
   return *registry;

@@ -15,7 +15,7 @@ void RegisterShapeKernels(KernelRegistry& r);
 void RegisterReduceKernels(KernelRegistry& r);
 // QuantizeLinear, DequantizeLinear.
 void RegisterQuantKernels(KernelRegistry& r);
-// If (and the control-flow plumbing).
+// If, Loop, Scan.
 void RegisterControlFlowKernels(KernelRegistry& r);
 // com.microsoft Gelu, FastGelu, QuickGelu.
 void RegisterContribKernels(KernelRegistry& r);
@@ -37,5 +37,9 @@ void RegisterIndexingKernels(KernelRegistry& r);
 void RegisterMathKernels(KernelRegistry& r);
 // RNN, GRU, LSTM.
 void RegisterRecurrentKernels(KernelRegistry& r);
+// HannWindow, HammingWindow, BlackmanWindow, DFT, STFT, MelWeightMatrix.
+void RegisterSignalKernels(KernelRegistry& r);
+// NonMaxSuppression, MaxUnpool.
+void RegisterDetectionKernels(KernelRegistry& r);
 
 }  // namespace porttool::runtime

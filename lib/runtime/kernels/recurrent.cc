@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/gemm.h"
@@ -366,9 +367,18 @@ class RecurrentRun {
   Tensor y_, yh_, yc_;
 };
 
+// Attributes are parsed and validated once, at plan time; a kernel run outside a Session (no
+// prepare step) parses them itself.
+PrepareFn RecurrentPrepare(Cell cell) {
+  return [cell](const KernelContext& ctx) -> std::shared_ptr<const void> {
+    return std::make_shared<const Config>(ParseConfig(ctx, cell));
+  };
+}
+
 KernelFn RecurrentKernel(Cell cell) {
   return [cell](KernelContext& ctx) {
-    Config c = ParseConfig(ctx, cell);
+    const Config* prepared = ctx.prepared<Config>();
+    Config c = prepared ? *prepared : ParseConfig(ctx, cell);
     c.hidden = ctx.GetInt("hidden_size", 0);
     if (c.hidden <= 0) {
       // hidden_size is optional in the spec: R's last dim gives it.
@@ -385,9 +395,9 @@ KernelFn RecurrentKernel(Cell cell) {
 }  // namespace
 
 void RegisterRecurrentKernels(KernelRegistry& r) {
-  r.Register("", "RNN", 7, kLatest, RecurrentKernel(Cell::kRnn));
-  r.Register("", "GRU", 7, kLatest, RecurrentKernel(Cell::kGru));
-  r.Register("", "LSTM", 7, kLatest, RecurrentKernel(Cell::kLstm));
+  r.Register("", "RNN", 7, kLatest, RecurrentKernel(Cell::kRnn), RecurrentPrepare(Cell::kRnn));
+  r.Register("", "GRU", 7, kLatest, RecurrentKernel(Cell::kGru), RecurrentPrepare(Cell::kGru));
+  r.Register("", "LSTM", 7, kLatest, RecurrentKernel(Cell::kLstm), RecurrentPrepare(Cell::kLstm));
 }
 
 }  // namespace porttool::runtime
