@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "lib/analysis/liveness.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 #include "lib/runtime/parallel.h"
@@ -136,11 +137,11 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   plan->graph = &graph;
   ir::GraphView view(graph);
   plan->order = view.TopoOrder();
+  // Initializers first: prepare steps read constant inputs.
   for (const auto& init : graph.initializer()) {
     plan->constants[init.name()] = TensorFromProto(model_, init);
   }
   const auto& registry = options_.registry ? *options_.registry : KernelRegistry::Default();
-  std::unordered_map<std::string, size_t> last_use;
   std::unordered_set<std::string> produced;
   for (size_t step = 0; step < plan->order.size(); ++step) {
     const auto& node = graph.node(plan->order[step]);
@@ -160,7 +161,6 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     plan->opsets.push_back(opset);
     const PrepareFn* prepare = registry.FindPrepare(domain, node.op_type(), opset);
     plan->prepared.push_back(prepare ? Prepare(*prepare, node, opset, *plan) : nullptr);
-    for (const auto& name : view.NodeReads(plan->order[step])) last_use[name] = step;
     for (const auto& out : node.output()) {
       if (!out.empty()) produced.insert(out);
     }
@@ -170,13 +170,15 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     }
   }
   // Every value produced here dies after its last local reader (or right away when nothing
-  // reads it), unless the graph returns it.
+  // reads it), unless the graph returns it: the same lifetimes the memory plan sizes.
+  const auto last_use = analysis::LastReadSteps(view, plan->order);
   plan->frees.resize(plan->order.size());
   for (size_t step = 0; step < plan->order.size(); ++step) {
     for (const auto& out : graph.node(plan->order[step]).output()) {
       if (out.empty() || view.IsGraphOutput(out)) continue;
       auto lu = last_use.find(out);
-      plan->frees[lu != last_use.end() ? std::max(lu->second, step) : step].push_back(out);
+      size_t last = lu != last_use.end() ? static_cast<size_t>(lu->second) : step;
+      plan->frees[std::max(last, step)].push_back(out);
     }
   }
   for (const auto& [name, step] : last_use) {
