@@ -79,25 +79,47 @@ void KernelContext::Fail(const std::string& message) const {
 }
 
 std::vector<Tensor> KernelContext::RunSubgraph(const onnx::GraphProto& graph) const {
+  return RunSubgraph(graph, {});
+}
+
+std::vector<Tensor> KernelContext::RunSubgraph(const onnx::GraphProto& graph,
+                                               std::vector<Tensor> inputs) const {
   if (!subgraph_runner_) {
     ThrowInternal("node '{}' ({}): subgraph run outside a Session", node_.name(), node_.op_type());
   }
-  return subgraph_runner_(graph);
+  if (static_cast<int>(inputs.size()) != graph.input_size()) {
+    Fail(fmt::format("subgraph '{}' declares {} inputs but is given {}", graph.name(),
+                     graph.input_size(), inputs.size()));
+  }
+  return subgraph_runner_(graph, std::move(inputs));
 }
 
 void KernelRegistry::Register(const std::string& domain, const std::string& op, int since,
-                              int until, KernelFn fn) {
-  entries_[{CanonicalDomain(domain), op}].push_back({since, until, std::move(fn)});
+                              int until, KernelFn fn, PrepareFn prepare) {
+  auto& list = entries_[{CanonicalDomain(domain), op}];
+  list.insert(list.begin(), {since, until, std::move(fn), std::move(prepare)});
+}
+
+const KernelRegistry::Entry* KernelRegistry::FindEntry(const std::string& domain,
+                                                       const std::string& op, int opset) const {
+  auto it = entries_.find({CanonicalDomain(domain), op});
+  if (it == entries_.end()) return nullptr;
+  for (const auto& e : it->second) {
+    if (opset >= e.since && opset <= e.until) return &e;
+  }
+  return nullptr;
 }
 
 const KernelFn* KernelRegistry::Find(const std::string& domain, const std::string& op,
                                      int opset) const {
-  auto it = entries_.find({CanonicalDomain(domain), op});
-  if (it == entries_.end()) return nullptr;
-  for (const auto& e : it->second) {
-    if (opset >= e.since && opset <= e.until) return &e.fn;
-  }
-  return nullptr;
+  const Entry* e = FindEntry(domain, op, opset);
+  return e ? &e->fn : nullptr;
+}
+
+const PrepareFn* KernelRegistry::FindPrepare(const std::string& domain, const std::string& op,
+                                             int opset) const {
+  const Entry* e = FindEntry(domain, op, opset);
+  return e && e->prepare ? &e->prepare : nullptr;
 }
 
 bool KernelRegistry::HasOp(const std::string& domain, const std::string& op) const {

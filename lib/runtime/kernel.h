@@ -2,6 +2,8 @@
 // (domain, op type, opset range). Kernels must handle every attribute the ONNX spec defines for
 // their opset range, or reject it with a clear error: call ctx.AllowAttributes({...}) first so an
 // attribute the kernel does not know is an Error naming the node, never silently ignored.
+// A kernel may add a prepare step run once at plan time (PrepareFn). Callers can pass their own
+// registry (a copy of Default() plus custom-op kernels) to the Session.
 // (R1, additive only: KernelContext gained set_subgraph_runner/RunSubgraph for If,
 // set_model/model() for Constant's external data, and an AllowAttributes overload taking a vector;
 // every existing signature is unchanged.) Registration is explicit (a Register<Family>Kernels
@@ -15,6 +17,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,12 +68,23 @@ class KernelContext {
   // Runs a graph attribute (an If branch) with the caller's values in scope and returns its
   // outputs. The Session installs the runner; a kernel called outside a Session cannot run
   // subgraphs (Error kInternal).
-  using SubgraphRunner = std::function<std::vector<Tensor>(const onnx::GraphProto&)>;
+  // `inputs` bind the graph's declared inputs in order (Loop's iteration number, condition and
+  // carried values; Scan's states and slices); If passes none.
+  using SubgraphRunner =
+      std::function<std::vector<Tensor>(const onnx::GraphProto&, std::vector<Tensor> inputs)>;
   void set_subgraph_runner(SubgraphRunner runner) { subgraph_runner_ = std::move(runner); }
   std::vector<Tensor> RunSubgraph(const onnx::GraphProto& graph) const;
+  std::vector<Tensor> RunSubgraph(const onnx::GraphProto& graph, std::vector<Tensor> inputs) const;
   // The model being run (to resolve external data in Constant values); may be null.
   void set_model(const io::Model* model) { model_ = model; }
   const io::Model* model() const { return model_; }
+
+  // What the kernel's prepare step built for this node at plan time (see PrepareFn), or null.
+  template <typename T>
+  const T* prepared() const {
+    return static_cast<const T*>(prepared_.get());
+  }
+  void set_prepared(std::shared_ptr<const void> state) { prepared_ = std::move(state); }
 
  private:
   const onnx::NodeProto& node_;
@@ -79,20 +93,30 @@ class KernelContext {
   std::vector<Tensor> outputs_;
   SubgraphRunner subgraph_runner_;
   const io::Model* model_ = nullptr;
+  std::shared_ptr<const void> prepared_;
 };
 
 using KernelFn = std::function<void(KernelContext&)>;
+// Optional plan-time step of a kernel, run once per node when the Session is built: it parses
+// and validates attributes (ctx.Fail there fails the Session's construction, before anything
+// runs) and may repack constant weights. In its context only inputs that are initializers are
+// present; the others read as absent. What it returns reaches every run as ctx.prepared<T>().
+using PrepareFn = std::function<std::shared_ptr<const void>(const KernelContext&)>;
 
 class KernelRegistry {
  public:
   // The registry with every built-in kernel.
   static const KernelRegistry& Default();
 
-  // Registers `fn` for opsets [since, until] of (domain, op). "" and "ai.onnx" are the same.
-  void Register(const std::string& domain, const std::string& op, int since, int until,
-                KernelFn fn);
+  // Registers `fn` (and an optional plan-time `prepare`) for opsets [since, until] of
+  // (domain, op). "" and "ai.onnx" are the same. A later registration of an overlapping range
+  // wins, so a copy of Default() can override a built-in kernel.
+  void Register(const std::string& domain, const std::string& op, int since, int until, KernelFn fn,
+                PrepareFn prepare = nullptr);
   // The kernel for the node's op at `opset`, or nullptr.
   const KernelFn* Find(const std::string& domain, const std::string& op, int opset) const;
+  // Its prepare step, or nullptr when it has none.
+  const PrepareFn* FindPrepare(const std::string& domain, const std::string& op, int opset) const;
   bool HasOp(const std::string& domain, const std::string& op) const;
   // "domain::op" for every registered op, sorted.
   std::vector<std::string> OpNames() const;
@@ -102,7 +126,9 @@ class KernelRegistry {
     int since;
     int until;
     KernelFn fn;
+    PrepareFn prepare;
   };
+  const Entry* FindEntry(const std::string& domain, const std::string& op, int opset) const;
   std::map<std::pair<std::string, std::string>, std::vector<Entry>> entries_;
 };
 

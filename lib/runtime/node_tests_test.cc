@@ -129,6 +129,7 @@ TEST(NodeTests, BackendNodeTestsPassOrAreKnownUnsupported) {
   int passed = 0, rejected = 0, skipped = 0;
   std::vector<std::string> failures;
   std::set<std::string> seen_known;
+  std::map<std::string, int> missing_ops;  // op without a kernel -> tests skipped for it
   for (const char* suite : {"node", "pytorch-operator", "pytorch-converted", "simple"}) {
     std::vector<fs::path> dirs;
     for (const auto& e : fs::directory_iterator(kTestData / suite)) dirs.push_back(e.path());
@@ -147,6 +148,9 @@ TEST(NodeTests, BackendNodeTestsPassOrAreKnownUnsupported) {
       });
       if (!all_registered) {
         ++skipped;
+        for (const auto& op : ops) {
+          if (!registry.HasOp(op.first, op.second)) ++missing_ops[op.second];
+        }
         continue;
       }
       std::string failure;
@@ -183,6 +187,8 @@ TEST(NodeTests, BackendNodeTestsPassOrAreKnownUnsupported) {
       "node tests: %d passed, %d rejected-with-reason, %d skipped (op not registered), "
       "%zu failed\n",
       passed, rejected, skipped, failures.size());
+  for (const auto& [op, count] : missing_ops)
+    std::printf("  no kernel: %s (%d)\n", op.c_str(), count);
   for (const auto& f : failures) std::printf("  FAIL %s\n", f.c_str());
   EXPECT_TRUE(failures.empty()) << failures.size() << " node tests failed (listed above)";
   EXPECT_GT(passed, 0);

@@ -24,6 +24,7 @@ struct Session::Plan {
   std::vector<int> order;                             // node indices
   std::vector<const KernelFn*> kernels;               // per step
   std::vector<int> opsets;                            // per step
+  std::vector<std::shared_ptr<const void>> prepared;  // per step: the kernel's prepare result
   std::vector<std::vector<std::string>> frees;        // per step: local values dead after it
   std::unordered_map<std::string, Tensor> constants;  // initializers
 };
@@ -149,7 +150,11 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   plan->graph = &graph;
   ir::GraphView view(graph);
   plan->order = view.TopoOrder();
-  const auto& registry = KernelRegistry::Default();
+  // Initializers first: prepare steps read constant inputs.
+  for (const auto& init : graph.initializer()) {
+    plan->constants[init.name()] = TensorFromProto(model_, init);
+  }
+  const auto& registry = options_.registry ? *options_.registry : KernelRegistry::Default();
   std::unordered_set<std::string> produced;
   for (size_t step = 0; step < plan->order.size(); ++step) {
     const auto& node = graph.node(plan->order[step]);
@@ -167,6 +172,8 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     }
     plan->kernels.push_back(fn);
     plan->opsets.push_back(opset);
+    const PrepareFn* prepare = registry.FindPrepare(domain, node.op_type(), opset);
+    plan->prepared.push_back(prepare ? Prepare(*prepare, node, opset, *plan) : nullptr);
     for (const auto& out : node.output()) {
       if (!out.empty()) produced.insert(out);
     }
@@ -191,10 +198,25 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     if (produced.count(name) || view.IsGraphOutput(name)) continue;
     if (view.GraphInput(name) && !view.Initializer(name)) plan->frees[step].push_back(name);
   }
-  for (const auto& init : graph.initializer()) {
-    plan->constants[init.name()] = TensorFromProto(model_, init);
-  }
   plans_[&graph] = std::move(plan);
+}
+
+std::shared_ptr<const void> Session::Prepare(const PrepareFn& prepare, const onnx::NodeProto& node,
+                                             int opset, const Plan& plan) {
+  std::vector<const Tensor*> constants;
+  for (const auto& in : node.input()) {
+    auto it = plan.constants.find(in);
+    constants.push_back(in.empty() || it == plan.constants.end() ? nullptr : &it->second);
+  }
+  KernelContext ctx(node, opset, std::move(constants));
+  ctx.set_model(&model_);
+  try {
+    return prepare(ctx);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    ThrowInternal("node '{}' ({}) prepare: {}", node.name(), node.op_type(), e.what());
+  }
 }
 
 const Session::Plan& Session::PlanFor(const onnx::GraphProto& graph) {
@@ -289,10 +311,13 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
     }
     KernelContext ctx(node, plan.opsets[step], std::move(args));
     ctx.set_model(&model_);
-    ctx.set_subgraph_runner([this, &scope, observer](const onnx::GraphProto& g) {
+    ctx.set_prepared(plan.prepared[step]);
+    ctx.set_subgraph_runner([this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
       Scope child;
       child.plan = &PlanFor(g);
       child.parent = &scope;
+      for (size_t i = 0; i < in.size(); ++i)
+        child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
       return Execute(*child.plan, child, observer, true);
     });
     RunKernel(*plan.kernels[step], ctx, node);

@@ -1,5 +1,6 @@
-// Session: runs an ONNX model with the built-in kernels. Construction plans the whole model once
-// (topological order, a kernel for every node including those inside If branches, the point
+// Session: runs an ONNX model with the built-in kernels (or a registry the caller passes).
+// Construction plans the whole model once (topological order, a kernel for every node including
+// those inside If/Loop/Scan bodies, each kernel's prepare step, the point
 // after which each intermediate is dead) so that an unsupported op is reported before anything
 // runs. Run() validates the inputs against the model, executes node by node, frees every
 // intermediate after its last use, and hands each produced tensor to an optional observer —
@@ -23,6 +24,9 @@ namespace porttool::runtime {
 
 struct SessionOptions {
   bool fail_on_nan = false;  // NaN/Inf in an input: Error(kBadInput) instead of a warning
+  // Kernels to run with; null means KernelRegistry::Default(). Must outlive the session. Pass a
+  // copy of Default() with extra Register calls to run custom operators.
+  const KernelRegistry* registry = nullptr;
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -80,6 +84,8 @@ class Session {
   struct Scope;
   const Plan& PlanFor(const onnx::GraphProto& graph);
   void BuildPlan(const onnx::GraphProto& graph);
+  std::shared_ptr<const void> Prepare(const PrepareFn& prepare, const onnx::NodeProto& node,
+                                      int opset, const Plan& plan);
   std::vector<Tensor> Execute(const Plan& plan, Scope& scope, const NodeObserver* observer,
                               bool nested);
   void ValidateInputs(const TensorMap& inputs);

@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
-# The reference executor against ONNX Runtime CPU on PP-OCRv4 det at 1x3x640x640, in one run, at 1
-# and 2 threads: median latency, throughput ratio and peak RSS side by side. Prints figures only;
-# never fails on time (the targets are throughput >= 0.5x ONNX Runtime, RSS <= 2x).
+# The reference executor against ONNX Runtime CPU in one run, at 1 and 2 threads, on PP-OCRv4 det
+# (1x3x640x640) and PP-OCR cls (1x3x48x192): median latency of REPEAT runs (after a warm-up),
+# time ratio porttool/ORT (target <= 1.0), peak RSS of each process side by side, and porttool's
+# GFLOP/s with its fraction of the machine's FMA peak (cores x GHz x FLOP/cycle from the CPU
+# flags: 32 with AVX2+FMA, 64 with AVX-512). Prints figures only; never fails on time. On a shared
+# machine the absolute times are noisy: compare the ratios of one run.
 #
-# Usage: scripts/bench/bench_executor.sh [REPEAT]
+# Usage: scripts/bench/bench_executor.sh [REPEAT]      (default 10)
 #   PORTTOOL_BIN  porttool binary (default build/porttool)
-#   MODEL         model (default ../shared/models/ch_PP-OCRv4_det_infer.onnx)
-#   SHAPE         input shape (default 1x3x640x640)
+#   MODELS        "file:input:shape ..." (default: det and cls from ../shared/models)
 # Needs ONNX Runtime for node (scripts/setup.sh --ort); without it only porttool's figures print.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPEAT=${1:-10}
 BIN=${PORTTOOL_BIN:-build/porttool}
-MODEL=${MODEL:-../shared/models/ch_PP-OCRv4_det_infer.onnx}
-SHAPE=${SHAPE:-1x3x640x640}
+M=../shared/models
+MODELS=${MODELS:-"$M/ch_PP-OCRv4_det_infer.onnx:x:1x3x640x640 $M/ch_ppocr_mobile_v2.0_cls_infer.onnx:x:1x3x48x192"}
 PY=/usr/bin/python3
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 [ -x "$BIN" ] || { echo "bench_executor: $BIN not built (scripts/build.sh)" >&2; exit 3; }
-[ -f "$MODEL" ] || { echo "bench_executor: $MODEL absent; nothing to measure" >&2; exit 0; }
 HAVE_ORT=0
 if command -v node >/dev/null && [ -d scripts/ort/node_modules/onnxruntime-node ] &&
    node -e "require('./scripts/ort/node_modules/onnxruntime-node')" 2>/dev/null; then
@@ -37,25 +38,33 @@ for k in sys.argv[2:]: d=d[k]
 print(f"{d:.1f}")' "$@"
 }
 
-INPUT=$("$PY" -c 'import onnx,sys; m=onnx.load(sys.argv[1]); i={x.name for x in m.graph.initializer}
-print([x.name for x in m.graph.input if x.name not in i][0])' "$MODEL")
-echo "model: $MODEL  input: $INPUT:$SHAPE  repeat: $REPEAT (after 1 warm-up)  cpu: $(nproc) cores"
-printf '%-8s %14s %10s %12s %12s %10s %10s\n' threads porttool_ms ort_ms "throughput" "pt_rss_MB" ort_rss_MB "rss_ratio"
-for T in 1 2; do
-  /usr/bin/time -v "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" \
-    --threads "$T" --repeat "$REPEAT" --json >"$WORK/pt.json" 2>"$WORK/pt.time"
-  PT_MS=$(json_field "$WORK/pt.json" latency_ms median)
-  PT_RSS=$(peak_rss_mb "$WORK/pt.time")
-  ORT_MS=-; ORT_RSS=-; RATIO=-; RSS_RATIO=-
-  if [ "$HAVE_ORT" = 1 ]; then
-    /usr/bin/time -v node scripts/bench/ort_bench.js "$MODEL" --shape "${SHAPE//x/,}" \
-      --threads "$T" --repeat "$REPEAT" >"$WORK/ort.json" 2>"$WORK/ort.time"
-    ORT_MS=$(json_field "$WORK/ort.json" median_ms)
-    ORT_RSS=$(peak_rss_mb "$WORK/ort.time")
-    # Throughput ratio = porttool's inferences/s over ONNX Runtime's (target >= 0.5).
-    RATIO=$("$PY" -c "print(f'{$ORT_MS / $PT_MS:.2f}x')")
-    RSS_RATIO=$("$PY" -c "print(f'{$PT_RSS / $ORT_RSS:.2f}x')")
-  fi
-  printf '%-8s %14s %10s %12s %12s %10s %10s\n' "$T" "$PT_MS" "$ORT_MS" "$RATIO" "$PT_RSS" "$ORT_RSS" "$RSS_RATIO"
+GHZ=$(awk -F': ' '/cpu MHz/ {print $2 / 1000; exit}' /proc/cpuinfo)
+FLOP_PER_CYCLE=$(grep -q avx512f /proc/cpuinfo && echo 64 || echo 32)
+echo "repeat: $REPEAT (after 1 warm-up)  cpu: $(nproc) cores at ${GHZ} GHz, ${FLOP_PER_CYCLE} FLOP/cycle/core"
+printf '%-28s %3s %10s %8s %8s %9s %9s %8s %9s %7s\n' model thr porttool_ms ort_ms "pt/ort" \
+  pt_rss_MB ort_rss_MB "rss" "GFLOP/s" "%peak"
+for SPEC in $MODELS; do
+  IFS=: read -r MODEL INPUT SHAPE <<<"$SPEC"
+  [ -f "$MODEL" ] || { echo "bench_executor: $MODEL absent; skipped" >&2; continue; }
+  GFLOP=$("$PY" scripts/bench/model_flops.py "$MODEL" "$INPUT" "$SHAPE")
+  for T in 1 2; do
+    /usr/bin/time -v "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" \
+      --threads "$T" --repeat "$REPEAT" --json >"$WORK/pt.json" 2>"$WORK/pt.time"
+    PT_MS=$(json_field "$WORK/pt.json" latency_ms median)
+    PT_RSS=$(peak_rss_mb "$WORK/pt.time")
+    ORT_MS=-; ORT_RSS=-; RATIO=-; RSS_RATIO=-
+    if [ "$HAVE_ORT" = 1 ]; then
+      /usr/bin/time -v node scripts/bench/ort_bench.js "$MODEL" --shape "${SHAPE//x/,}" \
+        --threads "$T" --repeat "$REPEAT" >"$WORK/ort.json" 2>"$WORK/ort.time"
+      ORT_MS=$(json_field "$WORK/ort.json" median_ms)
+      ORT_RSS=$(peak_rss_mb "$WORK/ort.time")
+      RATIO=$("$PY" -c "print(f'{$PT_MS / $ORT_MS:.2f}x')")
+      RSS_RATIO=$("$PY" -c "print(f'{$PT_RSS / $ORT_RSS:.2f}x')")
+    fi
+    read -r GFLOPS PEAK < <("$PY" -c "g=$GFLOP/($PT_MS/1e3); p=$T*$GHZ*$FLOP_PER_CYCLE
+print(f'{g:.1f} {100*g/p:.0f}%')")
+    printf '%-28s %3s %10s %8s %8s %9s %9s %8s %9s %7s\n' "$(basename "$MODEL" .onnx | cut -c1-28)" \
+      "$T" "$PT_MS" "$ORT_MS" "$RATIO" "$PT_RSS" "$ORT_RSS" "$RSS_RATIO" "$GFLOPS" "$PEAK"
+  done
 done
-echo "throughput = ORT median / porttool median (target >= 0.50x); rss_ratio = porttool / ORT peak RSS (target <= 2x)"
+echo "pt/ort = porttool median / ONNX Runtime median (target <= 1.00x); rss = porttool / ORT peak RSS (target <= 1.00x)"

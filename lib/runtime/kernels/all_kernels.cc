@@ -16,6 +16,11 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterPoolKernels(*r);
     RegisterNormKernels(*r);
     RegisterResizeKernels(*r);
+    RegisterIndexingKernels(*r);
+    RegisterMathKernels(*r);
+    RegisterRecurrentKernels(*r);
+    RegisterSignalKernels(*r);
+    RegisterDetectionKernels(*r);
     return r;
   }();
   return *registry;

@@ -15,7 +15,7 @@ void RegisterShapeKernels(KernelRegistry& r);
 void RegisterReduceKernels(KernelRegistry& r);
 // QuantizeLinear, DequantizeLinear.
 void RegisterQuantKernels(KernelRegistry& r);
-// If (and the control-flow plumbing).
+// If, Loop, Scan.
 void RegisterControlFlowKernels(KernelRegistry& r);
 // com.microsoft Gelu, FastGelu, QuickGelu.
 void RegisterContribKernels(KernelRegistry& r);
@@ -29,5 +29,17 @@ void RegisterPoolKernels(KernelRegistry& r);
 void RegisterNormKernels(KernelRegistry& r);
 // Resize, Upsample, DepthToSpace, SpaceToDepth.
 void RegisterResizeKernels(KernelRegistry& r);
+
+// GatherND, ScatterND, ScatterElements, Scatter, OneHot, Compress, NonZero, Unique, Trilu,
+// EyeLike, CumSum, ReverseSequence.
+void RegisterIndexingKernels(KernelRegistry& r);
+// Shrink, BitShift, Det, MeanVarianceNormalization, LRN.
+void RegisterMathKernels(KernelRegistry& r);
+// RNN, GRU, LSTM.
+void RegisterRecurrentKernels(KernelRegistry& r);
+// HannWindow, HammingWindow, BlackmanWindow, DFT, STFT, MelWeightMatrix.
+void RegisterSignalKernels(KernelRegistry& r);
+// NonMaxSuppression, MaxUnpool.
+void RegisterDetectionKernels(KernelRegistry& r);
 
 }  // namespace porttool::runtime

@@ -48,6 +48,11 @@ class NodeBuilder {
     for (float x : v) a->add_floats(x);
     return *this;
   }
+  NodeBuilder& Strs(const std::string& name, const std::vector<std::string>& v) {
+    auto* a = Add(name, onnx::AttributeProto::STRINGS);
+    for (const auto& x : v) a->add_strings(x);
+    return *this;
+  }
   // Marks output i as not wanted (empty name).
   NodeBuilder& DropOutput(int i) {
     node_.set_output(i, "");

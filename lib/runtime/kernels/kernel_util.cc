@@ -20,6 +20,19 @@ int NormalizeAxis(const KernelContext& ctx, int64_t axis, int rank) {
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+int64_t CheckedIndex(const KernelContext& ctx, int64_t index, int64_t dim, const char* what) {
+  if (index < -dim || index >= dim) {
+    ctx.Fail(fmt::format("{} {} is out of range for a dimension of size {}", what, index, dim));
+  }
+  return index < 0 ? index + dim : index;
+}
+
 std::vector<int64_t> ReadInts(const KernelContext& ctx, const Tensor& t) {
   if (t.dtype() == TP::INT64) return {t.data<int64_t>(), t.data<int64_t>() + t.size()};
   if (t.dtype() == TP::INT32) return {t.data<int32_t>(), t.data<int32_t>() + t.size()};

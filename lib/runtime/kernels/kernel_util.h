@@ -101,6 +101,12 @@ void BinaryBroadcast(const Tensor& a, const Tensor& b, Tensor& out, Op op);
 // result (B itself when the attribute is absent). Call only when ctx.opset() < 7.
 Tensor LegacyBroadcastOperand(const KernelContext& ctx, const Tensor& a, const Tensor& b);
 
+// Row-major element strides of `shape`.
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape);
+// Resolves a possibly negative index into [0, dim); fails naming the node, `what` and the value
+// when it is out of range.
+int64_t CheckedIndex(const KernelContext& ctx, int64_t index, int64_t dim, const char* what);
+
 // Splits [0, n) across the thread pool when n is large enough to be worth it.
 void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
