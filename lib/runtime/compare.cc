@@ -113,7 +113,9 @@ TensorStats CompareTensors(const Tensor& reference, const Tensor& candidate, dou
 
 ModelComparison CompareModels(const io::Model& a, const io::Model& b, const TensorMap& inputs,
                               const CompareOptions& options) {
-  Session sa(a, options.session), sb(b, options.session);
+  SessionOptions options_b = options.session;
+  if (options.kernels_b) options_b.kernels = options.kernels_b;
+  Session sa(a, options.session), sb(b, options_b);
   // Names B's nodes produce: the only intermediates of A worth keeping.
   std::set<std::string> b_produces;
   for (const auto& n : b.proto.graph().node())

@@ -39,6 +39,8 @@ struct CompareOptions {
   double atol = 1e-4;
   bool per_tensor = false;
   SessionOptions session;
+  // B's kernels when they differ from A's (custom kernels under test against built-in ones).
+  const KernelRegistry* kernels_b = nullptr;
 };
 
 struct ModelComparison {

@@ -90,6 +90,10 @@ void KernelRegistry::Register(const std::string& domain, const std::string& op, 
   entries_[{CanonicalDomain(domain), op}].push_back({since, until, std::move(fn)});
 }
 
+void KernelRegistry::Remove(const std::string& domain, const std::string& op) {
+  entries_.erase({CanonicalDomain(domain), op});
+}
+
 const KernelFn* KernelRegistry::Find(const std::string& domain, const std::string& op,
                                      int opset) const {
   auto it = entries_.find({CanonicalDomain(domain), op});

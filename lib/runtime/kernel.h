@@ -91,6 +91,8 @@ class KernelRegistry {
   // Registers `fn` for opsets [since, until] of (domain, op). "" and "ai.onnx" are the same.
   void Register(const std::string& domain, const std::string& op, int since, int until,
                 KernelFn fn);
+  // Drops every kernel of (domain, op), so a custom kernel can replace a built-in one.
+  void Remove(const std::string& domain, const std::string& op);
   // The kernel for the node's op at `opset`, or nullptr.
   const KernelFn* Find(const std::string& domain, const std::string& op, int opset) const;
   bool HasOp(const std::string& domain, const std::string& op) const;

@@ -135,7 +135,7 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   plan->graph = &graph;
   ir::GraphView view(graph);
   plan->order = view.TopoOrder();
-  const auto& registry = KernelRegistry::Default();
+  const auto& registry = options_.kernels ? *options_.kernels : KernelRegistry::Default();
   std::unordered_map<std::string, size_t> last_use;
   std::unordered_set<std::string> produced;
   for (size_t step = 0; step < plan->order.size(); ++step) {

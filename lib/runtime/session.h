@@ -24,6 +24,7 @@ namespace porttool::runtime {
 struct SessionOptions {
   int threads = 0;           // kernels' thread count; 0 keeps the current setting (all cores)
   bool fail_on_nan = false;  // NaN/Inf in an input: Error(kBadInput) instead of a warning
+  const KernelRegistry* kernels = nullptr;  // null: KernelRegistry::Default(); must outlive Run
 };
 
 using TensorMap = std::map<std::string, Tensor>;
