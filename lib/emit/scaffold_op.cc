@@ -556,6 +556,7 @@ constexpr const char* kSchemaTest =
 #include <onnx/shape_inference/implementation.h>
 
 #include <cstdio>
+#include <stdexcept>
 #include <vector>
 
 void Register{{Sym}}Schema();
@@ -576,11 +577,19 @@ int main() {
   node->set_op_type("{{Op}}");
   node->set_domain("{{domain}}");
 {{test_inputs}}  node->add_output("y");
-  g->add_output()->set_name("y");
   int failed = 0;
+  const onnx::TypeProto* inferred = nullptr;
   try {
-    onnx::checker::check_model(model);
     onnx::shape_inference::InferShapes(model);
+    for (const auto& vi : g->value_info()) {
+      if (vi.name() == "y") inferred = &vi.type();
+    }
+    if (inferred == nullptr) throw std::runtime_error("no type inferred for the output");
+    auto* out = g->add_output();
+    out->set_name("y");
+    *out->mutable_type() = *inferred;
+    g->clear_value_info();
+    onnx::checker::check_model(model);
   } catch (const std::exception& e) {
     std::printf("schema: %s\n", e.what());
     failed = 1;

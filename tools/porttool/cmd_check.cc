@@ -15,6 +15,7 @@ namespace {
 struct CheckOptions {
   std::string model;
   bool json = false;
+  std::vector<std::string> custom_ops;
   bool no_full_check = false;
   std::string target;
   std::vector<std::string> input_shapes;
@@ -50,6 +51,7 @@ void PrintText(const std::string& path, const analysis::CheckReport& report) {
 
 int RunCheck(const CheckOptions& o) {
   io::Model model = io::Load(o.model);
+  auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
   analysis::CheckOptions options;
   options.full_check = !o.no_full_check;
   analysis::CheckReport report = analysis::CheckModel(model, options);
@@ -90,6 +92,7 @@ void RegisterCheck(CLI::App& app, RunFn& run) {
                   "(rules/targets/NAME.json); exit 1 when a node is unsupported without CPU "
                   "fallback or weights + activations exceed the target's usable memory");
   AddInputShapeOption(*cmd, opts->input_shapes);
+  AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCheck(*opts); }; });
 }

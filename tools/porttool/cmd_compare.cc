@@ -23,6 +23,7 @@ struct CompareCliOptions {
   int threads = 0;
   size_t top = 20;
   bool json = false;
+  std::vector<std::string> custom_ops;
 };
 
 nlohmann::json StatsJson(const runtime::TensorComparison& c) {
@@ -59,7 +60,10 @@ io::Model LoadWithShapes(const std::string& path, const std::vector<std::string>
 int RunCompare(const CompareCliOptions& o) {
   io::Model a = LoadWithShapes(o.model_a, o.input_shapes);
   io::Model b = LoadWithShapes(o.model_b, o.input_shapes);
+  auto custom = LoadCustomOps(o.custom_ops, &b, /*with_kernels=*/true);
   runtime::CompareOptions options;
+  options.session.kernels = custom->FillKernels();
+  options.kernels_b = custom->Kernels();
   options.rtol = o.rtol;
   options.atol = o.atol;
   options.per_tensor = o.per_tensor;
@@ -106,6 +110,8 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
   auto* cmd = app.add_subcommand("compare", "Run two models on the same inputs and compare");
   cmd->footer(
       "Exit 1 when an output exceeds tolerance (|b - a| > atol + rtol * |a|, a = MODEL_A).\n"
+      "--custom-op DIR: MODEL_B runs the package's kernel; MODEL_A keeps built-in kernels and\n"
+      "uses the package only for ops the executor lacks.\n"
       "Example:\n  porttool compare model.onnx model.folded.onnx --per-tensor "
       "--input-shape x:1x3x64x64");
   cmd->add_option("model_a", opts->model_a, "Reference ONNX model")->required();
@@ -121,6 +127,7 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
   cmd->add_option("--atol", opts->atol, "Absolute tolerance")->capture_default_str();
   cmd->add_option("--threads", opts->threads, "Threads for kernels (default: all cores)")
       ->check(CLI::Range(1, 1024));
+  AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCompare(*opts); }; });
 }

@@ -17,6 +17,7 @@ struct InferShapesOptions {
   int max_iterations = 8;
   ModelOutputOptions output;
   bool json = false;
+  std::vector<std::string> custom_ops;
 };
 
 nlohmann::json ReportJson(const shape::InferReport& r, const std::vector<std::string>& files) {
@@ -50,6 +51,7 @@ int RunInferShapes(const InferShapesOptions& o) {
   options.input_shapes = shape::ParseInputShapes(o.input_shapes);  // usage errors before loading
   options.max_iterations = o.max_iterations;
   io::Model model = io::Load(o.model);
+  auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
   shape::InferReport report = shape::InferShapes(model, options);
   for (const auto& note : report.notes) spdlog::warn("{}", note);
   std::vector<std::string> files = SaveModel(model, o.output);
@@ -78,6 +80,7 @@ void RegisterInferShapes(CLI::App& app, RunFn& run) {
                   "Cap on inference passes while shapes keep changing")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunInferShapes(*opts); }; });
 }

@@ -31,6 +31,7 @@ struct RunOptions {
   int repeat = 0;
   bool fail_on_nan = false;
   bool json = false;
+  std::vector<std::string> custom_ops;
 };
 
 struct Latency {
@@ -47,7 +48,8 @@ int RunRun(const RunOptions& o) {
   io::Model model = io::Load(o.model);
   if (!o.input_shapes.empty())
     shape::ApplyInputShapes(model, shape::ParseInputShapes(o.input_shapes));
-  runtime::Session session(model, {o.threads, o.fail_on_nan});
+  auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
+  runtime::Session session(model, {o.threads, o.fail_on_nan, custom->Kernels()});
   runtime::TensorMap inputs = runtime::ReadInputSpecs(o.inputs);
   if (o.random_inputs) inputs = runtime::CompleteWithRandom(session, std::move(inputs), o.seed);
 
@@ -127,6 +129,7 @@ void RegisterRun(CLI::App& app, RunFn& run) {
       ->check(CLI::Range(1, 1000000));
   cmd->add_flag("--fail-on-nan", opts->fail_on_nan,
                 "Fail (exit 3) when an input holds NaN or Inf instead of warning");
+  AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunRun(*opts); }; });
 }

@@ -24,6 +24,8 @@ void RegisterEmitHeader(CLI::App& app, RunFn& run);
 void RegisterDecide(CLI::App& app, RunFn& run);
 void RegisterRules(CLI::App& app, RunFn& run);
 void RegisterPasses(CLI::App& app, RunFn& run);
+void RegisterScaffoldOp(CLI::App& app, RunFn& run);
+void RegisterKit(CLI::App& app, RunFn& run);
 
 int Main(int argc, char** argv);
 
