@@ -258,7 +258,7 @@ std::string KitHeader(const KitPlan& kit, const std::vector<runtime::NamedTensor
   std::string upper = ToUpper(prefix);
   out += fmt::format("#define {}_NUM_INPUTS {}\n#define {}_NUM_OUTPUTS {}\n", upper, inputs.size(),
                      upper, outputs.size());
-  out += fmt::format("#define {}_RTOL {:g}f\n#define {}_ATOL {:g}f\n\n", upper,
+  out += fmt::format("#define {}_RTOL {:.6e}\n#define {}_ATOL {:.6e}\n\n", upper,
                      tol["rtol"].get<double>(), upper, tol["atol"].get<double>());
   for (size_t i = 0; i < inputs.size(); ++i) {
     AppendArray(out, prefix, "input", static_cast<int>(i), inputs[i].name, inputs[i].value);
@@ -394,8 +394,9 @@ class KitWriter {
                 {"inputs", json::array()},
                 {"constants", json::array()},
                 {"outputs", json::array()}};
+    std::set<std::string> listed;
     for (int i = 0; i < node.input_size(); ++i) {
-      if (node.input(i).empty()) continue;
+      if (node.input(i).empty() || !listed.insert(node.input(i)).second) continue;
       kit.info[constants_.count(node.input(i)) ? "constants" : "inputs"].push_back(
           TensorInfo(node.input(i), *inputs[i]));
     }

@@ -204,7 +204,8 @@ const char* {{sym}}_status_string(int32_t status);
 #endif /* {{SYM}}_KERNEL_H_ */
 )tpl";
 
-constexpr const char* kKernelCommon = R"tpl(/* {{Op}} kernel, scaffolded by porttool scaffold-op (source sha256 {{sha256}}). */
+constexpr const char* kKernelCommon =
+    R"tpl(/* {{Op}} kernel, scaffolded by porttool scaffold-op (source sha256 {{sha256}}). */
 #include "{{sym}}.h"
 
 #include <math.h>
@@ -218,6 +219,7 @@ constexpr const char* kKernelCommon = R"tpl(/* {{Op}} kernel, scaffolded by port
 
 int32_t {{sym}}_set_attribute({{sym}}_params* params, const pt_attribute* attr) {
 {{param_setters}}  (void)params;
+  (void)attr;
   return PT_BAD_ARGUMENT;
 }
 
