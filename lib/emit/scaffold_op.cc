@@ -904,7 +904,11 @@ CustomOpSpec DescribeNode(const io::Model& source, const std::string& node_name)
   const auto& in0 = spec.inputs.front();
   bool elementwise = known || (spec.outputs.size() == 1 && spec.outputs[0].shape == in0.shape &&
                                spec.outputs[0].dtype == in0.dtype && !in0.shape.empty());
-  spec.shape_rule = elementwise ? "same_as_input" : "static";
+  // An output whose shape neither inference nor an executor run could see (an op unknown to
+  // both) gets input 0's shape: a stated assumption in op.json, to edit, never a silent rank 0.
+  bool unknown = std::any_of(spec.outputs.begin(), spec.outputs.end(),
+                             [](const auto& t) { return t.rank < 0; });
+  spec.shape_rule = elementwise || unknown ? "same_as_input" : "static";
   spec.source_model = source.path.filename().string();
   spec.source_sha256 = source.path.empty() ? "" : Sha256File(source.path);
   spec.source_node = original.name();
@@ -915,6 +919,14 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
                           const fs::path& out_dir) {
   ScaffoldResult result;
   result.spec = DescribeNode(model, options.node);
+  for (const auto& out : result.spec.outputs) {
+    if (out.rank < 0) {
+      result.notes.push_back(fmt::format(
+          "the shape of output {} is unknown: op.json assumes it has the shape and type of input "
+          "0 (edit shape_rule if not)",
+          out.name));
+    }
+  }
   const CustomOpSpec& spec = result.spec;
   Vars vars = SpecVars(spec);
   ParamCode(spec, vars);

@@ -27,13 +27,14 @@ std::string Demo() { return testing::TestData("demo_detector.onnx").string(); }
 
 // Builds the package's ABI library with the compiler directly (faster than cmake) into
 // DIR/build, from possibly edited sources.
-int BuildLibrary(const fs::path& pkg, const std::string& sym) {
+std::string BuildLibrary(const fs::path& pkg, const std::string& sym) {
   fs::create_directories(pkg / "build");
   std::string k = (pkg / "kernel").string();
-  return RunShell(fmt::format("gcc -std=c99 -O1 -shared -fPIC -I{0} {0}/{1}.c {0}/{1}_porttool.c "
-                              "-o {2}/build/libporttool_{1}.so -lm",
-                              k, sym, (pkg / "build").string()))
-      .exit_code;
+  auto r =
+      RunShell(fmt::format("gcc -std=c99 -O1 -shared -fPIC -I{0} {0}/{1}.c {0}/{1}_porttool.c "
+                           "-o {2}/build/libporttool_{1}.so -lm",
+                           k, sym, pkg.string()));
+  return r.exit_code == 0 ? "" : r.err;
 }
 
 class CustomOpCliTest : public ::testing::Test {
@@ -57,10 +58,11 @@ TempDir* CustomOpCliTest::dir_ = nullptr;
 
 TEST_F(CustomOpCliTest, ClosedLoopOnTheDemoModel) {
   std::string pkg = Package().string();
-  auto build =
-      RunShell(fmt::format("cmake -S {0} -B {0}/build >/dev/null && cmake --build "
-                           "{0}/build >/dev/null && ctest --test-dir {0}/build",
-                           pkg));
+  // The schema's own test (libonnx headers: slow to compile) runs in scaffold_op_test.cc.
+  auto build = RunShell(
+      fmt::format("cmake -S {0} -B {0}/build -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON >/dev/null && "
+                  "cmake --build {0}/build >/dev/null && ctest --test-dir {0}/build",
+                  pkg));
   ASSERT_EQ(build.exit_code, 0) << build.out << build.err;
   EXPECT_NE(build.out.find("100% tests passed"), std::string::npos) << build.out;
 
@@ -81,13 +83,12 @@ TEST_F(CustomOpCliTest, AWrongKernelMakesCompareFail) {
   fs::path pkg = CopyPackage("wrong");
   std::string kernel = testing::ReadFile(pkg / "kernel/gelu.c");
   // Gelu -> x * 0.5: far from Gelu for most inputs.
-  size_t at = kernel.find("static inline float gelu_scalar");
+  size_t at = kernel.find("static float gelu_scalar");
   ASSERT_NE(at, std::string::npos);
-  kernel.insert(at, "#define PT_NO_SIMD 1\n");
   size_t ret = kernel.find("return ", at);
   kernel.replace(ret, kernel.find(';', ret) - ret, "return 0.5f * x");
-  testing::WriteFile(pkg / "kernel/gelu.c", kernel);
-  ASSERT_EQ(BuildLibrary(pkg, "gelu"), 0);
+  testing::WriteFile(pkg / "kernel/gelu.c", "#define PT_NO_SIMD 1\n" + kernel);
+  ASSERT_EQ(BuildLibrary(pkg, "gelu"), "");
   auto compare =
       RunPorttool(fmt::format("compare {0} {0} --custom-op {1} {2}", Demo(), pkg.string(), kShape));
   EXPECT_EQ(compare.exit_code, 1) << compare.out << compare.err;
@@ -107,14 +108,14 @@ TEST_F(CustomOpCliTest, BadPackagesAreExit3NamingTheCulprit) {
   ASSERT_NE(at, std::string::npos);
   glue.replace(at, 26, "{2u,");
   testing::WriteFile(abi / "kernel/gelu_porttool.c", glue);
-  ASSERT_EQ(BuildLibrary(abi, "gelu"), 0);
+  ASSERT_EQ(BuildLibrary(abi, "gelu"), "");
   r = RunPorttool(
       fmt::format("run {} --custom-op {} {} --random-inputs", Demo(), abi.string(), kShape));
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("ABI version 2"), std::string::npos) << r.err;
 
   fs::path other = CopyPackage("other");
-  ASSERT_EQ(BuildLibrary(other, "gelu"), 0);
+  ASSERT_EQ(BuildLibrary(other, "gelu"), "");
   std::string spec = testing::ReadFile(other / "op.json");
   spec.replace(spec.find("\"op_type\": \"Gelu\""), 17, "\"op_type\": \"FastGelu\"");
   testing::WriteFile(other / "op.json", spec);
@@ -165,10 +166,7 @@ g (float[1,4,8,8] x) => (float[1,4,8,8] y) {
     EXPECT_FALSE(nlohmann::json::parse(without.out)["unresolved"].empty()) << without.out;
   }
   // The skeleton kernel refuses to run rather than pass data through.
-  RunShell(
-      fmt::format("cmake -S {0} -B {0}/build >/dev/null && cmake --build {0}/build "
-                  ">/dev/null",
-                  (dir / "pkg").string()));
+  ASSERT_EQ(BuildLibrary(dir / "pkg", "swish3"), "");
   auto run = RunPorttool(
       fmt::format("run {} --custom-op {} --random-inputs", model, (dir / "pkg").string()));
   EXPECT_EQ(run.exit_code, 3);
