@@ -523,20 +523,25 @@ Tensor FindOutput(const fs::path& dir, int set, int index, const std::string& na
   return Tensor();
 }
 
-std::string WorstElement(const Tensor& want, const Tensor& got) {
-  const Tensor &a = want, &b = got;
-  double worst = -1;
-  int64_t at = 0;
-  if (a.dtype() != TP::FLOAT || b.dtype() != TP::FLOAT || a.size() != b.size() || a.size() == 0) {
+// The element furthest outside |got - want| <= atol + rtol * |want| (relative to its bound), so
+// the element named is the one that decides pass or fail.
+std::string WorstElement(const Tensor& want, const Tensor& got, double rtol, double atol) {
+  if (want.dtype() != TP::FLOAT || got.dtype() != TP::FLOAT || want.size() != got.size() ||
+      want.size() == 0) {
     return "";
   }
-  for (int64_t i = 0; i < a.size(); ++i) {
-    double d = std::fabs(static_cast<double>(a.data<float>()[i]) - b.data<float>()[i]);
-    if (std::isnan(d)) d = INFINITY;
-    if (d > worst) worst = d, at = i;
+  const float* a = want.data<float>();
+  const float* b = got.data<float>();
+  double worst = -1;
+  int64_t at = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    double err = std::fabs(static_cast<double>(a[i]) - b[i]);
+    double ratio = err / (atol + rtol * std::fabs(static_cast<double>(a[i])) + 1e-30);
+    if (std::isnan(ratio)) ratio = INFINITY;
+    if (ratio > worst) worst = ratio, at = i;
   }
-  return fmt::format("worst element {}: want {:.9g} got {:.9g}", at, a.data<float>()[at],
-                     b.data<float>()[at]);
+  return fmt::format("worst element {}: want {:.9g} got {:.9g} ({:.3g}x the tolerance)", at, a[at],
+                     b[at], worst);
 }
 
 void CheckOneKit(const fs::path& kit_dir, const fs::path& outputs_dir, KitCheckResult& result) {
@@ -558,7 +563,9 @@ void CheckOneKit(const fs::path& kit_dir, const fs::path& outputs_dir, KitCheckR
         row.passed = stats.comparable && stats.within_tolerance;
         row.detail = stats.comparable
                          ? fmt::format("max_abs {:.3g} ({} tolerance) {}", stats.max_abs,
-                                       tol["kind"].get<std::string>(), WorstElement(want, got))
+                                       tol["kind"].get<std::string>(),
+                                       WorstElement(want, got, tol["rtol"].get<double>(),
+                                                    tol["atol"].get<double>()))
                          : stats.note;
       }
       (row.passed ? result.passed : result.failed)++;
