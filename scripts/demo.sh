@@ -27,6 +27,12 @@ step "run: the reference executor" \
 step "emit-header: buffer sizes, aligned, with a static arena plan and a weight blob" \
   $PT emit-header $MODEL --input-shape images:1x3x64x64 --align 64 --arena \
   -o "$OUT/demo_detector.h" --weights "$OUT/demo_detector_weights.bin"
+# A few random samples stand in for real calibration data (kilobytes, made on the fly).
+mkdir -p "$OUT/samples"
+/usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(1); [np.save('$OUT/samples/%04d.images.npy' % i, r.random((1, 3, 64, 64), dtype=np.float32)) for i in range(8)]"
+step "quantize-calibrate: INT8 ranges (entropy), a QDQ model, and what it costs in accuracy" \
+  $PT quantize-calibrate $MODEL --data "$OUT/samples" --method entropy --per-channel \
+  --table "$OUT/demo.table.json" --trt-cache "$OUT/demo.trt.cache" --qdq "$OUT/demo.qdq.onnx" --threshold score:0.5
 step "decide: go through ONNX or write a custom operator?" \
   $PT decide $MODEL --target rknn-rk3588 --input-shape images:1x3x64x64
 echo

@@ -123,7 +123,7 @@ void RunOnnxChecker(const io::Model& model, CheckReport& report) {
   }
 }
 
-void RunStrictShapeInference(io::Model& model, CheckReport& report) {
+void RunStrictShapeInference(io::Model& model, CheckReport& report, bool pinned) {
   RestoreTypes restore(*model.proto.mutable_graph());
   shape::InferOptions options;
   options.strict = true;
@@ -132,12 +132,17 @@ void RunStrictShapeInference(io::Model& model, CheckReport& report) {
     shape::InferShapes(model, options);
   } catch (const Error& e) {
     report.Add({Severity::kError, "shape-inference", e.node(), e.tensor(), e.what(),
-                "declared shapes/types contradict what the ops compute: re-export, or clear "
-                "the stale value_info and run porttool infer-shapes"});
+                pinned ? "the pinned input shapes do not fit the graph at this node (the "
+                         "model fails at run time too): pick dims the model supports, e.g. "
+                         "multiples of its total stride"
+                       : "declared shapes/types contradict what the ops compute: re-export, or "
+                         "clear the stale value_info and run porttool infer-shapes"});
   }
 }
 
-CheckReport CheckModel(io::Model& model, const CheckOptions& options) {
+namespace {
+
+CheckReport CheckAsIs(io::Model& model, const CheckOptions& options, bool pinned) {
   CheckReport report;
   if (OpsetTooNew(model)) {
     // The checker and inference would fail with "No Op registered" on every node; the
@@ -148,10 +153,19 @@ CheckReport CheckModel(io::Model& model, const CheckOptions& options) {
                 ""});
   } else {
     RunOnnxChecker(model, report);
-    if (options.full_check) RunStrictShapeInference(model, report);
+    if (options.full_check) RunStrictShapeInference(model, report, pinned);
   }
   if (options.lints) RunPortingLints(model, report);
   return report;
+}
+
+}  // namespace
+
+CheckReport CheckModel(io::Model& model, const CheckOptions& options) {
+  if (options.input_shapes.empty()) return CheckAsIs(model, options, false);
+  io::Model pinned = model;
+  shape::ApplyInputShapes(pinned, options.input_shapes);
+  return CheckAsIs(pinned, options, true);
 }
 
 }  // namespace porttool::analysis

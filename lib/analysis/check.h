@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/io/model.h"
+#include "lib/shape/input_shapes.h"
 
 namespace porttool::analysis {
 
@@ -40,6 +41,9 @@ struct CheckReport {
 struct CheckOptions {
   bool full_check = true;  // strict shape inference after the checker
   bool lints = true;
+  // Pinned on a copy before anything runs, so strict inference and every lint see the shapes the
+  // model will be deployed with (a pin that makes two branches disagree is an error there).
+  shape::InputShapes input_shapes;
 };
 
 // Runs the checker, (full check) strict shape inference, then the lints. `model` is only
@@ -48,7 +52,7 @@ CheckReport CheckModel(io::Model& model, const CheckOptions& options = {});
 
 // The parts, for callers that compose their own check.
 void RunOnnxChecker(const io::Model& model, CheckReport& report);
-void RunStrictShapeInference(io::Model& model, CheckReport& report);
+void RunStrictShapeInference(io::Model& model, CheckReport& report, bool pinned = false);
 void RunPortingLints(const io::Model& model, CheckReport& report);
 
 // Highest ai.onnx opset this build's schema registry knows (17 for ONNX 1.12).

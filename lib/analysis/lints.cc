@@ -95,13 +95,18 @@ void LintDynamicInputs(const io::Model& model, CheckReport& report) {
     by_input[desc.substr(0, desc.find_first_of("[ "))].push_back(desc);
   }
   for (const auto& [input, dims] : by_input) {
+    std::string example = input + ":DIMS";
+    for (const auto& vi : model.proto.graph().input()) {
+      if (vi.name() == input) example = shape::ExampleInputShape(vi);
+    }
     report.Add({Severity::kWarning, "dynamic-input", "", input,
                 fmt::format("input '{}' has dynamic or missing dims: {}; most targets need "
                             "static shapes",
                             input, util::Join(dims, ", ")),
-                fmt::format("pin them: porttool infer-shapes MODEL -o OUT --input-shape "
-                            "{}:DIMS (e.g. 1x3x640x640)",
-                            input)});
+                fmt::format("pin them (check, infer-shapes, run, split, emit-header and decide "
+                            "take the pin), e.g. porttool infer-shapes MODEL -o OUT "
+                            "--input-shape {}",
+                            example)});
   }
 }
 

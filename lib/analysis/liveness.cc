@@ -14,8 +14,7 @@ StaticTensor ResolveStaticTensor(const std::string& name, const onnx::ValueInfoP
   StaticTensor t;
   t.name = name;
   const char* hint =
-      "pin dynamic inputs with --input-shape, or run `porttool infer-shapes` to find the node "
-      "that blocks shape inference";
+      "shape inference could not compute it (infer-shapes names the node that blocks it)";
   if (info == nullptr || !info->type().has_tensor_type()) {
     ThrowBadInput("tensor '{}' (from {}) has no known type or shape: {}", t.name, origin, hint);
   }
@@ -36,16 +35,14 @@ StaticTensor ResolveStaticTensor(const std::string& name, const onnx::ValueInfoP
   return t;
 }
 
-namespace {
-
-int LastReader(const ir::GraphView& view, const std::vector<int>& step_of_node,
-               const std::string& name, int fallback) {
-  int last = fallback;
-  for (int node : view.Consumers(name)) last = std::max(last, step_of_node[node]);
+std::unordered_map<std::string, int> LastReadSteps(const ir::GraphView& view,
+                                                   const std::vector<int>& order) {
+  std::unordered_map<std::string, int> last;
+  for (size_t step = 0; step < order.size(); ++step) {
+    for (const auto& name : view.NodeReads(order[step])) last[name] = static_cast<int>(step);
+  }
   return last;
 }
-
-}  // namespace
 
 Liveness ComputeLiveness(const onnx::GraphProto& graph, const LivenessOptions& options) {
   ir::GraphView view(graph);
@@ -56,6 +53,7 @@ Liveness ComputeLiveness(const onnx::GraphProto& graph, const LivenessOptions& o
     step_of_node[out.order[step]] = static_cast<int>(step);
   }
   const int last_step = std::max(0, static_cast<int>(out.order.size()) - 1);
+  const auto last_read = LastReadSteps(view, out.order);
   std::unordered_set<std::string> seen;
 
   auto add = [&](const std::string& name, const std::string& producer, int first) {
@@ -66,7 +64,9 @@ Liveness ComputeLiveness(const onnx::GraphProto& graph, const LivenessOptions& o
     t.graph_output = view.IsGraphOutput(name);
     if (t.graph_output && !options.include_graph_outputs) return;
     t.first_use = first;
-    t.last_use = t.graph_output ? last_step : LastReader(view, step_of_node, name, first);
+    auto read = last_read.find(name);
+    t.last_use = t.graph_output ? last_step
+                                : std::max(first, read == last_read.end() ? first : read->second);
     out.tensors.push_back(std::move(t));
   };
 

@@ -11,7 +11,10 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "lib/ir/graph_view.h"
 
 namespace porttool::analysis {
 
@@ -54,6 +57,12 @@ struct Liveness {
   std::vector<int> order;               // node indices in execution order (GraphView::TopoOrder)
   std::vector<TensorLifetime> tensors;  // in order of first use, then of definition
 };
+
+// The step (position in `order`) of every tensor's last reader, subgraph captures counting as
+// reads by their If/Loop/Scan node. Shape-free: the executor frees tensors by it, and
+// ComputeLiveness sizes the same intervals, so the plan and the run agree on lifetimes.
+std::unordered_map<std::string, int> LastReadSteps(const ir::GraphView& view,
+                                                   const std::vector<int>& order);
 
 // Liveness of the main graph's activations. Shapes come from graph inputs, outputs and value_info,
 // so run shape inference first. Throws Error(kBadInput) naming the tensor and its producer when a

@@ -7,7 +7,9 @@
 
 #include "lib/analysis/liveness.h"
 #include "lib/analysis/macs.h"
+#include "lib/analysis/static_values.h"
 #include "lib/ir/dtype.h"
+#include "lib/runtime/shape_completion.h"
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
 
@@ -87,26 +89,29 @@ bool IsComputeLayer(const onnx::NodeProto& node) {
          kComputeOps.count(node.op_type());
 }
 
-AnalyzedModel::AnalyzedModel(const io::Model& model, const shape::InputShapes& shapes)
+AnalyzedModel::AnalyzedModel(const io::Model& model, const shape::InputShapes& shapes,
+                             const ModelTransform& fold)
     : model_(model) {
-  shape::InferOptions options;
-  options.input_shapes = shapes;
+  std::string incomplete;
   try {
-    shape::InferReport report = shape::InferShapes(model_, options);
-    facts_.notes = report.notes;
-    if (!report.unresolved.empty()) {
-      facts_.notes.push_back(fmt::format("{} tensor(s) without a static shape (first: '{}', {})",
-                                         report.unresolved.size(), report.unresolved[0].tensor,
-                                         report.unresolved[0].reason));
-    }
+    runtime::ShapeCompletion completion = runtime::CompleteShapes(model_, shapes);
+    facts_.notes = completion.inference.notes;
+    if (!completion.unresolved.empty()) incomplete = completion.Summary();
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kUsage) throw;
-    facts_.notes.push_back(std::string("shape inference failed: ") + e.what());
+    incomplete = std::string("shape inference failed: ") + e.what();
   }
+  if (!incomplete.empty()) facts_.notes.push_back(incomplete);
+  if (fold) fold(model_);
   view_ = std::make_unique<ir::GraphView>(model_.proto.graph());
   IndexTensors();
+  MarkStaticValues();
   DeriveFacts();
   FindTail();
+  // Liveness names the first tensor without a shape; the completion names the node to blame.
+  if (!facts_.peak_activation_bytes && !incomplete.empty() && facts_.dynamic_inputs.empty()) {
+    facts_.peak_activation_note = incomplete;
+  }
 }
 
 void AnalyzedModel::IndexTensors() {
@@ -129,13 +134,24 @@ void AnalyzedModel::IndexTensors() {
   }
 }
 
+void AnalyzedModel::MarkStaticValues() {
+  static_nodes_ = analysis::StaticValueNodes(graph(), [&](const std::string& name) {
+    const TensorInfo* info = Info(name);
+    return info && info->IsStatic();
+  });
+  for (int i = 0; i < graph().node_size(); ++i) {
+    if (!static_nodes_[i]) continue;
+    for (const auto& out : graph().node(i).output()) static_tensors_.insert(out);
+  }
+}
+
 const TensorInfo* AnalyzedModel::Info(const std::string& tensor) const {
   auto it = infos_.find(tensor);
   return it == infos_.end() ? nullptr : &it->second;
 }
 
 bool AnalyzedModel::IsConstant(const std::string& tensor) const {
-  return constants_.count(tensor) > 0;
+  return constants_.count(tensor) > 0 || static_tensors_.count(tensor) > 0;
 }
 
 std::optional<std::vector<double>> AnalyzedModel::ConstantValues(const std::string& tensor) const {

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,11 +60,18 @@ std::string OpKey(const onnx::NodeProto& node);
 // Compute layers carry the arithmetic (see docs/facts.md model.compute_layers).
 bool IsComputeLayer(const onnx::NodeProto& node);
 
+// A model-to-model step run on the analysed copy before anything is derived from it.
+using ModelTransform = std::function<void(io::Model&)>;
+
 class AnalyzedModel {
  public:
-  // Copies `model`, pins `shapes`, infers shapes (shape::InferShapes) and derives the facts.
+  // The model as the target's converter sees it: copies `model`, pins `shapes`, completes shapes
+  // (runtime::CompleteShapes: inference, then one executor run), runs `fold` (the seam for the
+  // passes' fold-constants; the caller's model is never touched), marks the nodes whose value is
+  // static (analysis::StaticValueNodes: converters fold them) and derives the facts.
   // Throws Error(kUsage) for bad --input-shape pins.
-  AnalyzedModel(const io::Model& model, const shape::InputShapes& shapes);
+  AnalyzedModel(const io::Model& model, const shape::InputShapes& shapes,
+                const ModelTransform& fold = {});
 
   const io::Model& model() const { return model_; }
   const onnx::GraphProto& graph() const { return model_.proto.graph(); }
@@ -71,8 +80,11 @@ class AnalyzedModel {
 
   // Type and dims of a tensor (graph input/output, value_info or initializer); nullptr if unknown.
   const TensorInfo* Info(const std::string& tensor) const;
-  // Whether `tensor` is an initializer or the output of a Constant node.
+  // Whether `tensor` is an initializer, the output of a Constant node or of a static-value node.
   bool IsConstant(const std::string& tensor) const;
+  // Node `index` computes a value known at conversion time (shape arithmetic on static shapes,
+  // ops on constants): the converter folds it, so it is never placed on the target.
+  bool IsStaticValue(int index) const { return static_nodes_[index]; }
   // Values of a small numeric constant tensor (<= 4096 elements) as doubles.
   std::optional<std::vector<double>> ConstantValues(const std::string& tensor) const;
   // Downstream of node `index` there is a compute layer (it is in the backbone, not the tail).
@@ -83,6 +95,7 @@ class AnalyzedModel {
 
  private:
   void IndexTensors();
+  void MarkStaticValues();
   void DeriveFacts();
   void FindTail();
 
@@ -91,6 +104,8 @@ class AnalyzedModel {
   std::map<std::string, TensorInfo> infos_;
   std::map<std::string, const onnx::TensorProto*> constants_;
   std::vector<bool> feeds_compute_;
+  std::vector<bool> static_nodes_;
+  std::set<std::string> static_tensors_;
   ModelFacts facts_;
 };
 

@@ -49,7 +49,7 @@ FactCatalog FactCatalog::Load(const JsonFile& f) {
   const auto& facts = f.Array("/facts");
   for (size_t i = 0; i < facts.size(); ++i) {
     std::string p = "/facts/" + std::to_string(i);
-    f.OnlyKeys(p, {"name", "type", "unit", "source", "description", "values"});
+    f.OnlyKeys(p, {"name", "type", "unit", "min", "max", "source", "description", "values"});
     FactSpec spec;
     spec.name = f.String(p + "/name");
     spec.type = ParseFactType(f, p + "/type");
@@ -57,6 +57,8 @@ FactCatalog FactCatalog::Load(const JsonFile& f) {
     spec.source = f.String(p + "/source");
     spec.description = f.String(p + "/description");
     if (spec.type == FactType::kEnum) spec.values = f.Strings(p + "/values");
+    if (f.Has(p + "/min")) spec.min = f.Number(p + "/min");
+    if (f.Has(p + "/max")) spec.max = f.Number(p + "/max");
     if (catalog.Find(spec.name)) f.Fail(p + "/name", "fact \"" + spec.name + "\" is listed twice");
     catalog.specs_.push_back(std::move(spec));
   }
@@ -76,7 +78,9 @@ std::vector<std::string> FactCatalog::Names() const {
   return names;
 }
 
-std::optional<std::string> CheckFactValue(const FactSpec& spec, const nlohmann::json& value) {
+namespace {
+
+std::optional<std::string> CheckFactType(const FactSpec& spec, const nlohmann::json& value) {
   auto expected = [&](const std::string& what) {
     return fmt::format(
         "expected {}{}, got {}{}", what, spec.unit.empty() ? "" : fmt::format(" ({})", spec.unit),
@@ -106,6 +110,30 @@ std::optional<std::string> CheckFactValue(const FactSpec& spec, const nlohmann::
       return expected("one of " + util::Join(spec.values, ", "));
   }
   return std::nullopt;
+}
+
+// Why a number is outside the fact's documented range, or nullopt.
+// Integers must also fit int64_t, which Facts::Set converts them to.
+std::optional<std::string> CheckRange(const FactSpec& spec, double v) {
+  constexpr double kInt64Limit = 9.2e18;
+  double lo = spec.min.value_or(spec.type == FactType::kInteger ? -kInt64Limit : -HUGE_VAL);
+  double hi = spec.max.value_or(spec.type == FactType::kInteger ? kInt64Limit : HUGE_VAL);
+  if (std::isfinite(v) && v >= lo && v <= hi) return std::nullopt;
+  return fmt::format(
+      "{} is out of range: expected a finite number from {:g} to {:g}{} "
+      "(docs/facts.md lists every fact's range)",
+      std::isnan(v) ? "nan" : fmt::format("{:g}", v), lo, hi,
+      spec.unit.empty() ? "" : " " + spec.unit);
+}
+
+}  // namespace
+
+std::optional<std::string> CheckFactValue(const FactSpec& spec, const nlohmann::json& value) {
+  if (value.is_number() && spec.type != FactType::kBoolean) {
+    if (auto type_error = CheckFactType(spec, value)) return type_error;
+    return CheckRange(spec, value.get<double>());
+  }
+  return CheckFactType(spec, value);
 }
 
 void Facts::Set(const FactCatalog& catalog, const std::string& name, nlohmann::json value,

@@ -25,6 +25,10 @@ struct FactSpec {
   std::string source;  // model, target, user, derived
   std::string description;
   std::vector<std::string> values;  // kEnum only
+  // Documented range of a numeric fact (inclusive); a value outside it, or not finite, is bad
+  // input rather than something a rule could reason about.
+  std::optional<double> min;
+  std::optional<double> max;
 };
 
 class FactCatalog {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <regex>
 #include <sstream>
 
 #include "lib/util/error.h"
@@ -128,7 +130,69 @@ std::string PointerToken(const std::string& key) {
   return out;
 }
 
+namespace {
+
+// Rule, target and facts files nest a few levels; a hostile one nested 100000 deep would make the
+// pointer index quadratic (and recursion deep). Checked on the raw text, before parsing.
+constexpr int kMaxJsonDepth = 64;
+
+std::optional<size_t> TooDeepAt(const std::string& text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+// nlohmann rejects a number beyond double's range (1e400) without a position. Put a marker string
+// in its place and parse again, so the error names the line and JSON pointer like any other.
+[[noreturn]] void ThrowNumberOutOfRange(const std::string& text, const std::string& name,
+                                        const std::string& what) {
+  static const std::regex kToken("parsing '([^']*)'");
+  static const std::string kMarker = "porttool:number-out-of-range";
+  std::smatch m;
+  std::string token = std::regex_search(what, m, kToken) ? m[1].str() : "";
+  size_t at = token.empty() ? std::string::npos : text.find(token);
+  if (at != std::string::npos) {
+    std::string marked = text;
+    marked.replace(at, token.size(), "\"" + kMarker + "\"");
+    JsonFile f = JsonFile::FromText(marked, name);
+    const nlohmann::json flat = f.root().flatten();  // a local: items() does not own it
+    for (const auto& [pointer, value] : flat.items()) {
+      if (value == kMarker) {
+        f.Fail(pointer, fmt::format("number {} is out of range (not a finite double)", token));
+      }
+    }
+  }
+  ThrowBadInput("{}: a number is out of range: {}", name, what);
+}
+
+}  // namespace
+
 JsonFile JsonFile::FromText(const std::string& text, const std::string& display_name) {
+  if (auto at = TooDeepAt(text)) {
+    auto [line, column] = LineAndColumn(text, *at + 1);
+    ThrowBadInput(
+        "{}:{}:{}: JSON nested deeper than {} levels (expected a flat rules, target or "
+        "facts file)",
+        display_name, line, column, kMaxJsonDepth);
+  }
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(text);
@@ -141,6 +205,8 @@ JsonFile JsonFile::FromText(const std::string& text, const std::string& display_
         "{}:{}:{}: JSON syntax error: {} (expected valid JSON; check commas, quotes and "
         "brackets near here)",
         display_name, line, column, cut == std::string::npos ? what : what.substr(cut + 2));
+  } catch (const nlohmann::json::out_of_range& e) {
+    ThrowNumberOutOfRange(text, display_name, e.what());
   }
   return JsonFile(std::move(root), display_name, LineScanner(text).Scan());
 }

@@ -59,7 +59,8 @@ std::optional<uint64_t> BridgeBytes(const AnalyzedModel& model, int index) {
 }
 
 bool RuleApplies(const RemedyRule& rule, const AnalyzedModel& model, const NodeScan& s) {
-  if (rule.op != s.op) return false;
+  // Rule checks read main-graph attributes and shapes; a subgraph node has neither at s.index.
+  if (rule.op != s.op || !s.parent.empty()) return false;
   if (rule.fixes.empty() != s.failures.empty()) return false;
   for (const auto& f : s.failures) {
     if (std::find(rule.fixes.begin(), rule.fixes.end(), f.id) == rule.fixes.end()) return false;
@@ -134,7 +135,7 @@ std::vector<NodeRemedies> ComputeRemedies(const AnalyzedModel& model, const Targ
       nr.remedies.push_back({"rewrite", rule.id, rule.text, rule.pass, std::nullopt, nullptr});
       nr.resolved_without_custom_op = true;
     }
-    auto bridge = BridgeBytes(model, s.index);
+    auto bridge = s.parent.empty() ? BridgeBytes(model, s.index) : std::nullopt;
     if (!s.in_backbone && target.has_host_cpu) {
       nr.remedies.push_back({"strip-to-host", "",
                              fmt::format("Post-processing at the graph tail (no compute layer "
@@ -151,10 +152,12 @@ std::vector<NodeRemedies> ComputeRemedies(const AnalyzedModel& model, const Targ
                                          target.name, BridgeText(bridge)),
                              std::nullopt, bridge, nullptr});
     }
-    nr.remedies.push_back({"custom-op", "",
-                           fmt::format("Implement {} for {} (its {} runtime has no kernel).", s.op,
-                                       target.name, target.title),
-                           std::nullopt, std::nullopt, CustomOpSignature(model, s.index)});
+    nr.remedies.push_back(
+        {"custom-op", "",
+         fmt::format("Implement {} for {} (its {} runtime has no kernel).", s.op, target.name,
+                     target.title),
+         std::nullopt, std::nullopt,
+         s.parent.empty() ? CustomOpSignature(model, s.index) : nlohmann::json(nullptr)});
     out.push_back(std::move(nr));
   }
   return out;

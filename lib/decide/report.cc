@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "lib/decide/analyzed_model.h"
@@ -25,6 +26,7 @@ void AddTargetFacts(const FactCatalog& catalog, const TargetProfile& t, Facts& f
   facts.Set(catalog, "hardware.class", t.hardware_class, origin);
   facts.Set(catalog, "hardware.ram_bytes", t.ram_bytes, origin);
   facts.Set(catalog, "hardware.flash_bytes", t.flash_bytes, origin);
+  facts.Set(catalog, "hardware.onnx_toolchain", !t.onnx_toolchain.empty(), origin);
 }
 
 void AddScanFacts(const FactCatalog& catalog, const TargetScan& scan,
@@ -37,6 +39,10 @@ void AddScanFacts(const FactCatalog& catalog, const TargetScan& scan,
   facts.Set(catalog, "target.fallback_nodes", scan.cpu_fallback, origin);
   facts.Set(catalog, "target.unresolved_backbone_ops", unresolved, origin);
   if (memory.fits) facts.Set(catalog, "target.memory_fits", *memory.fits, origin);
+  if (memory.headroom_pct) {
+    facts.Set(catalog, "target.memory_headroom_pct", std::round(*memory.headroom_pct * 10) / 10,
+              origin);
+  }
 }
 
 uint64_t FactBytes(const Facts& facts, const char* name, uint64_t fallback) {
@@ -70,9 +76,10 @@ ReportStep ScanStep(const DecisionReport& r) {
   const auto& s = *r.scan;
   step.findings.push_back(fmt::format(
       "{} nodes on {}: {} on the accelerator, {} on CPU fallback, "
-      "{} unsupported ({} Constant nodes are folded at conversion "
-      "and not scanned).",
-      s.nodes.size(), s.target, s.accelerator, s.cpu_fallback, s.unsupported, s.constants_skipped));
+      "{} unsupported ({} Constant nodes and {} nodes with a static value, such as shape "
+      "arithmetic, are folded at conversion and not scanned).",
+      s.nodes.size(), s.target, s.accelerator, s.cpu_fallback, s.unsupported, s.constants_skipped,
+      s.static_folded));
   std::map<std::string, std::pair<int, std::string>> by_reason;  // "op placement" -> count, why
   for (const auto& n : s.nodes) {
     if (n.placement == Placement::kAccelerator) continue;
@@ -125,7 +132,9 @@ ReportStep PerformanceStep(const DecisionReport& r) {
   auto estimate = EstimatedLatencyMs(r);
   if (!r.model_facts.total_macs) {
     step.findings.push_back(
-        "MACs unknown: pin dynamic inputs with --input-shape to get a baseline.");
+        r.model_facts.dynamic_inputs.empty()
+            ? "MACs unknown: some compute layers have no static shape (see the notes)."
+            : "MACs unknown: pin dynamic inputs with --input-shape to get a baseline.");
   } else if (!estimate) {
     step.findings.push_back(fmt::format("{} per inference; no target compute rate (--target).",
                                         Macs(*r.model_facts.total_macs)));

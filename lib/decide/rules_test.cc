@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "lib/decide/rules_dir.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
@@ -58,12 +60,39 @@ TEST_F(DecisionTableTest, HardwareOnnxForSupportedRuntime) {
   }
 }
 
-TEST_F(DecisionTableTest, HardwareCustomOpForMcuFpgaAndVendorOnlyNpu) {
-  for (const char* cls : {"cortex-m", "riscv-mcu", "fpga", "soc-npu-vendor-only"}) {
-    // Decided without target facts: an MCU needs custom operators whatever the scan says.
+TEST_F(DecisionTableTest, HardwareCustomOpForFpgaVendorOnlyNpuAndMcuWithoutOnnxToolchain) {
+  for (const char* cls : {"fpga", "soc-npu-vendor-only"}) {
+    // Decided without target facts: no ONNX path exists whatever the scan says.
     Expect("hardware", {{"hardware.class", cls}}, Outcome::kCustomOp,
-           "hardware.custom-op.mcu-fpga");
+           "hardware.custom-op.fpga-vendor-only");
   }
+  for (const char* cls : {"cortex-m", "riscv-mcu"}) {
+    Expect("hardware", {{"hardware.class", cls}, {"hardware.onnx_toolchain", false}},
+           Outcome::kCustomOp, "hardware.custom-op.mcu-no-onnx-toolchain");
+  }
+}
+
+// Issue 16 item 5: an MCU whose toolchain imports ONNX (ST Edge AI Core for STM32) takes the
+// ONNX path when the scan resolves every backbone op and memory fits with room to spare.
+TEST_F(DecisionTableTest, HardwareMcuWithOnnxToolchainFollowsScanAndMemory) {
+  nlohmann::json facts = {{"hardware.class", "cortex-m"},
+                          {"hardware.onnx_toolchain", true},
+                          {"target.unresolved_backbone_ops", 0},
+                          {"target.memory_fits", true},
+                          {"target.memory_headroom_pct", 60}};
+  Expect("hardware", facts, Outcome::kOnnx, "hardware.onnx.mcu-onnx-toolchain");
+  facts["target.memory_headroom_pct"] = 5;
+  Expect("hardware", facts, Outcome::kVerify, "hardware.verify.mcu-tight-fit");
+  facts["target.memory_fits"] = false;
+  facts["target.memory_headroom_pct"] = -40;
+  Expect("hardware", facts, Outcome::kVerify, "hardware.verify.mcu-does-not-fit");
+  facts["target.unresolved_backbone_ops"] = 2;
+  Expect("hardware", facts, Outcome::kCustomOp, "hardware.custom-op.unsupported-backbone");
+  // Without knowing the toolchain the dimension says what it needs instead of guessing.
+  DimensionResult r = Eval("hardware", {{"hardware.class", "cortex-m"}});
+  EXPECT_EQ(r.outcome, Outcome::kUnknown);
+  EXPECT_NE(std::find(r.missing.begin(), r.missing.end(), "hardware.onnx_toolchain"),
+            r.missing.end());
 }
 
 TEST_F(DecisionTableTest, HardwareCustomOpForUnresolvedBackboneOps) {

@@ -31,6 +31,46 @@ const std::vector<Constraint>& ConstraintsFor(
   return it == table.end() ? kNone : it->second;
 }
 
+// Nodes inside If/Loop/Scan bodies run where their op can run; their constraint checks need
+// main-graph shapes and constants, so they are listed as not verified instead of being run.
+// `path` is a copy: the caller passes the name of an element of `out`, which push_back moves.
+void ScanSubgraphs(const onnx::NodeProto& parent, const std::string path, int index,
+                   const TargetProfile& t, std::vector<NodeScan>& out) {
+  for (const auto& attr : parent.attribute()) {
+    std::vector<const onnx::GraphProto*> bodies;
+    if (attr.has_g()) bodies.push_back(&attr.g());
+    for (const auto& g : attr.graphs()) bodies.push_back(&g);
+    for (const auto* body : bodies) {
+      for (int i = 0; i < body->node_size(); ++i) {
+        const auto& node = body->node(i);
+        if (node.op_type() == "Constant" && node.domain().empty()) continue;
+        NodeScan s;
+        s.index = index;
+        s.name = path + "/" +
+                 (node.name().empty() ? attr.name() + "#" + std::to_string(i) : node.name());
+        s.parent = path.substr(0, path.find('/'));
+        s.op = OpKey(node);
+        if (t.unsupported_ops.count(s.op)) {
+          s.placement = Placement::kUnsupported;
+          s.reason = t.unsupported_reason;
+        } else if (t.AcceleratorHas(s.op)) {
+          if (!t.generic_constraints.empty() || t.op_constraints.count(s.op)) {
+            s.unverified.push_back("inside a subgraph: accelerator constraints not checked");
+          }
+        } else if (t.FallbackHas(s.op)) {
+          s.placement = Placement::kCpuFallback;
+          s.reason = "not an accelerator op on this target (inside a subgraph)";
+        } else {
+          s.placement = Placement::kUnsupported;
+          s.reason = "not an accelerator op on this target and no CPU fallback for it";
+        }
+        out.push_back(s);
+        ScanSubgraphs(node, s.name, index, t, out);
+      }
+    }
+  }
+}
+
 NodeScan ScanNode(const AnalyzedModel& model, const TargetProfile& t, int index) {
   const auto& node = model.graph().node(index);
   NodeScan s;
@@ -98,11 +138,17 @@ TargetScan ScanTarget(const AnalyzedModel& model, const TargetProfile& t) {
       ++scan.constants_skipped;
       continue;
     }
-    NodeScan s = ScanNode(model, t, i);
+    if (model.IsStaticValue(i)) {
+      ++scan.static_folded;
+      continue;
+    }
+    scan.nodes.push_back(ScanNode(model, t, i));
+    ScanSubgraphs(g.node(i), scan.nodes.back().name, i, t, scan.nodes);
+  }
+  for (const auto& s : scan.nodes) {
     scan.accelerator += s.placement == Placement::kAccelerator;
     scan.cpu_fallback += s.placement == Placement::kCpuFallback;
     scan.unsupported += s.placement == Placement::kUnsupported;
-    scan.nodes.push_back(std::move(s));
   }
   int64_t opset = model.facts().opset;
   if (opset < t.opset_min || opset > t.opset_max) {
@@ -122,7 +168,10 @@ TargetScan ScanTarget(const AnalyzedModel& model, const TargetProfile& t) {
 
 std::vector<bool> HostNodes(const AnalyzedModel& model, const TargetScan& scan) {
   std::vector<bool> host(model.graph().node_size(), false);
-  for (const auto& s : scan.nodes) host[s.index] = s.placement != Placement::kAccelerator;
+  // A body node that cannot run on the accelerator takes its If/Loop/Scan to the host with it.
+  for (const auto& s : scan.nodes) {
+    if (s.placement != Placement::kAccelerator) host[s.index] = true;
+  }
   return host;
 }
 
@@ -146,10 +195,11 @@ MemoryFit FitMemory(const ModelFacts& facts, const TargetProfile& t, uint64_t ra
   if (facts.peak_activation_bytes) {
     m.arena_bytes = *facts.peak_activation_bytes * std::min<size_t>(act_size, 4) / 4;
   } else {
-    m.notes.push_back("Activation arena unknown: " +
-                      (facts.peak_activation_note.empty() ? std::string("no static shapes")
-                                                          : facts.peak_activation_note) +
-                      " (pin inputs with --input-shape).");
+    m.notes.push_back(
+        "Activation arena unknown: " +
+        (facts.peak_activation_note.empty() ? std::string("no static shapes")
+                                            : facts.peak_activation_note) +
+        (facts.dynamic_inputs.empty() ? "." : " (pin the dynamic inputs with --input-shape)."));
   }
   m.usable_ram = static_cast<uint64_t>(ram_bytes * t.usable_fraction);
   m.usable_flash = static_cast<uint64_t>(flash_bytes * t.usable_fraction);
@@ -158,6 +208,10 @@ MemoryFit FitMemory(const ModelFacts& facts, const TargetProfile& t, uint64_t ra
     uint64_t ram_need = *m.arena_bytes + (t.weights_in_ram ? m.weight_bytes : 0);
     m.ram_fits = ram_need <= m.usable_ram;
     m.fits = *m.flash_fits && *m.ram_fits;
+    auto left = [](uint64_t need, uint64_t usable) {
+      return usable ? 100.0 * (double(usable) - double(need)) / double(usable) : -100.0;
+    };
+    m.headroom_pct = std::min(left(m.weight_bytes, m.usable_flash), left(ram_need, m.usable_ram));
   } else if (!*m.flash_fits) {
     m.fits = false;
   }
@@ -185,6 +239,26 @@ std::vector<bool> HostNodesForTarget(const io::Model& model, const std::string& 
   return HostNodes(analyzed, ScanTarget(analyzed, profile));
 }
 
+void AddTargetFindings(const TargetCheck& c, analysis::CheckReport& report) {
+  for (const auto& s : c.scan.nodes) {
+    if (s.placement != Placement::kUnsupported) continue;
+    report.Add({analysis::Severity::kError, "target-unsupported", s.name, "",
+                fmt::format("node '{}' ({}) cannot run on target {}: {}", s.name, s.op,
+                            c.scan.target, s.reason),
+                "cut the graph there and run that part on the host (porttool split --at " + s.name +
+                    "), rewrite it with supported ops, or write a custom operator"});
+  }
+  if (c.memory.fits.value_or(true)) return;
+  report.Add({analysis::Severity::kError, "target-memory", "", "",
+              fmt::format("the model does not fit target {}: weights {} (usable flash {}), "
+                          "arena {} (usable RAM {})",
+                          c.scan.target, util::FormatBytes(c.memory.weight_bytes),
+                          util::FormatBytes(c.memory.usable_flash),
+                          c.memory.arena_bytes ? util::FormatBytes(*c.memory.arena_bytes) : "?",
+                          util::FormatBytes(c.memory.usable_ram)),
+              "shrink the model (INT8, pruning, a smaller input) or pick a larger target"});
+}
+
 nlohmann::json ScanToJson(const TargetScan& scan) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& s : scan.nodes) {
@@ -192,6 +266,7 @@ nlohmann::json ScanToJson(const TargetScan& scan) {
                         {"name", s.name},
                         {"op", s.op},
                         {"placement", PlacementName(s.placement)}};
+    if (!s.parent.empty()) n["parent"] = s.parent;
     if (!s.reason.empty()) n["reason"] = s.reason;
     nlohmann::json failures = nlohmann::json::array();
     for (const auto& f : s.failures) {
@@ -208,7 +283,8 @@ nlohmann::json ScanToJson(const TargetScan& scan) {
            {{"accelerator", scan.accelerator},
             {"cpu_fallback", scan.cpu_fallback},
             {"unsupported", scan.unsupported},
-            {"constants_skipped", scan.constants_skipped}}},
+            {"constants_skipped", scan.constants_skipped},
+            {"static_folded", scan.static_folded}}},
           {"findings", scan.findings},
           {"nodes", nodes}};
 }
@@ -233,9 +309,9 @@ nlohmann::json TargetCheckToJson(const TargetCheck& c) {
 std::string TargetCheckToText(const TargetCheck& c) {
   std::string out = fmt::format(
       "target {}: {} on accelerator, {} on CPU fallback, {} unsupported "
-      "({} Constant nodes folded)\n",
+      "({} Constant and {} static-value nodes folded)\n",
       c.scan.target, c.scan.accelerator, c.scan.cpu_fallback, c.scan.unsupported,
-      c.scan.constants_skipped);
+      c.scan.constants_skipped, c.scan.static_folded);
   for (const auto& f : c.scan.findings) out += "  finding: " + f + "\n";
   for (const auto& s : c.scan.nodes) {
     if (s.placement == Placement::kAccelerator) continue;
@@ -255,7 +331,6 @@ std::string TargetCheckToText(const TargetCheck& c) {
       m.arena_bytes ? util::FormatBytes(*m.arena_bytes) : std::string("unknown"),
       util::FormatBytes(m.usable_ram), fit(m.ram_fits));
   for (const auto& n : m.notes) out += "      " + n + "\n";
-  out += c.ok ? "result: ok\n" : "result: FAILED (unsupported nodes or memory overflow)\n";
   return out;
 }
 

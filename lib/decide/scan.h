@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/check.h"
 #include "lib/decide/analyzed_model.h"
 #include "lib/decide/target.h"
 
@@ -26,9 +27,10 @@ struct ConstraintFailure {
 };
 
 struct NodeScan {
-  int index = -1;
-  std::string name;
-  std::string op;  // OpKey
+  int index = -1;    // in the main graph; for a subgraph node, the index of its main-graph ancestor
+  std::string name;  // "parent/child" for a node inside an If/Loop/Scan body
+  std::string parent;  // the main-graph If/Loop/Scan node it belongs to; empty in the main graph
+  std::string op;      // OpKey
   Placement placement = Placement::kAccelerator;
   std::string reason;  // why not on the accelerator (empty when it is)
   std::vector<ConstraintFailure> failures;
@@ -38,11 +40,14 @@ struct NodeScan {
 
 struct TargetScan {
   std::string target;
-  std::vector<NodeScan> nodes;  // every non-Constant node of the main graph, in graph order
+  // Every non-Constant, non-static node of the main graph in graph order, each followed by the
+  // nodes of its subgraphs (If/Loop/Scan bodies, recursively).
+  std::vector<NodeScan> nodes;
   int accelerator = 0;
   int cpu_fallback = 0;
   int unsupported = 0;
   int constants_skipped = 0;          // Constant nodes: folded by converters, not scanned
+  int static_folded = 0;              // other nodes with a static value (shape arithmetic)
   std::vector<std::string> findings;  // model-level: opset range, dynamic inputs
 };
 
@@ -61,6 +66,8 @@ struct MemoryFit {
   std::optional<bool> flash_fits;
   std::optional<bool> ram_fits;  // nullopt when the arena is unknown
   std::optional<bool> fits;      // both
+  // Smallest share (%) of usable flash and RAM left over; nullopt when the arena is unknown.
+  std::optional<double> headroom_pct;
   std::vector<std::string> notes;
 };
 
@@ -84,6 +91,11 @@ TargetCheck CheckModelOnTarget(const io::Model& model, const std::string& target
                                const shape::InputShapes& shapes = {});
 std::vector<bool> HostNodesForTarget(const io::Model& model, const std::string& target,
                                      const shape::InputShapes& shapes = {});
+
+// The target check's failures as check findings (`target-unsupported` per node that can run
+// neither on the accelerator nor on a CPU fallback, `target-memory` when memory overflows), so
+// `check --target` reaches one verdict from one list.
+void AddTargetFindings(const TargetCheck& check, analysis::CheckReport& report);
 
 nlohmann::json ScanToJson(const TargetScan& scan);
 nlohmann::json MemoryToJson(const MemoryFit& memory);

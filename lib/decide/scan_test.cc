@@ -66,6 +66,78 @@ TEST(TargetScan, ResizeWithNonIntegerScaleFallsBackToCpuOnRk3588) {
   EXPECT_EQ(host, (std::vector<bool>{false, false, true, false, false}));
 }
 
+// Issue 16 item 4: shape arithmetic on static shapes (Shape -> Cast -> Cast -> Reshape's shape)
+// is folded by the converter; the scan never places it on the target, so no custom operator is
+// proposed for it. Before, stm32f767 (no CPU fallback, no Shape kernel) listed Shape and Cast as
+// unsupported backbone ops needing custom operators.
+TEST(TargetScan, StaticShapeArithmeticIsFoldedNotScanned) {
+  auto s = Scan(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,8] x) => (float[1,4,2] y) {
+  s = Shape (x)
+  f = Cast <to = 1> (s)
+  i = Cast <to = 7> (f)
+  r = Reshape (x, i)
+  w = Constant <value = float[8,2] {1,0,0,1,1,0,0,1,1,0,0,1,1,0,0,1}> ()
+  y = MatMul (r, w)
+})",
+                "stm32f767");
+  EXPECT_EQ(s.scan.static_folded, 3);
+  EXPECT_EQ(s.scan.unsupported, 0);
+  for (const auto& n : s.scan.nodes) {
+    EXPECT_NE(n.op, "Shape");
+    EXPECT_NE(n.op, "Cast");
+  }
+  EXPECT_TRUE(s.remedies.empty());
+  // Reshape's shape input counts as constant now (converters need it constant).
+  EXPECT_TRUE(s.model->IsConstant("i"));
+  // A Shape of a graph input with a dynamic dim is not static: it stays in the scan.
+  auto dyn = Scan(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4,8] x) => (float[N,4,8] y) {
+  s = Shape (x)
+  y = Reshape (x, s)
+})",
+                  "stm32f767");
+  EXPECT_EQ(dyn.scan.static_folded, 0);
+  EXPECT_EQ(dyn.Node("Shape").placement, Placement::kUnsupported);
+}
+
+// Issue 16 item 7: nodes inside If/Loop/Scan bodies are scanned and reported with their parent's
+// name; one the accelerator cannot run takes the parent to the host for split --auto.
+TEST(TargetScan, SubgraphNodesAreScannedWithTheParentsName) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (bool cond, float[2] x) => (float[2] y) {
+  a = Relu (x)
+  y = If (cond) <then_branch = g1 () => (float[2] t) { t = Abs(a) },
+                 else_branch = g2 () => (float[2] e) { e = Relu(a) }>
+})");
+  m.proto.mutable_graph()->mutable_node(1)->set_name("voice_if");
+  m.proto.mutable_graph()
+      ->mutable_node(1)
+      ->mutable_attribute(0)
+      ->mutable_g()
+      ->mutable_node(0)
+      ->set_name("abs_in_then");
+  AnalyzedModel model(m, {});
+  TargetProfile t = LoadTarget("rknn-rk3588");
+  TargetScan scan = ScanTarget(model, t);
+  const NodeScan* abs = nullptr;
+  for (const auto& n : scan.nodes) {
+    if (n.op == "Abs") abs = &n;
+  }
+  ASSERT_NE(abs, nullptr) << "the then-branch's Abs was not scanned";
+  EXPECT_EQ(abs->name, "voice_if/abs_in_then");
+  EXPECT_EQ(abs->parent, "voice_if");
+  EXPECT_EQ(abs->placement, Placement::kUnsupported);
+  EXPECT_GE(scan.unsupported, 1);
+  EXPECT_EQ(HostNodes(model, scan)[1], true);
+  for (const auto& n : scan.nodes) {
+    if (!n.parent.empty()) {
+      EXPECT_EQ(n.name.rfind("voice_if/", 0), 0u) << n.name;
+    }
+  }
+  EXPECT_NE(ScanToJson(scan).dump().find("\"parent\":\"voice_if\""), std::string::npos);
+}
+
 TEST(TargetScan, GlueForCheckAndSplitAuto) {
   io::Model m = io::ParseText(ResizeModel("mode = \"nearest\"", "1.5", 12));
   EXPECT_EQ(HostNodesForTarget(m, "rknn-rk3588"),

@@ -406,7 +406,7 @@ std::map<std::string, std::vector<Constraint>> ParseOpConstraints(const JsonFile
 
 void ParseHardware(const JsonFile& f, TargetProfile& t) {
   f.OnlyKeys("/hardware", {"class", "ram_bytes", "flash_bytes", "usable_fraction", "weights_in_ram",
-                           "has_host_cpu"});
+                           "has_host_cpu", "onnx_toolchain"});
   static const std::vector<std::string> kClasses = {"server-x86", "server-arm64",        "jetson",
                                                     "soc-npu",    "soc-npu-vendor-only", "cortex-a",
                                                     "cortex-m",   "riscv-mcu",           "fpga"};
@@ -423,6 +423,7 @@ void ParseHardware(const JsonFile& f, TargetProfile& t) {
   }
   t.weights_in_ram = f.Bool("/hardware/weights_in_ram");
   t.has_host_cpu = f.Bool("/hardware/has_host_cpu");
+  t.onnx_toolchain = f.StringOr("/hardware/onnx_toolchain", "");
 }
 
 void ParseFallback(const JsonFile& f, TargetProfile& t) {
@@ -453,6 +454,7 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
                   "opset",
                   "dynamic_shapes",
                   "compute",
+                  "pipeline",
                   "cpu_fallback",
                   "accelerator_ops",
                   "accelerator_exclude",
@@ -505,6 +507,16 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
     t.peak_macs_per_s = f.Number("/compute/peak_macs_per_s");
     t.efficiency = f.Number("/compute/efficiency");
     t.compute_source = f.String("/compute/source");
+  }
+  if (has("pipeline")) {
+    f.OnlyKeys("/pipeline", {"host_macs_per_s", "bridge_bytes_per_s", "switch_ms", "source"});
+    t.host_macs_per_s = f.Number("/pipeline/host_macs_per_s");
+    t.bridge_bytes_per_s = f.Number("/pipeline/bridge_bytes_per_s");
+    t.switch_ms = f.Number("/pipeline/switch_ms");
+    t.pipeline_source = f.String("/pipeline/source");
+    if (!(t.host_macs_per_s > 0) || !(t.bridge_bytes_per_s > 0) || !(t.switch_ms >= 0)) {
+      f.Fail("/pipeline", "expected host_macs_per_s > 0, bridge_bytes_per_s > 0, switch_ms >= 0");
+    }
   }
   if (has("accelerator_ops")) {
     t.accelerator_ops = ParseOpList(f, "/accelerator_ops", true, {}, true);

@@ -61,6 +61,7 @@ struct TargetProfile {
   double usable_fraction = 0.7;
   bool weights_in_ram = true;
   bool has_host_cpu = true;
+  std::string onnx_toolchain;  // the deployment toolchain that imports ONNX; empty when none
   uint64_t alignment_bytes = 1;
   std::vector<std::string> dtypes;
   std::string weight_dtype;      // what the converter stores weights as
@@ -72,6 +73,11 @@ struct TargetProfile {
   double peak_macs_per_s = 0;
   double efficiency = 0;
   std::string compute_source;
+  // split --auto's cost model (0: the partitioner's documented default); see "pipeline".
+  double host_macs_per_s = 0;
+  double bridge_bytes_per_s = 0;
+  double switch_ms = -1;
+  std::string pipeline_source;
   // ops
   enum class Fallback { kAll, kList, kNone };
   Fallback fallback = Fallback::kNone;

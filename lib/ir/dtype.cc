@@ -126,16 +126,18 @@ std::string ShapeToString(const onnx::TypeProto& type) {
   const auto& shape = type.tensor_type().shape();
   if (shape.dim_size() == 0) return "scalar";
   std::vector<std::string> parts;
+  bool symbolic = false;
   for (const auto& d : shape.dim()) {
     if (d.has_dim_value()) {
       parts.push_back(std::to_string(d.dim_value()));
-    } else if (d.has_dim_param() && !d.dim_param().empty()) {
-      parts.push_back(d.dim_param());
     } else {
-      parts.push_back("?");
+      symbolic = true;
+      parts.push_back(d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : "?");
     }
   }
-  return util::Join(parts, "x");
+  // Dim names may contain 'x' ("batchxsequence", "p2o.DynamicDimension.0"): only all-numeric
+  // shapes use the --input-shape form.
+  return symbolic ? "[" + util::Join(parts, ", ") + "]" : util::Join(parts, "x");
 }
 
 int64_t ElementCount(const std::vector<int64_t>& dims) {

@@ -22,7 +22,8 @@ std::optional<int32_t> DtypeFromName(const std::string& name);
 
 // Static dims of a tensor type, or nullopt when any dim is symbolic or missing (or no shape).
 std::optional<std::vector<int64_t>> StaticShape(const onnx::TypeProto& type);
-// "1x3x640x640", with symbolic dims by name and unknown dims as "?"; "scalar" for rank 0.
+// "1x3x640x640" when every dim is static, else "[N, 3, H, W]" (symbolic dims by name, unknown
+// ones as "?"); "scalar" for rank 0.
 std::string ShapeToString(const onnx::TypeProto& type);
 // Element count of a static shape (1 for a scalar).
 int64_t ElementCount(const std::vector<int64_t>& dims);

@@ -653,6 +653,7 @@ nlohmann::json PipelineManifest(const SplitResult& result, const io::Model& sour
                       {"message", a.message}});
   }
   doc["advice"] = advice;
+  for (const auto& [key, value] : result.annotations.items()) doc[key] = value;
   return doc;
 }
 

@@ -86,6 +86,7 @@ struct SplitResult {
   std::map<std::string, int> graph_outputs;  // original graph output -> producing segment
   std::vector<std::string> notes;            // warnings worth showing (e.g. untyped tensors)
   int source_nodes = 0;
+  nlohmann::json annotations = nlohmann::json::object();  // extra top-level pipeline.json fields
 };
 
 // Splits at the nodes named by the user (`--at`): each becomes (part of) a host segment.

@@ -365,7 +365,7 @@ g (float[N,4] x) => (float[N,4] y) {
 )");
   SplitResult dynamic = SplitAtNodes(m, {"n_b"});
   ExpectChained(m, dynamic);
-  EXPECT_EQ(ShapeToString(dynamic.segments[1].inputs[0].type), "Nx4");
+  EXPECT_EQ(ShapeToString(dynamic.segments[1].inputs[0].type), "[N, 4]");
   EXPECT_FALSE(dynamic.bridges[0].bytes.has_value());
   SplitOptions options;
   options.input_shapes = {{"x", {2, 4}}};

@@ -1,16 +1,24 @@
-// Numerical comparison of tensors and of two models run on the same inputs: max abs and relative
-// error, cosine similarity and SQNR (dB), and a tolerance test in numpy.allclose form. The
-// per-tensor mode compares every intermediate tensor the two models share by name, ranked from
-// worst SQNR, to locate where a rewrite or a quantization starts to diverge.
+// Numerical comparison of tensors and of two models run on the same inputs: max, mean and median
+// abs and relative error, cosine similarity and SQNR (dB), and a tolerance test in numpy.allclose
+// form (tolerances per output). The reference run is streamed into a TensorStore (a directory of
+// .npy files) and the candidate is compared against it tensor by tensor as it produces them, so
+// --per-tensor never holds every intermediate in memory, the first divergent tensor is found in the
+// candidate's topological order, and a reference saved elsewhere (a board, another runtime) can be
+// compared.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lib/io/model.h"
 #include "lib/runtime/session.h"
 #include "lib/runtime/tensor.h"
+#include "lib/runtime/tensor_store.h"
 
 namespace porttool::runtime {
 
@@ -18,8 +26,12 @@ struct TensorStats {
   bool comparable = true;  // false when dtype class or shape differ (see note)
   std::string note;
   int64_t count = 0;
-  double max_abs = 0;            // max |b - a|
-  double max_rel = 0;            // max |b - a| / max(|a|, 1e-6)
+  double max_abs = 0;     // max |b - a|
+  double max_rel = 0;     // max |b - a| / max(|a|, 1e-6)
+  double mean_abs = 0;    // over the finite differences
+  double median_abs = 0;  // within 0.6% (log-binned, constant memory); exact when 0
+  double mean_rel = 0;
+  double median_rel = 0;
   double cosine = 1;             // a·b / (|a| |b|); 1 when both are all zero
   double sqnr_db = 0;            // 10 log10(sum a^2 / sum (b - a)^2); +inf when identical
   bool within_tolerance = true;  // every |b - a| <= atol + rtol * |a|
@@ -31,27 +43,51 @@ TensorStats CompareTensors(const Tensor& reference, const Tensor& candidate, dou
 
 struct TensorComparison {
   std::string name;
+  std::string node;  // the candidate's node that produced it
+  std::string op;
   TensorStats stats;
 };
 
-struct CompareOptions {
+struct Tolerance {
   double rtol = 1e-3;
   double atol = 1e-4;
+};
+
+struct CompareOptions {
+  Tolerance tolerance;
+  std::map<std::string, Tolerance> per_output;  // overrides for named outputs
   bool per_tensor = false;
   SessionOptions session;
-  // B's kernels when they differ from A's (custom kernels under test against built-in ones).
+  // The candidate's (B's) kernels when they differ from the reference's (custom kernels under
+  // test against built-in ones).
   const KernelRegistry* kernels_b = nullptr;
+  // Where CompareModels streams the reference's tensors (a fresh subdirectory, removed after).
+  std::filesystem::path scratch_dir;
+
+  const Tolerance& For(const std::string& name) const;
 };
 
 struct ModelComparison {
-  std::vector<TensorComparison> outputs;        // in model A's output order
-  std::vector<TensorComparison> intermediates;  // per-tensor mode: worst SQNR first
-  std::vector<std::string> unmatched_outputs;   // outputs of A that B does not produce
+  std::vector<TensorComparison> outputs;        // in the reference's output order
+  std::vector<TensorComparison> intermediates;  // per-tensor: in the candidate's execution order
+  std::optional<size_t> first_divergent;        // index into intermediates
+  std::vector<std::string> unmatched_outputs;   // reference outputs the candidate lacks
   bool within_tolerance = true;                 // every output compared and within tolerance
 };
 
-// Runs A (reference) and B on `inputs` (fed to each model's inputs by name) and compares outputs
-// with the same name. Per-tensor mode keeps A's shared intermediates until B produces them.
+// Runs `model` on `inputs` and streams into `store` its inputs, its outputs and every
+// intermediate `keep` accepts (none when `keep` is empty). Finishes the store.
+void RecordRun(const io::Model& model, const TensorMap& inputs, const SessionOptions& session,
+               const std::function<bool(const std::string&)>& keep, TensorStore& store);
+
+// Runs `candidate` on `inputs` and compares it with the stored reference: outputs by name, and in
+// per-tensor mode every stored tensor the candidate produces, as it produces it (one reference
+// tensor in memory at a time).
+ModelComparison CompareWithStore(const io::Model& candidate, const TensorMap& inputs,
+                                 const TensorStore& reference, const CompareOptions& options);
+
+// A (reference) and B on the same `inputs`: RecordRun into a temporary store under
+// options.scratch_dir, then CompareWithStore.
 ModelComparison CompareModels(const io::Model& a, const io::Model& b, const TensorMap& inputs,
                               const CompareOptions& options);
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "lib/analysis/liveness.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 #include "lib/runtime/parallel.h"
@@ -136,7 +137,6 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   ir::GraphView view(graph);
   plan->order = view.TopoOrder();
   const auto& registry = options_.kernels ? *options_.kernels : KernelRegistry::Default();
-  std::unordered_map<std::string, size_t> last_use;
   std::unordered_set<std::string> produced;
   for (size_t step = 0; step < plan->order.size(); ++step) {
     const auto& node = graph.node(plan->order[step]);
@@ -154,7 +154,6 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     }
     plan->kernels.push_back(fn);
     plan->opsets.push_back(opset);
-    for (const auto& name : view.NodeReads(plan->order[step])) last_use[name] = step;
     for (const auto& out : node.output()) {
       if (!out.empty()) produced.insert(out);
     }
@@ -164,13 +163,15 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     }
   }
   // Every value produced here dies after its last local reader (or right away when nothing
-  // reads it), unless the graph returns it.
+  // reads it), unless the graph returns it: the same lifetimes the memory plan sizes.
+  const auto last_use = analysis::LastReadSteps(view, plan->order);
   plan->frees.resize(plan->order.size());
   for (size_t step = 0; step < plan->order.size(); ++step) {
     for (const auto& out : graph.node(plan->order[step]).output()) {
       if (out.empty() || view.IsGraphOutput(out)) continue;
       auto lu = last_use.find(out);
-      plan->frees[lu != last_use.end() ? std::max(lu->second, step) : step].push_back(out);
+      size_t last = lu != last_use.end() ? static_cast<size_t>(lu->second) : step;
+      plan->frees[std::max(last, step)].push_back(out);
     }
   }
   for (const auto& [name, step] : last_use) {
@@ -233,19 +234,28 @@ void Session::ValidateInputs(const TensorMap& inputs) {
 }
 
 std::vector<NamedTensor> Session::Run(const TensorMap& inputs, const Observer& observer) {
+  if (!observer) return RunObserved(inputs, nullptr);
+  return RunObserved(inputs, [&observer](const ProducedTensor& p) {
+    if (!p.in_subgraph) observer(p.name, p.value);
+  });
+}
+
+std::vector<NamedTensor> Session::RunObserved(const TensorMap& inputs,
+                                              const NodeObserver& observer) {
   ValidateInputs(inputs);
   const Plan& plan = PlanFor(model_.proto.graph());
   Scope scope;
   scope.plan = &plan;
   for (const auto& [name, t] : inputs) scope.values[name] = t;
-  std::vector<Tensor> outputs = Execute(plan, scope, observer ? &observer : nullptr);
+  std::vector<Tensor> outputs = Execute(plan, scope, observer ? &observer : nullptr, false);
   std::vector<NamedTensor> named;
   auto names = output_names();
   for (size_t i = 0; i < names.size(); ++i) named.push_back({names[i], std::move(outputs[i])});
   return named;
 }
 
-std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const Observer* observer) {
+std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeObserver* observer,
+                                     bool nested) {
   const auto& graph = *plan.graph;
   for (size_t step = 0; step < plan.order.size(); ++step) {
     const auto& node = graph.node(plan.order[step]);
@@ -267,11 +277,11 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const Obser
     }
     KernelContext ctx(node, plan.opsets[step], std::move(args));
     ctx.set_model(&model_);
-    ctx.set_subgraph_runner([this, &scope](const onnx::GraphProto& g) {
+    ctx.set_subgraph_runner([this, &scope, observer](const onnx::GraphProto& g) {
       Scope child;
       child.plan = &PlanFor(g);
       child.parent = &scope;
-      return Execute(*child.plan, child, nullptr);
+      return Execute(*child.plan, child, observer, true);
     });
     try {
       (*plan.kernels[step])(ctx);
@@ -287,7 +297,7 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const Obser
                       node.op_type(), i);
       }
       const std::string& name = node.output(i);
-      if (observer) (*observer)(name, ctx.output(i));
+      if (observer) (*observer)(ProducedTensor{name, ctx.output(i), node, nested});
       scope.values[name] = std::move(ctx.output(i));
     }
     for (const auto& dead : plan.frees[step]) scope.values.erase(dead);

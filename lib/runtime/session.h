@@ -31,6 +31,17 @@ using TensorMap = std::map<std::string, Tensor>;
 // Called with every tensor a node of the main graph produces, right after the node ran.
 using Observer = std::function<void(const std::string& name, const Tensor& value)>;
 
+// What RunObserved reports for each produced tensor: also the node that produced it, and whether
+// that node sits inside an If branch (calibration needs both: op types decide what gets
+// quantized, and branch tensors need ranges too).
+struct ProducedTensor {
+  const std::string& name;
+  const Tensor& value;
+  const onnx::NodeProto& node;
+  bool in_subgraph;
+};
+using NodeObserver = std::function<void(const ProducedTensor&)>;
+
 // A graph input the caller must feed: dtype and dims as declared (-1 where dynamic or unknown).
 struct InputSpec {
   std::string name;
@@ -59,6 +70,8 @@ class Session {
   // Runs once. Inputs are checked for presence, unknown names, dtype, rank and static dims
   // (Error kBadInput naming the input). Returns the graph outputs in declaration order.
   std::vector<NamedTensor> Run(const TensorMap& inputs, const Observer& observer = nullptr);
+  // Run, reporting every tensor produced anywhere (If branches included) with its node.
+  std::vector<NamedTensor> RunObserved(const TensorMap& inputs, const NodeObserver& observer);
 
   // Warnings from the last Run (NaN/Inf in inputs when fail_on_nan is off).
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -68,7 +81,8 @@ class Session {
   struct Scope;
   const Plan& PlanFor(const onnx::GraphProto& graph);
   void BuildPlan(const onnx::GraphProto& graph);
-  std::vector<Tensor> Execute(const Plan& plan, Scope& scope, const Observer* observer);
+  std::vector<Tensor> Execute(const Plan& plan, Scope& scope, const NodeObserver* observer,
+                              bool nested);
   void ValidateInputs(const TensorMap& inputs);
 
   const io::Model& model_;

@@ -266,8 +266,11 @@ void WriteNpy(const std::filesystem::path& path, const Tensor& tensor) {
   out += static_cast<char>(header.size() & 0xff);
   out += static_cast<char>(header.size() >> 8);
   out += header;
-  out.append(static_cast<const char*>(tensor.raw()), tensor.bytes());
-  io::WriteFileAtomic(path, out);
+  // The data goes straight from the tensor: no second copy of a large tensor in memory.
+  io::AtomicFile file(path);
+  file.Write(out);
+  file.Write(std::string_view(static_cast<const char*>(tensor.raw()), tensor.bytes()));
+  file.Commit();
 }
 
 Tensor ReadPb(const std::filesystem::path& path, std::string* name) {

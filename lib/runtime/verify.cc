@@ -47,7 +47,7 @@ VerifyResult VerifyChain(const io::Model& original, const std::vector<const io::
               ? fmt::format("output '{}' differs (max abs {:.3g})", e.name, stats.max_abs)
               : fmt::format("output '{}': {}", e.name, stats.note));
     }
-    result.outputs.push_back({e.name, stats});
+    result.outputs.push_back({e.name, "", "", stats});
   }
   return result;
 }

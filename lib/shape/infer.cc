@@ -5,6 +5,8 @@
 
 #include <deque>
 #include <memory>
+#include <regex>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -95,13 +97,35 @@ std::string FirstParagraph(const std::string& text) {
   return out;
 }
 
+// ONNX lists one "(op_type:X, node name: N): message" line per failing node, the first being the
+// cause and the rest its downstream consequences ("Input 0 expected to have type"): name the
+// first node and count the others.
+[[noreturn]] void ThrowInferenceError(const std::string& text) {
+  static const std::regex kLine(R"(\(op_type:([^,]*), node name: ([^)]*)\): (.*))");
+  auto begin = std::sregex_iterator(text.begin(), text.end(), kLine);
+  std::smatch first;
+  int count = 0;
+  for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    if (count++ == 0) first = *it;
+  }
+  if (count == 0) ThrowBadInput("shape inference failed: {}", text);
+  std::string message = first[3].str();
+  message = message.substr(0, message.find('\n'));
+  throw Error(
+      ErrorKind::kBadInput,
+      fmt::format(
+          "shape inference failed at node '{}' ({}): {}{}", first[2].str(), first[1].str(), message,
+          count > 1 ? fmt::format(" ({} more node(s) fail downstream of it)", count - 1) : ""),
+      first[2].str());
+}
+
 void RunOnnxInference(onnx::ModelProto& proto, bool strict) {
   onnx::ShapeInferenceOptions options(/*check_type=*/strict, /*error_mode=*/strict ? 1 : 0,
                                       /*data_prop=*/true);
   try {
     onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& e) {
-    ThrowBadInput("shape inference failed: {}", FirstParagraph(e.what()));
+    ThrowInferenceError(FirstParagraph(e.what()));
   }
 }
 
@@ -226,7 +250,15 @@ class BlockerFinder {
     } catch (const std::exception& e) {
       return FirstParagraph(e.what());
     }
-    return "the output shape depends on values only known at run time (data-dependent)";
+    static const std::set<std::string> kDataDependent = {"NonZero",           "Unique", "Compress",
+                                                         "NonMaxSuppression", "TopK",   "Loop"};
+    if (kDataDependent.count(node.op_type())) {
+      return "the output shape depends on values only known at run time (data-dependent)";
+    }
+    // Usually shape arithmetic (Shape -> Cast -> Slice -> Concat) that ONNX 1.12's data
+    // propagation does not follow, not a value only the input data decides.
+    return "the output shape depends on the value of an input that static inference could not "
+           "compute (shape arithmetic it does not follow); the executor computes it";
   }
 
   const onnx::ModelProto& model_;
@@ -264,8 +296,8 @@ void FillReport(const io::Model& model, InferReport& report) {
       if (blocker.node != index) {
         reason += fmt::format(" (reached through the inputs of '{}')", NodeLabel(node, index));
       }
-      report.unresolved.push_back(
-          {out, NodeLabel(blocking_node, blocker.node), blocking_node.op_type(), reason});
+      report.unresolved.push_back({out, NodeLabel(blocking_node, blocker.node),
+                                   blocking_node.op_type(), reason, blocker.node == index});
     }
   }
 }

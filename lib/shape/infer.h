@@ -24,6 +24,7 @@ struct UnresolvedTensor {
   std::string node;  // the node producing it
   std::string op_type;
   std::string reason;  // e.g. "output shape depends on input data", "no schema for op"
+  bool root = false;   // `node` produces this tensor itself (not blocked further upstream)
 };
 
 struct InferReport {

@@ -114,4 +114,32 @@ std::vector<std::string> DynamicInputDims(const io::Model& model) {
   return out;
 }
 
+std::string ExampleInputShape(const onnx::ValueInfoProto& input) {
+  const auto& type = input.type();
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return input.name() + ":DIMS";
+  const auto& shape = type.tensor_type().shape();
+  if (shape.dim_size() == 0) return input.name() + ":scalar";
+  // Image-like rank-4 inputs get a detector-sized side; sequences and states a short length.
+  int64_t typical = shape.dim_size() >= 4 ? 640 : 64;
+  std::vector<std::string> dims;
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    const auto& d = shape.dim(i);
+    dims.push_back(std::to_string(d.has_dim_value() ? d.dim_value() : (i == 0 ? 1 : typical)));
+  }
+  return input.name() + ":" + util::Join(dims, "x");
+}
+
+std::string ExampleInputShapes(const io::Model& model) {
+  std::vector<std::string> out;
+  ir::GraphView view(model.proto.graph());
+  for (const auto* vi : view.RealInputs()) {
+    bool dynamic = false;
+    const auto& type = vi->type();
+    if (!type.has_tensor_type() || !type.tensor_type().has_shape()) dynamic = true;
+    for (const auto& d : type.tensor_type().shape().dim()) dynamic |= !d.has_dim_value();
+    if (dynamic) out.push_back(ExampleInputShape(*vi));
+  }
+  return util::Join(out, ",");
+}
+
 }  // namespace porttool::shape

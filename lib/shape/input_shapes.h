@@ -27,4 +27,11 @@ void ApplyInputShapes(io::Model& model, const InputShapes& shapes);
 // "name[dim index]=param" descriptions; empty when every input is static.
 std::vector<std::string> DynamicInputDims(const io::Model& model);
 
+// An example pin for one graph input, built from its own name, rank and known dims: known dims
+// are kept, an unknown leading dim becomes 1 and other unknown dims a typical size for the rank
+// ("images:1x3x640x640", "h:1x1x64"). "NAME:DIMS" when the rank itself is unknown.
+std::string ExampleInputShape(const onnx::ValueInfoProto& input);
+// ExampleInputShape for every input that DynamicInputDims lists, comma-separated.
+std::string ExampleInputShapes(const io::Model& model);
+
 }  // namespace porttool::shape

@@ -152,8 +152,39 @@ TEST(CliEmitHeaderTest, DynamicDimsNeedInputShape) {
   auto r = RunPorttool(fmt::format("emit-header {} -o {}/d.h", Demo(), dir.path().string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("images"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--input-shape"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--input-shape images:1x3x640x640"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "d.h"));
+}
+
+// With every input pinned, an arena that cannot be planned names the node that blocks inference
+// (and why the executor could not measure it) instead of asking for --input-shape again.
+TEST(CliEmitHeaderTest, PinnedInputsBlockedInferenceNamesTheNode) {
+  TempDir dir;
+  testing::WriteFile(dir / "make.py", R"(
+import onnx, sys
+from onnx import helper, TensorProto
+nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"),
+         helper.make_node("Mystery", ["a"], ["b"], name="mystery_0", domain="acme"),
+         helper.make_node("Relu", ["b"], ["y"], name="r2")]
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("acme", 1)])
+onnx.save(m, sys.argv[1])
+)");
+  auto model = (dir / "custom.onnx").string();
+  ASSERT_EQ(testing::RunShell(std::string(testing::kSystemPython) + " " +
+                              (dir / "make.py").string() + " " + model)
+                .exit_code,
+            0);
+  auto r = RunPorttool(fmt::format("emit-header {} -o {}/d.h --arena", model, dir.path().string()));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("node 'mystery_0' (Mystery)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("pin dynamic inputs"), std::string::npos) << r.err;
+  auto c = RunPorttool("check " + model + " --target rknn-rk3588 --json");
+  auto doc = nlohmann::json::parse(c.out);
+  std::string notes = doc["target"]["memory"]["notes"].dump();
+  EXPECT_NE(notes.find("mystery_0"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("--input-shape"), std::string::npos) << notes;
 }
 
 TEST(CliEmitHeaderTest, OtherUsageAndInputErrors) {

@@ -1,6 +1,7 @@
 // End-to-end: exit codes and --json documents of inspect, check and infer-shapes, and --version.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "lib/util/testing.h"
@@ -42,6 +43,8 @@ TEST(CliFoundation, InspectText) {
   auto r = RunPorttool("inspect " + Demo());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("com.microsoft::Gelu"), std::string::npos) << r.out;
+  // Symbolic dims are listed, not joined with 'x' (names such as "batchxsequence" contain it).
+  EXPECT_NE(r.out.find("[N, 3, H, W]"), std::string::npos) << r.out;
 }
 
 TEST(CliFoundation, CheckPassesDemoWithWarnings) {
@@ -88,6 +91,65 @@ onnx.save(m, sys.argv[2])
   EXPECT_TRUE(reorder) << c.out;
 }
 
+// Issue 16 item 1: one run, one verdict; the pinned shape answers the dynamic-input lint and the
+// target's failures are findings like any other.
+TEST(CliFoundation, CheckTargetGivesOneVerdictWithPinsApplied) {
+  auto r = RunPorttool("check " + Demo() + " --target rknn-rk3588 --input-shape images:1x3x64x64");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("OK ("), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("result:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("dynamic-input"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("error[target-unsupported] node 'Custom_GELU_0'"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(": FAILED (1 errors"), std::string::npos) << r.out;
+  auto doc = Json(RunPorttool("check " + Demo() +
+                              " --target rknn-rk3588 --input-shape images:1x3x64x64 --json"));
+  EXPECT_EQ(doc["ok"], false);
+  EXPECT_EQ(doc["errors"], 1);
+  EXPECT_EQ(doc["target"]["ok"], false);
+}
+
+// Issue 16 item 1 on a real model: at 641x637 PP-OCRv4 det's down/up-sampling branches disagree
+// (41x40 vs 42x40); check with that pin must say so, naming the node, as `run` would fail.
+TEST(CliFoundation, CheckAppliesPinsToStrictInference) {
+  auto det = porttool::testing::SharedModelsDir() / "ch_PP-OCRv4_det_infer.onnx";
+  if (!std::filesystem::exists(det)) GTEST_SKIP() << det << " is absent";
+  auto r = RunPorttool("check '" + det.string() + "' --input-shape x:1x3x641x637 --json");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto doc = Json(r);
+  bool named = false;
+  for (const auto& f : doc["findings"]) {
+    EXPECT_NE(f["id"], "dynamic-input") << f.dump();
+    named |= f["id"] == "shape-inference" && !f["node"].get<std::string>().empty();
+  }
+  EXPECT_TRUE(named) << r.out;
+  EXPECT_EQ(RunPorttool("check '" + det.string() + "' --input-shape x:1x3x640x640").exit_code, 0);
+}
+
+// Fix hints build their example from the input itself: a rank-3 state input named h keeps its
+// known dims instead of getting an image shape named x.
+TEST(CliFoundation, DynamicInputHintUsesTheInputsOwnNameAndRank) {
+  TempDir dir;
+  std::string make = R"(
+import onnx, sys
+from onnx import helper, TensorProto
+n = helper.make_node("Tanh", ["h"], ["y"], name="t")
+g = helper.make_graph([n], "g", [helper.make_tensor_value_info("h", TensorProto.FLOAT, ["n", 1, 64])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 1, 64])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), sys.argv[1])
+)";
+  porttool::testing::WriteFile(dir / "make.py", make);
+  auto model = (dir / "state.onnx").string();
+  ASSERT_EQ(porttool::testing::RunShell(std::string(porttool::testing::kSystemPython) + " '" +
+                                        (dir / "make.py").string() + "' '" + model + "'")
+                .exit_code,
+            0);
+  auto r = RunPorttool("check '" + model + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--input-shape h:1x1x64"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("640"), std::string::npos) << r.out;
+}
+
 TEST(CliFoundation, CheckUnreadableIsExit3) {
   TempDir dir;
   porttool::testing::WriteFile(dir / "x.onnx", "not a model");
@@ -128,9 +190,34 @@ onnx.save(m, sys.argv[1])
                                         (dir / "make.py").string() + "' '" + model + "'")
                 .exit_code,
             0);
+  // Issue 16 item 2: tensors left unknown are a failed inference: exit 1 and nothing written,
+  // unless --allow-partial asks for the partial graph.
   auto r = RunPorttool("infer-shapes '" + model + "' -o '" + (dir / "o.onnx").string() + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("root blocker 'mystery_0' (Mystery)"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("--allow-partial"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.onnx"));
+  r = RunPorttool("infer-shapes '" + model + "' -o '" + (dir / "o.onnx").string() +
+                  "' --allow-partial -v");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("unknown b: blocked at 'mystery_0'"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir / "o.onnx"));
+}
+
+// Issue 16 item 2 on a real model: PP-OCRv4 det at 641x637 cannot be inferred (41x40 vs 42x40
+// after the down/up-sampling path); the root blocker is named first and nothing is written.
+TEST(CliFoundation, InferShapesFailsOnIncompatiblePinnedShape) {
+  auto det = porttool::testing::SharedModelsDir() / "ch_PP-OCRv4_det_infer.onnx";
+  if (!std::filesystem::exists(det)) GTEST_SKIP() << det << " is absent";
+  TempDir dir;
+  auto r = RunPorttool("infer-shapes '" + det.string() + "' --input-shape x:1x3x641x637 -o '" +
+                       (dir / "o.onnx").string() + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "o.onnx"));
+  EXPECT_NE(r.out.find("root blocker 'p2o.Add.248' (Add)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Incompatible dimensions"), std::string::npos) << r.out;
+  // A few lines, not one per blocked tensor.
+  EXPECT_LT(std::count(r.out.begin(), r.out.end(), '\n'), 8) << r.out;
 }
 
 TEST(CliFoundation, InferShapesUsageErrors) {

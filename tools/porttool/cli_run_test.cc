@@ -225,11 +225,81 @@ TEST(CliCompare, SameModelPassesDifferentModelExceedsTolerance) {
   auto d = nlohmann::json::parse(diff.out);
   EXPECT_FALSE(d["within_tolerance"].get<bool>());
   EXPECT_NEAR(d["outputs"][0]["max_abs"].get<double>(), 2.0, 1e-6);
-  // Ranked worst first: the diverging output precedes the identical Relu.
-  EXPECT_EQ(d["per_tensor"][0]["name"], "out/y:0");
+  // In execution order: the identical Relu, then the diverging output, which is the first
+  // divergent tensor, named with the node that produced it.
+  EXPECT_EQ(d["per_tensor"][0]["name"], "r");
+  EXPECT_EQ(d["per_tensor"][1]["name"], "out/y:0");
+  EXPECT_EQ(d["first_divergent"]["name"], "out/y:0");
+  EXPECT_EQ(d["first_divergent"]["node"], "Sub_0");
 
   auto loose = RunPorttool("compare " + a + " " + b + " --atol 2.5");
   EXPECT_EQ(loose.exit_code, 0) << loose.out << loose.err;
+}
+
+// Three steps where B's first step differs (Abs instead of Relu) and later steps amplify it: the
+// report names the first divergent tensor in execution order, not the largest error.
+constexpr const char* kChainA = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+chain (float[2, 3] x) => (float[2, 3] yout) {
+  two = Constant <value = float[1] {2.0}> ()
+  r = Relu(x)
+  m = Mul(r, two)
+  yout = Add(m, two)
+})";
+constexpr const char* kChainB = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+chain (float[2, 3] x) => (float[2, 3] yout) {
+  two = Constant <value = float[1] {2.0}> ()
+  r = Abs(x)
+  m = Mul(r, two)
+  yout = Add(m, two)
+})";
+
+// Issue 16 compare: first divergent tensor in execution order with its node, statistics,
+// --save-outputs/--load-outputs round trip, and per-output tolerances.
+TEST(CliCompare, FirstDivergenceSavedReferenceAndPerOutputTolerance) {
+  TempDir dir;
+  auto a = WriteModel(dir, "a.onnx", kChainA);
+  auto b = WriteModel(dir, "b.onnx", kChainB);
+  auto x = WriteInput(dir, "x.npy", Floats({2, 3}, {-1, 0, 1, 2, -3, 4}));
+  auto r = RunPorttool("compare " + a + " " + b + " --input x=" + x + " --per-tensor --json");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto d = nlohmann::json::parse(r.out);
+  ASSERT_EQ(d["per_tensor"].size(), 3u) << d.dump();
+  EXPECT_EQ(d["first_divergent"]["name"], "r");
+  EXPECT_EQ(d["first_divergent"]["node"], "Abs_0");
+  EXPECT_EQ(d["first_divergent"]["op"], "Abs");
+  // |x| - relu(x) over x = {-1, 0, 1, 2, -3, 4}: {1, 0, 0, 0, 3, 0}.
+  EXPECT_NEAR(d["first_divergent"]["max_abs"].get<double>(), 3.0, 1e-6);
+  EXPECT_NEAR(d["first_divergent"]["mean_abs"].get<double>(), 4.0 / 6, 1e-6);
+  EXPECT_NEAR(d["first_divergent"]["median_abs"].get<double>(), 0.0, 1e-6);
+  EXPECT_EQ(d["per_tensor"][1]["name"], "m");
+  EXPECT_NEAR(d["per_tensor"][1]["max_abs"].get<double>(), 6.0, 1e-6);
+
+  // Record A alone, then compare B against the saved tensors (inputs included).
+  auto ref = (dir / "ref").string();
+  auto save =
+      RunPorttool("compare " + a + " --input x=" + x + " --per-tensor --save-outputs " + ref);
+  ASSERT_EQ(save.exit_code, 0) << save.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "ref" / "tensors.json"));
+  auto load = RunPorttool("compare " + b + " --load-outputs " + ref + " --per-tensor --json");
+  EXPECT_EQ(load.exit_code, 1) << load.err;
+  auto l = nlohmann::json::parse(load.out);
+  EXPECT_EQ(l["first_divergent"]["name"], "r");
+  EXPECT_EQ(l["outputs"][0]["max_abs"], d["outputs"][0]["max_abs"]);
+  auto same = RunPorttool("compare " + a + " --load-outputs " + ref);
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  auto again = RunPorttool("compare " + a + " --input x=" + x + " --save-outputs " + ref);
+  EXPECT_EQ(again.exit_code, 2) << "an existing store is never overwritten";
+  auto missing = RunPorttool("compare " + a + " --load-outputs " + (dir / "nope").string());
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("tensors.json"), std::string::npos) << missing.err;
+
+  // The output differs by up to 6: a per-output atol of 10 accepts it, the default does not.
+  auto loose = RunPorttool("compare " + a + " " + b + " --input x=" + x + " --atol out/y:0:10");
+  EXPECT_EQ(loose.exit_code, 0) << loose.out << loose.err;
+  auto bad = RunPorttool("compare " + a + " " + b + " --atol out/y:0:-1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
 }  // namespace

@@ -211,6 +211,110 @@ TEST(CliSplit, PpOcrDetAtFirstHardSigmoidAndAResize) {
   EXPECT_EQ(PythonCheck(dir, SegmentFiles(out, m)), "");
 }
 
+// An attention-style shape computation: static inference stops at the Reshape fed by
+// Shape -> Cast -> Cast, so without shape completion the bridge after it has no shape.
+fs::path MakeShapeArithmeticModel(const TempDir& dir) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4,8] x) => (float[N,32] y)
+{
+  s = Shape(x)
+  f = Cast<to = 1>(s)
+  i = Cast<to = 7>(f)
+  r = Reshape(x, i)
+  a = Relu(r)
+  b = Flatten(a)
+  y = Neg(b)
+}
+)");
+  for (auto& node : *m.proto.mutable_graph()->mutable_node()) node.set_name("n_" + node.output(0));
+  io::Save(m, dir / "attn.onnx");
+  return dir / "attn.onnx";
+}
+
+// Issue 16 item 3: segments carry complete types (shape completion by one executor run), bridge
+// sizes are known, and --verify runs the ONNX checker on every segment too.
+TEST(CliSplit, BridgesAfterShapeArithmeticHaveCompleteTypes) {
+  TempDir dir;
+  fs::path model = MakeShapeArithmeticModel(dir);
+  fs::path out = dir / "attn.split";
+  auto r = RunPorttool("split " + model.string() + " --at n_a --input-shape x:2x4x8 --verify -o " +
+                       out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("every segment passes the ONNX checker"), std::string::npos) << r.out;
+  nlohmann::json m = ReadManifest(out);
+  ASSERT_EQ(m["segments"].size(), 3u);
+  const nlohmann::json* bridge = BridgeFor(m, "r");
+  ASSERT_NE(bridge, nullptr) << m.dump();
+  EXPECT_EQ((*bridge)["bytes"], 2 * 4 * 8 * 4) << bridge->dump();
+  EXPECT_EQ(m["segments"][0]["outputs"][0]["shape"], (nlohmann::json{2, 4, 8}));
+  EXPECT_EQ(r.out.find("?"), std::string::npos) << r.out;
+  EXPECT_EQ(PythonCheck(dir, SegmentFiles(out, m)), "");
+}
+
+// A --verify that cannot run (no kernel for a custom op) keeps its exit code but says the split
+// itself was written, and the files are there.
+TEST(CliSplit, VerifyThatCannotRunSaysTheSplitWasWritten) {
+  TempDir dir;
+  fs::path out = dir / "custom.split";
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13, "acme" : 1]>
+g (float[1,4] x) => (float[1,4] y)
+{
+  a = Relu(x)
+  b = acme.Mystery(a)
+  y = Neg(b)
+}
+)");
+  for (auto& node : *m.proto.mutable_graph()->mutable_node()) node.set_name("n_" + node.output(0));
+  io::Save(m, dir / "custom.onnx");
+  auto r = RunPorttool("split " + (dir / "custom.onnx").string() + " --at n_b --verify -o " +
+                       out.string());
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("the split itself was written to"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("verify: could not run (the split was written)"), std::string::npos)
+      << r.out;
+  EXPECT_TRUE(fs::exists(out / "pipeline.json"));
+}
+
+// Issue 16 split --auto: the cost model keeps a one-node Relu island between two Abs nodes (no
+// RK3588 kernel) on the host, reports the estimate per segment and the alternatives, in the
+// table and in pipeline.json; the options bound it.
+TEST(CliSplit, AutoUsesTheCostModelAndReportsEstimates) {
+  TempDir dir;
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,32,64,64] x) => (float[1,32,64,64] y) {
+  ws = Constant <value = int64[4] {32, 32, 3, 3}> ()
+  w = ConstantOfShape (ws)
+  c1 = Conv <pads = [1, 1, 1, 1]> (x, w)
+  a1 = Abs (c1)
+  r = Relu (a1)
+  a2 = Abs (r)
+  y = Conv <pads = [1, 1, 1, 1]> (a2, w)
+})");
+  for (auto& node : *m.proto.mutable_graph()->mutable_node()) node.set_name("n_" + node.output(0));
+  io::Save(m, dir / "island.onnx");
+  fs::path out = dir / "island.split";
+  auto r = RunPorttool("split " + (dir / "island.onnx").string() +
+                       " --auto --target rknn-rk3588 --verify -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("alternatives considered"), std::string::npos) << r.out;
+  nlohmann::json manifest = ReadManifest(out);
+  EXPECT_EQ(manifest["segments"].size(), 3u) << r.out;
+  EXPECT_EQ(manifest["segments"][1]["nodes"], 3);
+  EXPECT_EQ(manifest["estimate"]["chosen"]["segments"], 3);
+  EXPECT_EQ(manifest["estimate"]["alternatives"][0]["segments"], 5);
+  EXPECT_GT(manifest["estimate"]["chosen"]["total_ms"].get<double>(), 0.0);
+  auto one = RunPorttool("split " + (dir / "island.onnx").string() +
+                         " --auto --target rknn-rk3588 --max-segments 1 --json -o " +
+                         (dir / "one").string());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(nlohmann::json::parse(one.out)["segments"].size(), 1u);
+  auto misuse = RunPorttool("split " + (dir / "island.onnx").string() +
+                            " --at n_r --max-segments 2 -o " + (dir / "x").string());
+  EXPECT_EQ(misuse.exit_code, 2);
+}
+
 TEST(CliExtract, DemoTailIsValidAndUnreachableOutputsNameTheTensor) {
   TempDir dir;
   fs::path out = dir / "tail.onnx";

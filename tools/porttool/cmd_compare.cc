@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
+#include <functional>
 
 #include "lib/runtime/compare.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -19,22 +22,64 @@ struct CompareCliOptions {
   uint64_t seed = 0;
   std::vector<std::string> input_shapes;
   bool per_tensor = false;
-  double rtol = 1e-3, atol = 1e-4;
+  std::vector<std::string> rtol, atol;
+  std::string save_outputs, load_outputs;
   int threads = 0;
   size_t top = 20;
   bool json = false;
   std::vector<std::string> custom_ops;
 };
 
-nlohmann::json StatsJson(const runtime::TensorComparison& c) {
+// "1e-3" sets the default, "score:1e-2" one output's (the last ':' separates: names may hold ':').
+void ParseTolerances(const std::vector<std::string>& specs, const char* flag,
+                     runtime::CompareOptions& options, double runtime::Tolerance::*field) {
+  for (const auto& spec : specs) {
+    size_t colon = spec.rfind(':');
+    std::string name = colon == std::string::npos ? "" : spec.substr(0, colon);
+    std::string text = colon == std::string::npos ? spec : spec.substr(colon + 1);
+    double value = 0;
+    try {
+      size_t used = 0;
+      value = std::stod(text, &used);
+      if (used != text.size()) throw std::invalid_argument(text);
+    } catch (const std::exception&) {
+      ThrowUsage("{} '{}': expected VALUE or OUTPUT:VALUE with a number", flag, spec);
+    }
+    if (!std::isfinite(value) || value < 0) {
+      ThrowUsage("{} '{}': the tolerance must be a finite number >= 0", flag, spec);
+    }
+    if (name.empty()) {
+      options.tolerance.*field = value;
+    } else {
+      if (!options.per_output.count(name)) options.per_output[name] = options.tolerance;
+      options.per_output[name].*field = value;
+    }
+  }
+  // An output named only in the other flag's specs takes this flag's default.
+  for (auto& [name, tol] : options.per_output) {
+    bool named = false;
+    for (const auto& spec : specs) named |= spec.rfind(name + ":", 0) == 0;
+    if (!named) tol.*field = options.tolerance.*field;
+  }
+}
+
+nlohmann::json StatsJson(const runtime::TensorComparison& c, const runtime::CompareOptions& o) {
   const auto& s = c.stats;
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
   nlohmann::json j = {{"name", c.name},
                       {"max_abs", num(s.max_abs)},
+                      {"mean_abs", num(s.mean_abs)},
+                      {"median_abs", num(s.median_abs)},
                       {"max_rel", num(s.max_rel)},
+                      {"mean_rel", num(s.mean_rel)},
+                      {"median_rel", num(s.median_rel)},
                       {"cosine", num(s.cosine)},
                       {"sqnr_db", num(s.sqnr_db)},
+                      {"rtol", o.For(c.name).rtol},
+                      {"atol", o.For(c.name).atol},
                       {"within_tolerance", s.within_tolerance}};
+  if (!c.node.empty()) j["node"] = c.node;
+  if (!c.op.empty()) j["op"] = c.op;
   if (!s.comparable) j["note"] = s.note;
   return j;
 }
@@ -45,10 +90,12 @@ void PrintRow(const runtime::TensorComparison& c) {
     fmt::print("  {}  NOT COMPARABLE: {}\n", c.name, s.note);
     return;
   }
-  fmt::print("  {}  max_abs {:.3g}  max_rel {:.3g}  cosine {:.6f}  sqnr {} {}\n", c.name, s.max_abs,
-             s.max_rel, s.cosine,
-             std::isinf(s.sqnr_db) ? "inf" : fmt::format("{:.1f} dB", s.sqnr_db),
-             s.within_tolerance ? "ok" : "OVER TOLERANCE");
+  fmt::print(
+      "  {}  max_abs {:.3g}  mean_abs {:.3g}  median_abs {:.3g}  max_rel {:.3g}  cosine {:.6f}  "
+      "sqnr {} {}\n",
+      c.name, s.max_abs, s.mean_abs, s.median_abs, s.max_rel, s.cosine,
+      std::isinf(s.sqnr_db) ? "inf" : fmt::format("{:.1f} dB", s.sqnr_db),
+      s.within_tolerance ? "ok" : "OVER TOLERANCE");
 }
 
 io::Model LoadWithShapes(const std::string& path, const std::vector<std::string>& specs) {
@@ -57,48 +104,112 @@ io::Model LoadWithShapes(const std::string& path, const std::vector<std::string>
   return m;
 }
 
-int RunCompare(const CompareCliOptions& o) {
+runtime::TensorMap StoredInputs(const runtime::TensorStore& store) {
+  runtime::TensorMap inputs;
+  for (const auto& e : store.entries()) {
+    if (e.role == "input") inputs[e.name] = store.Read(e);
+  }
+  return inputs;
+}
+
+runtime::TensorMap MakeInputs(const io::Model& model, const CompareCliOptions& o,
+                              const runtime::SessionOptions& session) {
+  runtime::Session specs(model, session);
+  return runtime::CompleteWithRandom(specs, runtime::ReadInputSpecs(o.inputs), o.seed);
+}
+
+void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& o,
+               const runtime::CompareOptions& options) {
+  fmt::print("outputs (rtol {}, atol {}{}):\n", options.tolerance.rtol, options.tolerance.atol,
+             options.per_output.empty() ? "" : "; per-output overrides in --json");
+  for (const auto& c : result.outputs) PrintRow(c);
+  for (const auto& name : result.unmatched_outputs) fmt::print("  {}  MISSING\n", name);
+  if (o.per_tensor) {
+    if (result.first_divergent) {
+      const auto& c = result.intermediates[*result.first_divergent];
+      fmt::print("first divergent tensor (execution order): {} from node '{}' ({})\n", c.name,
+                 c.node, c.op);
+      PrintRow(c);
+    }
+    size_t over = 0;
+    for (const auto& c : result.intermediates) over += !c.stats.within_tolerance;
+    fmt::print("per-tensor in execution order ({} shared tensors, {} over tolerance):\n",
+               result.intermediates.size(), over);
+    for (size_t i = 0; i < result.intermediates.size() && i < o.top; ++i) {
+      PrintRow(result.intermediates[i]);
+    }
+  }
+  fmt::print("{}\n", result.within_tolerance ? "within tolerance" : "OVER TOLERANCE");
+}
+
+nlohmann::json ResultJson(const runtime::ModelComparison& result,
+                          const runtime::CompareOptions& options, bool per_tensor) {
+  nlohmann::json doc = {{"rtol", options.tolerance.rtol},
+                        {"atol", options.tolerance.atol},
+                        {"within_tolerance", result.within_tolerance},
+                        {"outputs", nlohmann::json::array()},
+                        {"unmatched_outputs", result.unmatched_outputs}};
+  for (const auto& c : result.outputs) doc["outputs"].push_back(StatsJson(c, options));
+  if (per_tensor) {
+    doc["per_tensor"] = nlohmann::json::array();
+    for (const auto& c : result.intermediates) doc["per_tensor"].push_back(StatsJson(c, options));
+    doc["first_divergent"] = result.first_divergent
+                                 ? StatsJson(result.intermediates[*result.first_divergent], options)
+                                 : nlohmann::json(nullptr);
+  }
+  return doc;
+}
+
+// The reference side: a saved store (--load-outputs), or model A run now, into --save-outputs
+// or a scratch store that CompareModels removes.
+runtime::ModelComparison Compare(const CompareCliOptions& o, runtime::CompareOptions& options) {
+  if (!o.load_outputs.empty()) {
+    if (!o.model_b.empty() || !o.save_outputs.empty() || !o.inputs.empty()) {
+      ThrowUsage(
+          "--load-outputs compares ONE model against saved tensors (inputs included): drop "
+          "MODEL_B, --save-outputs and --input");
+    }
+    runtime::TensorStore store = runtime::TensorStore::Open(o.load_outputs);
+    io::Model candidate = LoadWithShapes(o.model_a, o.input_shapes);
+    return runtime::CompareWithStore(candidate, StoredInputs(store), store, options);
+  }
   io::Model a = LoadWithShapes(o.model_a, o.input_shapes);
-  io::Model b = LoadWithShapes(o.model_b, o.input_shapes);
-  auto custom = LoadCustomOps(o.custom_ops, &b, /*with_kernels=*/true);
+  runtime::TensorMap inputs = MakeInputs(a, o, options.session);
+  if (o.save_outputs.empty()) {
+    return runtime::CompareModels(a, LoadWithShapes(o.model_b, o.input_shapes), inputs, options);
+  }
+  runtime::TensorStore store = runtime::TensorStore::Create(o.save_outputs);
+  std::function<bool(const std::string&)> keep;
+  if (o.per_tensor) keep = [](const std::string&) { return true; };
+  runtime::RecordRun(a, inputs, options.session, keep, store);
+  if (o.model_b.empty()) return {};
+  return runtime::CompareWithStore(LoadWithShapes(o.model_b, o.input_shapes), inputs, store,
+                                   options);
+}
+
+int RunCompare(const CompareCliOptions& o) {
   runtime::CompareOptions options;
-  options.session.kernels = custom->FillKernels();
-  options.kernels_b = custom->Kernels();
-  options.rtol = o.rtol;
-  options.atol = o.atol;
+  ParseTolerances(o.rtol, "--rtol", options, &runtime::Tolerance::rtol);
+  ParseTolerances(o.atol, "--atol", options, &runtime::Tolerance::atol);
   options.per_tensor = o.per_tensor;
   options.session.threads = o.threads;
-  runtime::TensorMap inputs;
-  {
-    runtime::Session specs(a, options.session);
-    inputs = runtime::CompleteWithRandom(specs, runtime::ReadInputSpecs(o.inputs), o.seed);
+  options.scratch_dir = std::filesystem::temp_directory_path();
+  auto custom = LoadCustomOps(o.custom_ops, nullptr, /*with_kernels=*/true);
+  options.session.kernels = custom->FillKernels();
+  options.kernels_b = custom->Kernels();
+  if (o.model_b.empty() && o.save_outputs.empty() && o.load_outputs.empty()) {
+    ThrowUsage("give MODEL_B, or --save-outputs DIR (record MODEL_A), or --load-outputs DIR");
   }
-  runtime::ModelComparison result = runtime::CompareModels(a, b, inputs, options);
+  runtime::ModelComparison result = Compare(o, options);
+  if (o.model_b.empty() && o.load_outputs.empty()) {
+    if (o.json) PrintJson({{"saved", o.save_outputs}});
+    if (!o.json) fmt::print("saved {}'s tensors to {}/\n", o.model_a, o.save_outputs);
+    return kExitOk;
+  }
   if (o.json) {
-    nlohmann::json doc = {{"rtol", o.rtol},
-                          {"atol", o.atol},
-                          {"within_tolerance", result.within_tolerance},
-                          {"outputs", nlohmann::json::array()},
-                          {"unmatched_outputs", result.unmatched_outputs}};
-    for (const auto& c : result.outputs) doc["outputs"].push_back(StatsJson(c));
-    if (o.per_tensor) {
-      doc["per_tensor"] = nlohmann::json::array();
-      for (const auto& c : result.intermediates) doc["per_tensor"].push_back(StatsJson(c));
-    }
-    PrintJson(doc);
+    PrintJson(ResultJson(result, options, o.per_tensor));
   } else {
-    fmt::print("outputs (rtol {}, atol {}):\n", o.rtol, o.atol);
-    for (const auto& c : result.outputs) PrintRow(c);
-    for (const auto& name : result.unmatched_outputs) {
-      fmt::print("  {}  MISSING from {}\n", name, o.model_b);
-    }
-    if (o.per_tensor) {
-      fmt::print("per-tensor, worst first ({} shared tensors):\n", result.intermediates.size());
-      for (size_t i = 0; i < result.intermediates.size() && i < o.top; ++i) {
-        PrintRow(result.intermediates[i]);
-      }
-    }
-    fmt::print("{}\n", result.within_tolerance ? "within tolerance" : "OVER TOLERANCE");
+    PrintText(result, o, options);
   }
   return result.within_tolerance ? kExitOk : kExitCheckFailed;
 }
@@ -109,22 +220,39 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
   auto opts = std::make_shared<CompareCliOptions>();
   auto* cmd = app.add_subcommand("compare", "Run two models on the same inputs and compare");
   cmd->footer(
-      "Exit 1 when an output exceeds tolerance (|b - a| > atol + rtol * |a|, a = MODEL_A).\n"
-      "--custom-op DIR: MODEL_B runs the package's kernel; MODEL_A keeps built-in kernels and\n"
-      "uses the package only for ops the executor lacks.\n"
-      "Example:\n  porttool compare model.onnx model.folded.onnx --per-tensor "
-      "--input-shape x:1x3x64x64");
-  cmd->add_option("model_a", opts->model_a, "Reference ONNX model")->required();
-  cmd->add_option("model_b", opts->model_b, "ONNX model to compare against it")->required();
+      "Exit 1 when an output exceeds tolerance (|b - a| > atol + rtol * |a|, a = reference).\n"
+      "--custom-op DIR: MODEL_B runs the package's kernel; the reference keeps built-in kernels\n"
+      "and uses the package only for ops the executor lacks.\n"
+      "Examples:\n  porttool compare model.onnx model.folded.onnx --per-tensor "
+      "--input-shape x:1x3x64x64\n"
+      "  porttool compare model.onnx --save-outputs ref/ --per-tensor   (then, elsewhere)\n"
+      "  porttool compare model.int8.onnx --load-outputs ref/ --per-tensor --atol score:1e-2");
+  cmd->add_option("model_a", opts->model_a,
+                  "Reference ONNX model (with --load-outputs: the model compared to the saved "
+                  "tensors)")
+      ->required();
+  cmd->add_option("model_b", opts->model_b, "ONNX model to compare against the reference");
   cmd->add_option("--input,--inputs", opts->inputs,
                   "An input value: NAME=FILE (.npy or .pb); inputs not given are random");
   cmd->add_option("--seed", opts->seed, "Seed for random inputs")->capture_default_str();
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_flag("--per-tensor", opts->per_tensor,
-                "Also compare every intermediate tensor both models produce, worst first");
+                "Also compare every intermediate tensor both runs produce, in execution order, "
+                "and name the first that diverges (intermediates are streamed through a scratch "
+                "directory, not held in memory)");
   cmd->add_option("--top", opts->top, "With --per-tensor: rows to print")->capture_default_str();
-  cmd->add_option("--rtol", opts->rtol, "Relative tolerance")->capture_default_str();
-  cmd->add_option("--atol", opts->atol, "Absolute tolerance")->capture_default_str();
+  cmd->add_option("--rtol", opts->rtol,
+                  "Relative tolerance, VALUE (default 1e-3) or OUTPUT:VALUE for one output; "
+                  "repeatable");
+  cmd->add_option("--atol", opts->atol,
+                  "Absolute tolerance, VALUE (default 1e-4) or OUTPUT:VALUE for one output; "
+                  "repeatable");
+  cmd->add_option("--save-outputs", opts->save_outputs,
+                  "Write the reference run's inputs and outputs (and with --per-tensor every "
+                  "intermediate) to this new directory: .npy files + tensors.json");
+  cmd->add_option("--load-outputs", opts->load_outputs,
+                  "Compare MODEL_A against tensors saved by --save-outputs (or written in the "
+                  "same layout by another runtime), with the saved inputs");
   cmd->add_option("--threads", opts->threads, "Threads for kernels (default: all cores)")
       ->check(CLI::Range(1, 1024));
   AddCustomOpOption(*cmd, opts->custom_ops);

@@ -9,8 +9,7 @@
 
 #include "lib/emit/emit_header.h"
 #include "lib/ir/dtype.h"
-#include "lib/runtime/shapes_by_execution.h"
-#include "lib/shape/infer.h"
+#include "lib/runtime/shape_completion.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -49,24 +48,19 @@ std::string CommandLine() {
 // Static shapes for every tensor: pinned inputs, then inference. Tensors inference leaves
 // unknown are reported by the stage that needs them (I/O buffers, arena), naming the tensor.
 void MakeShapesStatic(io::Model& model, const std::vector<std::string>& specs) {
-  shape::ApplyInputShapes(model, shape::ParseInputShapes(specs));
-  if (auto dynamic = shape::DynamicInputDims(model); !dynamic.empty()) {
-    ThrowUsage(
-        "inputs with unknown dims: {}; pin them with --input-shape NAME:DIMS "
-        "(e.g. --input-shape x:1x3x640x640)",
-        util::Join(dynamic, ", "));
+  runtime::ShapeCompletion c = runtime::CompleteShapes(model, shape::ParseInputShapes(specs));
+  if (!c.dynamic_inputs.empty()) {
+    ThrowUsage("inputs with unknown dims: {}; pin them with --input-shape (e.g. --input-shape {})",
+               util::Join(c.dynamic_inputs, ", "), shape::ExampleInputShapes(model));
   }
-  shape::InferReport report = shape::InferShapes(model);
-  for (const auto& note : report.notes) spdlog::warn("{}", note);
-  if (!report.unresolved.empty()) {
-    auto filled = runtime::CompleteShapesByExecution(model);
-    if (!filled.empty()) {
-      spdlog::info(
-          "{} tensor shape(s) static inference left unknown were taken from one run of "
-          "the executor (e.g. '{}')",
-          filled.size(), filled.front());
-    }
+  for (const auto& note : c.inference.notes) spdlog::warn("{}", note);
+  if (!c.by_execution.empty()) {
+    spdlog::info(
+        "{} tensor shape(s) static inference left unknown were taken from one run of the "
+        "executor (e.g. '{}')",
+        c.by_execution.size(), c.by_execution.front());
   }
+  if (!c.unresolved.empty()) spdlog::warn("{}", c.Summary());
 }
 
 nlohmann::json ToJson(const emit::EmitResult& r) {

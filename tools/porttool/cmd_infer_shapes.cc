@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <map>
 
 #include "lib/shape/infer.h"
 #include "tools/porttool/commands.h"
@@ -18,13 +19,17 @@ struct InferShapesOptions {
   ModelOutputOptions output;
   bool json = false;
   std::vector<std::string> custom_ops;
+  bool allow_partial = false;
 };
 
 nlohmann::json ReportJson(const shape::InferReport& r, const std::vector<std::string>& files) {
   nlohmann::json unresolved = nlohmann::json::array();
   for (const auto& u : r.unresolved) {
-    unresolved.push_back(
-        {{"tensor", u.tensor}, {"node", u.node}, {"op_type", u.op_type}, {"reason", u.reason}});
+    unresolved.push_back({{"tensor", u.tensor},
+                          {"node", u.node},
+                          {"op_type", u.op_type},
+                          {"reason", u.reason},
+                          {"root", u.root}});
   }
   return {{"iterations", r.iterations},
           {"tensors", r.tensors_total},
@@ -35,14 +40,35 @@ nlohmann::json ReportJson(const shape::InferReport& r, const std::vector<std::st
           {"written", files}};
 }
 
-void PrintText(const shape::InferReport& r, const std::vector<std::string>& files) {
-  std::cout << fmt::format("{} tensors: {} static, {} symbolic, {} unknown ({} iteration{})\n",
-                           r.tensors_total, r.tensors_static, r.tensors_symbolic,
-                           r.unresolved.size(), r.iterations, r.iterations == 1 ? "" : "s");
+// One line per root blocker with the count of tensors it leaves unknown: a single Reshape can
+// block a hundred tensors downstream, and the user needs to look at that one node. The full list
+// is for -v.
+void PrintBlockers(const shape::InferReport& r) {
+  std::vector<std::string> order;
+  std::map<std::string, const shape::UnresolvedTensor*> first;
+  std::map<std::string, int> blocked;
+  for (const auto& u : r.unresolved) {
+    if (blocked[u.node]++ == 0) order.push_back(u.node);
+    if (!first.count(u.node) || (u.root && !first[u.node]->root)) first[u.node] = &u;
+  }
+  for (const auto& node : order) {
+    const auto* u = first[node];
+    std::string reason = u->reason.substr(0, u->reason.find(" (reached through the inputs"));
+    std::cout << fmt::format("  root blocker '{}' ({}): {}; {} tensor(s) unknown because of it\n",
+                             u->node, u->op_type, reason, blocked[u->node]);
+  }
+  if (!spdlog::should_log(spdlog::level::debug)) return;
   for (const auto& u : r.unresolved) {
     std::cout << fmt::format("  unknown {}: blocked at '{}' ({}): {}\n", u.tensor, u.node,
                              u.op_type, u.reason);
   }
+}
+
+void PrintText(const shape::InferReport& r, const std::vector<std::string>& files) {
+  std::cout << fmt::format("{} tensors: {} static, {} symbolic, {} unknown ({} iteration{})\n",
+                           r.tensors_total, r.tensors_static, r.tensors_symbolic,
+                           r.unresolved.size(), r.iterations, r.iterations == 1 ? "" : "s");
+  PrintBlockers(r);
   for (const auto& f : files) std::cout << "wrote " << f << "\n";
 }
 
@@ -54,11 +80,20 @@ int RunInferShapes(const InferShapesOptions& o) {
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
   shape::InferReport report = shape::InferShapes(model, options);
   for (const auto& note : report.notes) spdlog::warn("{}", note);
-  std::vector<std::string> files = SaveModel(model, o.output);
+  bool partial = !report.unresolved.empty();
+  std::vector<std::string> files;
+  if (!partial || o.allow_partial) files = SaveModel(model, o.output);
   if (o.json) {
     PrintJson(ReportJson(report, files));
   } else {
     PrintText(report, files);
+  }
+  if (partial && !o.allow_partial) {
+    spdlog::error(
+        "shape inference left {} tensor(s) unknown; nothing written (fix the root blocker above, "
+        "or pass --allow-partial to write the partial graph)",
+        report.unresolved.size());
+    return kExitCheckFailed;
   }
   return kExitOk;
 }
@@ -81,6 +116,9 @@ void RegisterInferShapes(CLI::App& app, RunFn& run) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   AddCustomOpOption(*cmd, opts->custom_ops);
+  cmd->add_flag("--allow-partial", opts->allow_partial,
+                "Write the model even when some tensors stay unknown (default: exit 1 and write "
+                "nothing)");
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunInferShapes(*opts); }; });
 }

@@ -5,8 +5,11 @@
 
 #include <iostream>
 
+#include "lib/analysis/check.h"
+#include "lib/decide/partition.h"
 #include "lib/decide/scan.h"
 #include "lib/ir/split.h"
+#include "lib/runtime/shape_completion.h"
 #include "lib/runtime/verify.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
@@ -29,21 +32,52 @@ struct SplitOptions {
   std::string target;
   bool verify = false;
   uint64_t seed = 1;
+  int min_segment_nodes = 1;
+  int max_segments = 0;
 };
 
 // Which nodes go to the host: the --at nodes, or with --auto every node the target's accelerator
-// cannot run (decision engine's compatibility scan).
-ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o) {
+// cannot run (decision engine's compatibility scan). `model` has its shapes completed already.
+ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o,
+                          std::optional<decide::Partition>& partition) {
   ir::SplitOptions options;
   options.bridge_warn_bytes = o.bridge_warn_bytes;
-  options.input_shapes = shape::ParseInputShapes(o.input_shapes);
-  if (o.auto_cut != !o.target.empty()) ThrowUsage("--auto and --target go together");
-  if (o.auto_cut == !o.at.empty()) ThrowUsage("give either --at NODE or --auto --target NAME");
-  if (o.auto_cut) {
-    return ir::SplitModel(model, decide::HostNodesForTarget(model, o.target, options.input_shapes),
-                          options);
+  if (!o.auto_cut) return ir::SplitAtNodes(model, o.at, options);
+  partition = decide::PlanAutoSplit(model, o.target, {o.min_segment_nodes, o.max_segments});
+  ir::SplitResult result = ir::SplitModel(model, partition->chosen.host, options);
+  result.annotations["estimate"] = decide::PartitionToJson(*partition);
+  return result;
+}
+
+// Segments need complete types (the ONNX checker rejects a bridge without a shape): the same
+// shape completion as emit-header and decide, on a copy; the input file is never changed.
+io::Model CompletedModel(const io::Model& model, const SplitOptions& o) {
+  io::Model completed = model;
+  runtime::ShapeCompletion c =
+      runtime::CompleteShapes(completed, shape::ParseInputShapes(o.input_shapes));
+  for (const auto& note : c.inference.notes) spdlog::warn("{}", note);
+  if (!c.by_execution.empty()) {
+    spdlog::info(
+        "{} tensor shape(s) static inference left unknown were taken from one executor run",
+        c.by_execution.size());
   }
-  return ir::SplitAtNodes(model, o.at, options);
+  if (!c.unresolved.empty() && c.dynamic_inputs.empty()) spdlog::warn("{}", c.Summary());
+  return completed;
+}
+
+// The ONNX checker on every written segment: a segment a converter would reject is not a
+// verified split, whatever the outputs say.
+bool CheckSegments(const ir::SplitResult& result, const ir::WriteSplitResult& written) {
+  bool ok = true;
+  for (const auto& segment : result.segments) {
+    analysis::CheckReport report;
+    analysis::RunOnnxChecker(io::Load(written.dir / segment.file), report);
+    for (const auto& f : report.findings) {
+      spdlog::error("verify: {} fails the ONNX checker: {}", segment.file, f.message);
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 // Runs the original and the chained segments on the same random inputs; outputs must be
@@ -67,35 +101,69 @@ bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
     spdlog::info("verify: {} output(s) identical between the model and its {} chained segments",
                  verify.outputs.size(), chain.size());
   }
-  return verify.identical;
+  bool checked = CheckSegments(result, written);
+  return verify.identical && checked;
+}
+
+// A verification that could not run (an op without a kernel) must not hide that the split itself
+// was written: say so, and keep the error's own exit code (1 means "ran and differed").
+std::optional<bool> TryVerify(const io::Model& model, const ir::SplitResult& result,
+                              const ir::WriteSplitResult& written, const SplitOptions& o,
+                              int& exit_code) {
+  try {
+    return VerifySegments(model, result, written, o);
+  } catch (const Error& e) {
+    spdlog::error("verify could not run: {}", e.what());
+    spdlog::error("the split itself was written to {}/; only the verification could not run",
+                  written.dir.string());
+    exit_code = ExitCodeFor(e.kind());
+    return std::nullopt;
+  }
 }
 
 int RunSplit(const SplitOptions& o) {
-  io::Model model = io::Load(o.model);
-  auto schemas = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
-  ir::SplitResult result = PlanSplit(model, o);
+  if (o.auto_cut != !o.target.empty()) ThrowUsage("--auto and --target go together");
+  if (!o.auto_cut && (o.min_segment_nodes != 1 || o.max_segments != 0)) {
+    ThrowUsage("--min-segment-nodes and --max-segments shape --auto partitions only");
+  }
+  if (o.auto_cut == !o.at.empty()) ThrowUsage("give either --at NODE or --auto --target NAME");
+  io::Model source = io::Load(o.model);
+  auto schemas = LoadCustomOps(o.custom_ops, &source, /*with_kernels=*/false);
+  io::Model model = CompletedModel(source, o);
+  std::optional<decide::Partition> partition;
+  ir::SplitResult result = PlanSplit(model, o, partition);
   std::filesystem::path dir =
       o.output.empty() ? ir::DefaultSplitDir(o.model) : std::filesystem::path(o.output);
   ir::WriteSplitOptions write_options;
   write_options.copy_weights = o.copy_weights;
   ir::WriteSplitResult written = ir::WriteSplit(result, model, dir, write_options);
-  bool verified = !o.verify || VerifySegments(model, result, written, o);
+  int exit_code = kExitOk;
+  std::optional<bool> verify_ran =
+      o.verify ? TryVerify(model, result, written, o, exit_code) : std::optional<bool>(true);
+  bool verified = verify_ran.value_or(false);
+  if (verify_ran && !verified) exit_code = kExitCheckFailed;
   for (const auto& note : result.notes) spdlog::warn("{}", note);
   for (const auto& note : written.notes) spdlog::warn("{}", note);
   for (const auto& advice : result.advice) spdlog::warn("{}", advice.message);
   if (o.json) {
     nlohmann::json doc = written.manifest;
     doc["dir"] = written.dir.string();
-    if (o.verify) doc["verified"] = verified;
+    if (o.verify) doc["verified"] = verify_ran ? nlohmann::json(verified) : nlohmann::json(nullptr);
     PrintJson(doc);
-    return verified ? kExitOk : kExitCheckFailed;
+    return exit_code;
   }
   std::cout << fmt::format("{} -> {}/ ({} segments, {} bridges, weights {})\n", o.model,
                            written.dir.string(), result.segments.size(), result.bridges.size(),
                            o.copy_weights ? "copied" : "zero-copy");
   std::cout << ir::FormatSplitTable(result);
-  if (o.verify) std::cout << (verified ? "verify: outputs identical\n" : "verify: MISMATCH\n");
-  return verified ? kExitOk : kExitCheckFailed;
+  if (partition) std::cout << decide::PartitionToText(*partition);
+  if (o.verify && verify_ran) {
+    std::cout << (verified ? "verify: outputs identical, every segment passes the ONNX checker\n"
+                           : "verify: FAILED (see the errors above)\n");
+  } else if (o.verify) {
+    std::cout << "verify: could not run (the split was written)\n";
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -117,6 +185,15 @@ void RegisterSplit(CLI::App& app, RunFn& run) {
   cmd->add_flag("--auto", opts->auto_cut,
                 "Cut at every maximal run of nodes the --target's accelerator cannot run");
   cmd->add_option("--target", opts->target, "Target profile for --auto (rules/targets/NAME.json)");
+  cmd->add_option("--min-segment-nodes", opts->min_segment_nodes,
+                  "With --auto: an accelerator segment with fewer nodes runs on the host")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-segments", opts->max_segments,
+                  "With --auto: at most this many segments (0: no limit); the accelerator "
+                  "islands that cost least to move go to the host first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--verify", opts->verify,
                 "Run the model and the chained segments on the same random inputs (needs static "
                 "input dims: use --input-shape) and require identical outputs; exit 1 otherwise");

@@ -42,10 +42,10 @@ int Main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "More log output on stderr (repeat for trace)");
   app.add_flag("-q,--quiet", quiet, "Only errors on stderr");
   RunFn run;
-  for (auto* reg :
-       {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain, &RegisterSplit,
-        &RegisterExtract, &RegisterRun, &RegisterCompare, &RegisterEmitHeader, &RegisterDecide,
-        &RegisterRules, &RegisterPasses, &RegisterScaffoldOp, &RegisterKit}) {
+  for (auto* reg : {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain,
+                    &RegisterSplit, &RegisterExtract, &RegisterRun, &RegisterCompare,
+                    &RegisterEmitHeader, &RegisterDecide, &RegisterRules, &RegisterPasses,
+                    &RegisterScaffoldOp, &RegisterKit, &RegisterQuantizeCalibrate}) {
     reg(app, run);
   }
   try {

@@ -26,6 +26,7 @@ void RegisterRules(CLI::App& app, RunFn& run);
 void RegisterPasses(CLI::App& app, RunFn& run);
 void RegisterScaffoldOp(CLI::App& app, RunFn& run);
 void RegisterKit(CLI::App& app, RunFn& run);
+void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run);
 
 int Main(int argc, char** argv);
 

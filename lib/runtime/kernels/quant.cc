@@ -22,9 +22,11 @@ struct QuantLayout {
 QuantLayout PlanQuant(KernelContext& ctx, const Tensor& x, const Tensor& scale) {
   QuantLayout q;
   if (scale.size() == 1 && scale.rank() <= 1) return q;
-  if (ctx.opset() < 13 || scale.rank() != 1) {
+  // com.microsoft's versions (what QDQ models below opset 10 use) take an axis at any opset.
+  bool axis_allowed = ctx.opset() >= 13 || ctx.node().domain() == "com.microsoft";
+  if (!axis_allowed || scale.rank() != 1) {
     ctx.Fail(fmt::format("scale must be a scalar{}; got {}",
-                         ctx.opset() < 13 ? " before opset 13" : " or 1-D", scale.DebugString()));
+                         axis_allowed ? " or 1-D" : " before opset 13", scale.DebugString()));
   }
   int axis = NormalizeAxis(ctx, ctx.GetInt("axis", 1), x.rank());
   if (scale.size() != x.dim(axis)) {
@@ -133,6 +135,8 @@ void DequantizeKernel(KernelContext& ctx) {
 void RegisterQuantKernels(KernelRegistry& r) {
   r.Register("", "QuantizeLinear", 10, kLatest, QuantizeKernel);
   r.Register("", "DequantizeLinear", 10, kLatest, DequantizeKernel);
+  r.Register("com.microsoft", "QuantizeLinear", 1, kLatest, QuantizeKernel);
+  r.Register("com.microsoft", "DequantizeLinear", 1, kLatest, DequantizeKernel);
 }
 
 }  // namespace porttool::runtime

@@ -1,0 +1,171 @@
+#include "lib/quant/accuracy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace porttool::quant {
+namespace {
+
+using TP = onnx::TensorProto;
+constexpr double kCapDb = 60;
+
+struct Accumulator {
+  double signal = 0, noise = 0, dot = 0, norm_a = 0, norm_b = 0, max_abs = 0;
+  std::vector<float> a, b;
+  void Add(const runtime::Tensor& ta, const runtime::Tensor& tb, bool keep) {
+    const float* pa = ta.data<float>();
+    const float* pb = tb.data<float>();
+    for (int64_t i = 0; i < ta.size(); ++i) {
+      double x = pa[i], y = pb[i];
+      signal += x * x;
+      noise += (y - x) * (y - x);
+      dot += x * y;
+      norm_a += x * x;
+      norm_b += y * y;
+      max_abs = std::max(max_abs, std::fabs(y - x));
+    }
+    if (keep) {
+      a.insert(a.end(), pa, pa + ta.size());
+      b.insert(b.end(), pb, pb + tb.size());
+    }
+  }
+  double Sqnr() const {
+    if (noise == 0) return std::numeric_limits<double>::infinity();
+    return 10 * std::log10(signal / noise);
+  }
+  double Cosine() const {
+    if (norm_a == 0 && norm_b == 0) return 1;
+    return dot / std::sqrt(norm_a * norm_b);
+  }
+};
+
+std::string Suggest(const std::string& op, const AccuracyOptions& o, std::string& detail) {
+  bool weighted = op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm";
+  if (weighted && !o.per_channel) {
+    detail = "weights are per-tensor: per-channel scales keep small output channels";
+    return "per-channel";
+  }
+  if (o.method == "minmax") {
+    detail = "minmax ranges stretch to rare outliers: a percentile range resolves the bulk";
+    return "percentile";
+  }
+  detail = "keep this node float";
+  return "exclude-node";
+}
+
+}  // namespace
+
+std::vector<double> Quantiles(std::vector<float>& values) {
+  std::vector<double> q;
+  if (values.empty()) return q;
+  std::sort(values.begin(), values.end());
+  for (double level : kQuantileLevels) {
+    double pos = level / 100.0 * static_cast<double>(values.size() - 1);
+    size_t lo = static_cast<size_t>(pos);
+    size_t hi = std::min(lo + 1, values.size() - 1);
+    q.push_back(values[lo] + (pos - static_cast<double>(lo)) * (values[hi] - values[lo]));
+  }
+  return q;
+}
+
+ThresholdMapping MapThreshold(std::vector<float> ref, std::vector<float> qdq, double threshold) {
+  ThresholdMapping m;
+  m.float_threshold = threshold;
+  if (ref.empty() || qdq.empty()) return m;
+  size_t above = static_cast<size_t>(
+      std::count_if(ref.begin(), ref.end(), [&](float v) { return v > threshold; }));
+  m.float_fraction_above = static_cast<double>(above) / static_cast<double>(ref.size());
+  size_t k =
+      static_cast<size_t>(std::llround(m.float_fraction_above * static_cast<double>(qdq.size())));
+  std::sort(qdq.begin(), qdq.end(), std::greater<float>());
+  // Elements strictly above qdq[k] are the top k (fewer when quantized values tie).
+  m.qdq_threshold = k < qdq.size() ? qdq[k] : qdq.back() - 1e-6;
+  size_t qabove = static_cast<size_t>(
+      std::count_if(qdq.begin(), qdq.end(), [&](float v) { return v > m.qdq_threshold; }));
+  m.qdq_fraction_above = static_cast<double>(qabove) / static_cast<double>(qdq.size());
+  return m;
+}
+
+AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& qdq_model,
+                                const SampleSet& eval, const AccuracyOptions& options) {
+  runtime::SessionOptions so{.threads = options.threads, .fail_on_nan = true};
+  runtime::Session fs(float_model, so), qs(qdq_model, so);
+  auto names = fs.output_names();
+  for (const auto& [out, _] : options.thresholds) {
+    if (std::find(names.begin(), names.end(), out) == names.end()) {
+      ThrowUsage("threshold for '{}', which is not an output of the model (outputs: {})", out,
+                 util::Join(names, ", "));
+    }
+  }
+  std::map<std::string, Accumulator> outputs, tensors;
+  std::map<std::string, const onnx::NodeProto*> producer;
+  for (size_t s = 0; s < eval.size(); ++s) {
+    runtime::TensorMap inputs = LoadSample(eval, s, fs.inputs());
+    // The float run keeps its tensors (one sample at a time) for the QDQ run to compare against.
+    std::map<std::string, runtime::Tensor> ref;
+    auto fo = fs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
+      if (p.value.dtype() == TP::FLOAT && !p.in_subgraph) {
+        ref[p.name] = p.value;
+        producer[p.name] = &p.node;
+      }
+    });
+    auto qo = qs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
+      auto it = ref.find(p.name);
+      if (it == ref.end() || p.value.shape() != it->second.shape()) return;
+      tensors[p.name].Add(it->second, p.value, false);
+      ref.erase(it);
+    });
+    for (size_t i = 0; i < fo.size() && i < qo.size(); ++i) {
+      if (fo[i].value.dtype() != TP::FLOAT || fo[i].value.shape() != qo[i].value.shape()) continue;
+      outputs[fo[i].name].Add(fo[i].value, qo[i].value, true);
+    }
+  }
+  AccuracyReport report;
+  report.samples = eval.size();
+  for (const auto& name : names) {
+    auto it = outputs.find(name);
+    if (it == outputs.end()) continue;
+    Accumulator& acc = it->second;
+    OutputAccuracy o{name, acc.Sqnr(), acc.Cosine(), acc.max_abs, {}, {}};
+    if (auto t = options.thresholds.find(name); t != options.thresholds.end()) {
+      ThresholdMapping m = MapThreshold(acc.a, acc.b, t->second);
+      m.output = name;
+      report.thresholds.push_back(m);
+    }
+    o.float_quantiles = Quantiles(acc.a);
+    o.qdq_quantiles = Quantiles(acc.b);
+    report.outputs.push_back(std::move(o));
+  }
+  // Only nodes that run quantized add quantization error; the others pass it on.
+  std::set<std::string> quantized;
+  for (const auto& n : qdq_model.proto.graph().node()) {
+    for (const auto& in : n.input()) {
+      if (util::EndsWith(in, "_DequantizeLinear_Output")) quantized.insert(n.name());
+    }
+  }
+  for (const auto& [name, acc] : tensors) {
+    const onnx::NodeProto* node = producer.at(name);
+    if (!quantized.count(node->name())) continue;
+    double in_db = kCapDb;
+    for (const auto& in : node->input()) {
+      auto it = tensors.find(in);
+      if (it != tensors.end()) in_db = std::min(in_db, std::min(kCapDb, it->second.Sqnr()));
+    }
+    double db = std::min(kCapDb, acc.Sqnr());
+    LayerError e{name, node->op_type(), node->name(), db, in_db, in_db - db, "", ""};
+    e.suggestion = Suggest(node->op_type(), options, e.detail);
+    report.worst.push_back(std::move(e));
+  }
+  std::stable_sort(
+      report.worst.begin(), report.worst.end(),
+      [](const LayerError& a, const LayerError& b) { return a.growth_db > b.growth_db; });
+  if (report.worst.size() > 10) report.worst.resize(10);
+  return report;
+}
+
+}  // namespace porttool::quant

@@ -1,0 +1,281 @@
+#include "lib/quant/calibrate.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "lib/runtime/parallel.h"
+#include "lib/util/error.h"
+
+namespace porttool::quant {
+using TP = onnx::TensorProto;
+
+std::string MethodName(Method m) {
+  switch (m) {
+    case Method::kMinMax:
+      return "minmax";
+    case Method::kPercentile:
+      return "percentile";
+    case Method::kEntropy:
+      return "entropy";
+  }
+  return "?";
+}
+
+Method ParseMethod(const std::string& name) {
+  for (Method m : {Method::kMinMax, Method::kPercentile, Method::kEntropy}) {
+    if (MethodName(m) == name) return m;
+  }
+  ThrowUsage("unknown calibration method '{}' (minmax, percentile, entropy)", name);
+}
+
+namespace {
+
+void DeclaredTypes(const onnx::GraphProto& g, std::map<std::string, int32_t>& types) {
+  auto add = [&](const onnx::ValueInfoProto& vi) {
+    if (vi.type().has_tensor_type()) types[vi.name()] = vi.type().tensor_type().elem_type();
+  };
+  for (const auto& vi : g.input()) add(vi);
+  for (const auto& vi : g.output()) add(vi);
+  for (const auto& vi : g.value_info()) add(vi);
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) DeclaredTypes(a.g(), types);
+      for (const auto& sg : a.graphs()) DeclaredTypes(sg, types);
+    }
+  }
+}
+
+void Observe(StatsMap& stats, const std::string& name, const runtime::Tensor& t,
+             const onnx::NodeProto* node) {
+  if (t.dtype() != TP::FLOAT || t.size() == 0) return;
+  TensorStatsEntry& e = stats[name];
+  e.stats.Add(t.data<float>(), t.size());
+  e.samples += 1;
+  if (node != nullptr && e.op_type.empty()) {
+    e.op_type = node->op_type();
+    e.node = node->name();
+  }
+}
+
+// Per-thread partial statistics are merged into `into`; merge order does not change the result.
+void MergeInto(StatsMap& into, const StatsMap& part) {
+  for (const auto& [name, e] : part) {
+    TensorStatsEntry& dst = into[name];
+    dst.stats.Merge(e.stats);
+    dst.samples += e.samples;
+    if (dst.op_type.empty()) {
+      dst.op_type = e.op_type;
+      dst.node = e.node;
+    }
+  }
+}
+
+}  // namespace
+
+StatsMap CollectStats(const io::Model& model, const SampleSet& set, int threads,
+                      const ProgressFn& progress) {
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(set.size())));
+  // Parallelism is across samples; kernels then run single-threaded so they do not fight for
+  // the same cores.
+  if (threads > 1) runtime::SetNumThreads(1);
+  std::vector<StatsMap> parts(threads);
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  size_t first_error_index = SIZE_MAX;
+  std::exception_ptr first_error;
+  auto worker = [&](int w) {
+    try {
+      runtime::Session session(model, {.threads = 0, .fail_on_nan = true});
+      for (size_t i; !failed && (i = next++) < set.size();) {
+        try {
+          runtime::TensorMap inputs = LoadSample(set, i, session.inputs());
+          for (const auto& [name, t] : inputs) Observe(parts[w], name, t, nullptr);
+          session.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
+            // Constant outputs are weights: they get their own (per-channel) scales.
+            if (p.node.op_type() != "Constant") Observe(parts[w], p.name, p.value, &p.node);
+          });
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mu);
+          failed = true;
+          if (i < first_error_index) {
+            first_error_index = i;
+            first_error = std::current_exception();
+          }
+          return;
+        }
+        size_t n = ++done;
+        if (progress) {
+          std::lock_guard<std::mutex> lock(mu);
+          progress(n, set.size());
+        }
+      }
+    } catch (...) {  // the session itself failed: the same for every worker
+      std::lock_guard<std::mutex> lock(mu);
+      failed = true;
+      if (!first_error) first_error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int w = 1; w < threads; ++w) pool.emplace_back(worker, w);
+  worker(0);
+  for (auto& t : pool) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+  StatsMap all;
+  for (const auto& part : parts) MergeInto(all, part);
+  std::map<std::string, int32_t> types;
+  DeclaredTypes(model.proto.graph(), types);
+  for (auto& [name, e] : all) {
+    auto it = types.find(name);
+    if (it != types.end() && it->second == TP::FLOAT16) e.float_dtype = TP::FLOAT16;
+  }
+  return all;
+}
+
+void ComputeQuantParams(double lo, double hi, bool symmetric, TableEntry& e) {
+  lo = std::min(lo, 0.0);
+  hi = std::max(hi, 0.0);
+  if (symmetric) {
+    double t = std::max(-lo, hi);
+    e.min = -t;
+    e.max = t;
+    e.scale = t > 0 ? t / 127.0 : 1.0;
+    e.zero_point = 0;
+    e.dtype = "int8";
+    return;
+  }
+  e.min = lo;
+  e.max = hi;
+  e.scale = hi > lo ? (hi - lo) / 255.0 : 1.0;
+  e.zero_point = std::clamp<int64_t>(std::llround(-lo / e.scale), 0, 255);
+  e.dtype = "uint8";
+}
+
+CalibrationTable BuildTable(const StatsMap& stats, const CalibrationOptions& options) {
+  CalibrationTable table;
+  table.method = MethodName(options.method);
+  table.percentile = options.method == Method::kPercentile ? options.percentile : 0;
+  table.symmetric = options.symmetric_activations;
+  for (const auto& [name, s] : stats) {
+    if (s.stats.empty()) continue;
+    TableEntry e;
+    e.method = table.method;
+    e.observed_min = s.stats.min();
+    e.observed_max = s.stats.max();
+    double lo = e.observed_min, hi = e.observed_max;
+    if (options.method != Method::kMinMax) {
+      double t = options.method == Method::kPercentile
+                     ? PercentileThreshold(s.stats.bins(), s.stats.bin_width(), options.percentile)
+                     : EntropyThreshold(s.stats.bins(), s.stats.bin_width());
+      lo = std::max(lo, -t);  // clamped to what was seen, as ONNX Runtime does
+      hi = std::min(hi, t);
+    }
+    ComputeQuantParams(lo, hi, options.symmetric_activations, e);
+    e.float_dtype = s.float_dtype == TP::FLOAT16 ? "float16" : "float32";
+    e.op_type = s.op_type;
+    e.node = s.node;
+    e.samples = s.samples;
+    table.samples = std::max(table.samples, s.samples);
+    table.tensors[name] = e;
+  }
+  return table;
+}
+
+nlohmann::json CalibrationTable::ToJson() const {
+  nlohmann::json tensors_json = nlohmann::json::object();
+  for (const auto& [name, e] : tensors) {
+    nlohmann::json t = {{"method", e.method},
+                        {"min", e.min},
+                        {"max", e.max},
+                        {"scale", e.scale},
+                        {"zero_point", e.zero_point},
+                        {"dtype", e.dtype},
+                        {"float_dtype", e.float_dtype},
+                        {"samples", e.samples},
+                        {"observed_min", e.observed_min},
+                        {"observed_max", e.observed_max}};
+    if (!e.op_type.empty()) t["producer"] = {{"op_type", e.op_type}, {"node", e.node}};
+    tensors_json[name] = std::move(t);
+  }
+  nlohmann::json j = {{"format", "porttool-calibration-table"},
+                      {"version", 1},
+                      {"model_sha256", model_sha256},
+                      {"method", method},
+                      {"symmetric_activations", symmetric},
+                      {"samples", samples},
+                      {"preprocessing", preprocess ? preprocess->ToJson() : nlohmann::json()},
+                      {"tensors", tensors_json}};
+  if (percentile > 0) j["percentile"] = percentile;
+  return j;
+}
+
+CalibrationTable CalibrationTable::FromJson(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object() || j.value("format", "") != "porttool-calibration-table") {
+    ThrowBadInput(
+        "{}: not a porttool calibration table (/format must be "
+        "\"porttool-calibration-table\")",
+        where);
+  }
+  CalibrationTable t;
+  std::string path = "/";
+  try {
+    path = "/method";
+    t.method = j.at("method").get<std::string>();
+    path = "/model_sha256";
+    t.model_sha256 = j.value("model_sha256", "");
+    path = "/symmetric_activations";
+    t.symmetric = j.value("symmetric_activations", false);
+    path = "/samples";
+    t.samples = j.value("samples", uint64_t{0});
+    path = "/percentile";
+    t.percentile = j.value("percentile", 0.0);
+    if (j.contains("preprocessing") && !j.at("preprocessing").is_null()) {
+      t.preprocess = Preprocess::FromJson(j.at("preprocessing"), where + " /preprocessing");
+    }
+    path = "/tensors";
+    for (const auto& [name, e] : j.at("tensors").items()) {
+      path = "/tensors/" + name;
+      TableEntry te;
+      te.method = e.value("method", t.method);
+      te.min = e.at("min").get<double>();
+      te.max = e.at("max").get<double>();
+      te.scale = e.at("scale").get<double>();
+      te.zero_point = e.at("zero_point").get<int64_t>();
+      te.dtype = e.at("dtype").get<std::string>();
+      te.float_dtype = e.value("float_dtype", "float32");
+      te.samples = e.value("samples", uint64_t{0});
+      te.observed_min = e.value("observed_min", te.min);
+      te.observed_max = e.value("observed_max", te.max);
+      if (te.dtype != "uint8" && te.dtype != "int8") {
+        ThrowBadInput("{}: {}/dtype must be uint8 or int8", where, path);
+      }
+      if (!(te.scale > 0) || !std::isfinite(te.scale)) {
+        ThrowBadInput("{}: {}/scale must be a positive number", where, path);
+      }
+      t.tensors[name] = te;
+    }
+  } catch (const nlohmann::json::exception& e) {
+    ThrowBadInput("{}: {} is missing or has the wrong type ({})", where, path, e.what());
+  }
+  return t;
+}
+
+std::string CalibrationTable::ToTensorRtCache() const {
+  // TensorRT has no percentile calibrator: a percentile table is written under MinMax's name,
+  // whose cache holds the same thing (one range per tensor).
+  std::string out = fmt::format("TRT-8601-{}\n",
+                                method == "entropy" ? "EntropyCalibration2" : "MinMaxCalibration");
+  for (const auto& [name, e] : tensors) {
+    float scale = static_cast<float>(std::max(std::fabs(e.min), std::fabs(e.max)) / 127.0);
+    out += fmt::format("{}: {:08x}\n", name, std::bit_cast<uint32_t>(scale));
+  }
+  return out;
+}
+
+}  // namespace porttool::quant

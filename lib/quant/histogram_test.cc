@@ -1,0 +1,164 @@
+// Calibration statistics and thresholds on small synthetic distributions whose answers are worked
+// out by hand in the comments, plus the entropy search against a direct (slow) transcription of
+// the GTC 2017 pseudocode.
+#include "lib/quant/histogram.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace porttool::quant {
+namespace {
+
+TEST(RangeStats, MinMaxAndPowerOfTwoRange) {
+  RangeStats s;
+  std::vector<float> v = {-3.f, 1.f, 2.f, 0.f};
+  s.Add(v.data(), v.size());
+  EXPECT_EQ(s.min(), -3);
+  EXPECT_EQ(s.max(), 2);
+  EXPECT_EQ(s.count(), 4u);
+  // |x| max 3 -> range 4, bin width 4/2048: 0 -> bin 0, 1 -> 512, 2 -> 1024, 3 -> 1536.
+  EXPECT_EQ(s.range(), 4);
+  EXPECT_EQ(s.bins()[0], 1u);
+  EXPECT_EQ(s.bins()[512], 1u);
+  EXPECT_EQ(s.bins()[1024], 1u);
+  EXPECT_EQ(s.bins()[1536], 1u);
+}
+
+TEST(RangeStats, NonFiniteValuesAreCountedNotBinned) {
+  RangeStats s;
+  std::vector<float> v = {1.f, std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity()};
+  s.Add(v.data(), v.size());
+  EXPECT_EQ(s.count(), 1u);
+  EXPECT_EQ(s.nonfinite(), 2u);
+  EXPECT_EQ(s.max(), 1);
+}
+
+// Growing the range merges bins exactly, so the histogram does not depend on the order values
+// arrive in, nor on how they were split between threads.
+TEST(RangeStats, OrderAndSplitIndependent) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> v(5000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = normal(rng) * (i % 100 == 0 ? 40.f : 1.f);
+  RangeStats all;
+  all.Add(v.data(), v.size());
+  RangeStats reversed;
+  for (size_t i = v.size(); i-- > 0;) reversed.Add(&v[i], 1);
+  RangeStats a, b;
+  a.Add(v.data(), 3);  // small range first, then a merge with a much larger one
+  b.Add(v.data() + 3, v.size() - 3);
+  a.Merge(b);
+  for (const RangeStats* s : {&reversed, &a}) {
+    EXPECT_EQ(s->bins(), all.bins());
+    EXPECT_EQ(s->range(), all.range());
+    EXPECT_EQ(s->min(), all.min());
+    EXPECT_EQ(s->max(), all.max());
+    EXPECT_EQ(s->count(), all.count());
+  }
+}
+
+// 990 values in [0, 0.99) and 10 outliers at 100: range 128, bin width 1/16. The 99th percentile
+// is inside bin 15 ([0.9375, 1)), so T = 1; at 99.5 % it is the outliers' bin 1600, whose upper
+// edge is 100.0625.
+TEST(Thresholds, PercentileByHand) {
+  RangeStats s;
+  std::vector<float> v;
+  for (int i = 0; i < 990; ++i) v.push_back(static_cast<float>(i) / 1000.f);
+  for (int i = 0; i < 10; ++i) v.push_back(i % 2 ? 100.f : -100.f);
+  s.Add(v.data(), v.size());
+  ASSERT_EQ(s.range(), 128);
+  EXPECT_DOUBLE_EQ(PercentileThreshold(s.bins(), s.bin_width(), 99.0), 1.0);
+  EXPECT_DOUBLE_EQ(PercentileThreshold(s.bins(), s.bin_width(), 99.5), 100.0625);
+  EXPECT_DOUBLE_EQ(PercentileThreshold(s.bins(), s.bin_width(), 100.0), 100.0625);
+}
+
+// The pseudocode, transcribed directly: O(bins^2), with explicit P and Q arrays.
+double SlowEntropyThreshold(std::vector<uint64_t> bins, double width, size_t levels) {
+  bins[0] = bins[1];
+  size_t stop = bins.size();
+  while (stop > 0 && bins[stop - 1] == 0) --stop;
+  if (stop <= levels) return stop * width;
+  double best = std::numeric_limits<double>::infinity();
+  size_t best_i = stop;
+  for (size_t i = levels; i <= stop; ++i) {
+    std::vector<double> p(bins.begin(), bins.begin() + i), q(i, 0);
+    for (size_t k = i; k < stop; ++k) p[i - 1] += bins[k];
+    std::vector<double> level_sum(levels, 0), level_nonzero(levels, 0);
+    for (size_t k = 0; k < i; ++k) {
+      size_t j = k * levels / i;
+      level_sum[j] += bins[k];
+      level_nonzero[j] += bins[k] ? 1 : 0;
+    }
+    for (size_t k = 0; k < i; ++k) {
+      size_t j = k * levels / i;
+      if (bins[k]) q[k] = level_sum[j] / level_nonzero[j];
+    }
+    double ps = 0, qs = 0;
+    for (size_t k = 0; k < i; ++k) ps += p[k], qs += q[k];
+    double kl = 0;
+    for (size_t k = 0; k < i; ++k) {
+      if (p[k] == 0) continue;
+      if (q[k] == 0) {
+        kl = std::numeric_limits<double>::infinity();
+        break;
+      }
+      kl += p[k] / ps * std::log((p[k] / ps) / (q[k] / qs));
+    }
+    if (kl <= best + 1e-12) {
+      best = std::min(best, kl);
+      best_i = i;
+    }
+  }
+  return best_i * width;
+}
+
+// Counts alternate 100, 300 over bins 0..127 (bin 0 then takes bin 1's 300: the zero spike is
+// ignored), plus one outlier in bin 2047. Cutting at i = 128
+// keeps every level one bin wide, so Q equals P except for the one folded outlier (KL ~ 4e-5);
+// any wider window merges a 100 with a 300 into two 200s (KL ~ 0.13). Entropy clips the outlier:
+// T = 128 bins; minmax and the 100th percentile keep it.
+TEST(Thresholds, EntropyClipsAnIsolatedOutlier) {
+  std::vector<uint64_t> bins(kHistogramBins, 0);
+  for (int k = 0; k < 128; ++k) bins[k] = k % 2 ? 300 : 100;
+  bins[2047] = 1;
+  EXPECT_DOUBLE_EQ(EntropyThreshold(bins, 0.5), 64.0);
+  EXPECT_DOUBLE_EQ(PercentileThreshold(bins, 0.5, 100.0), 1024.0);
+}
+
+// A histogram that is constant within every level of the full window is represented exactly by
+// Q at i = stop (KL = 0), so nothing is clipped.
+TEST(Thresholds, EntropyKeepsAFlatDistribution) {
+  std::vector<uint64_t> bins(kHistogramBins, 0);
+  for (int k = 0; k < 1024; ++k) bins[k] = 10;
+  bins[0] = 5000;  // a spike of exact zeros does not pull the threshold down
+  EXPECT_DOUBLE_EQ(EntropyThreshold(bins, 1.0), 1024.0);
+  // Fewer non-empty bins than levels: the full range.
+  std::vector<uint64_t> narrow(kHistogramBins, 0);
+  narrow[3] = 5;
+  EXPECT_DOUBLE_EQ(EntropyThreshold(narrow, 1.0), 4.0);
+}
+
+TEST(Thresholds, EntropyMatchesDirectPseudocode) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 6; ++trial) {
+    RangeStats s;
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::exponential_distribution<float> expo(trial + 1.f);
+    std::vector<float> v(20000);
+    for (float& x : v) x = trial % 2 ? normal(rng) : expo(rng);
+    v[0] = 12.f * (trial + 1);  // an outlier stretches the range
+    s.Add(v.data(), v.size());
+    std::vector<uint64_t> bins = s.bins();
+    bins.resize(trial % 3 == 0 ? 700 : kHistogramBins);  // also short histograms
+    double fast = EntropyThreshold(bins, s.bin_width());
+    double slow = SlowEntropyThreshold(bins, s.bin_width(), 128);
+    EXPECT_DOUBLE_EQ(fast, slow) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace porttool::quant

@@ -1,0 +1,422 @@
+#include "lib/quant/qdq.h"
+
+#include <fmt/format.h>
+#include <onnx/defs/schema.h>
+
+#include <cmath>
+#include <map>
+#include <unordered_set>
+
+#include "lib/ir/graph_view.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+namespace porttool::quant {
+namespace {
+
+using TP = onnx::TensorProto;
+using runtime::Tensor;
+
+constexpr const char* kGeluReason =
+    "decomposed GELU (x * 0.5 * (1 + Erf(x / sqrt 2))): INT8 inside it loses accuracy; NPUs fuse "
+    "it (RKNN exGelu) and keep it in float16";
+constexpr const char* kLayerNormReason =
+    "decomposed LayerNorm (ReduceMean, Sub, Pow, Sqrt, Div): mean and variance need float "
+    "(RKNN runs exNorm in float16 only)";
+
+bool IsOp(const onnx::NodeProto& n, std::initializer_list<const char*> ops) {
+  for (const char* op : ops) {
+    if (n.op_type() == op) return true;
+  }
+  return false;
+}
+
+// Marks the Add/Mul/Div nodes of decomposed GELU and LayerNorm subgraphs.
+void MarkPatterns(const ir::GraphView& view, std::map<int, std::string>& excluded) {
+  const auto& g = view.graph();
+  auto consumers_of = [&](int n) {
+    std::vector<int> out;
+    for (const auto& o : g.node(n).output()) {
+      for (int c : view.Consumers(o)) out.push_back(c);
+    }
+    return out;
+  };
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    if (n.op_type() == "Erf") {
+      int p = view.Producer(n.input(0));
+      if (p >= 0 && IsOp(g.node(p), {"Div", "Mul"})) excluded.emplace(p, kGeluReason);
+      std::vector<int> frontier = {i};
+      for (int depth = 0; depth < 3; ++depth) {  // Add(1), Mul(x), Mul(0.5)
+        std::vector<int> next;
+        for (int f : frontier) {
+          for (int c : consumers_of(f)) {
+            if (IsOp(g.node(c), {"Add", "Mul"})) {
+              excluded.emplace(c, kGeluReason);
+              next.push_back(c);
+            }
+          }
+        }
+        frontier = next;
+      }
+    }
+    if (n.op_type() == "ReduceMean") {
+      for (int sub : view.Consumers(n.output(0))) {
+        const auto& s = g.node(sub);
+        if (s.op_type() != "Sub" || s.input(0) != n.input(0)) continue;
+        std::vector<int> frontier = {sub};
+        excluded.emplace(sub, kLayerNormReason);
+        for (int depth = 0; depth < 8 && !frontier.empty(); ++depth) {
+          std::vector<int> next;
+          for (int f : frontier) {
+            bool after_div = g.node(f).op_type() == "Div" || g.node(f).op_type() == "Mul";
+            for (int c : consumers_of(f)) {
+              const auto& cn = g.node(c);
+              bool in_norm = IsOp(cn, {"Pow", "Mul", "ReduceMean", "Add", "Sqrt", "Div"});
+              if (!in_norm || (after_div && !IsOp(cn, {"Mul", "Add"}))) continue;
+              if (excluded.emplace(c, kLayerNormReason).second) next.push_back(c);
+            }
+          }
+          frontier = next;
+        }
+      }
+    }
+  }
+}
+
+class QdqBuilder {
+ public:
+  QdqBuilder(io::Model& model, const CalibrationTable& table, const QdqOptions& options)
+      : model_(model), g_(*model.proto.mutable_graph()), table_(table), options_(options) {
+    int opset = 1;
+    for (const auto& o : model.proto.opset_import()) {
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+    }
+    if (opset < 10) {
+      // QuantizeLinear is opset 10; raising the model's opset could change other ops, so the
+      // pairs use ONNX Runtime's com.microsoft definitions (same semantics, axis allowed).
+      domain_ = "com.microsoft";
+      per_axis_ = true;
+      bool has = false;
+      for (const auto& o : model.proto.opset_import()) has |= o.domain() == domain_;
+      if (!has) {
+        auto* o = model.proto.add_opset_import();
+        o->set_domain(domain_);
+        o->set_version(1);
+      }
+      result_.notes.push_back(fmt::format(
+          "opset {} predates QuantizeLinear: Q/DQ nodes use the com.microsoft domain", opset));
+    } else {
+      per_axis_ = opset >= 13;
+      if (!per_axis_ && options.per_channel) {
+        result_.notes.push_back(fmt::format(
+            "opset {} has no per-axis DequantizeLinear: per-channel weights are "
+            "DequantizeLinear(scale 1) then Mul by the channel scales; convert the model to "
+            "opset 13 for the standard form",
+            opset));
+      }
+    }
+    for (const auto& init : g_.initializer()) constants_[init.name()] = &init;
+    for (int i = 0; i < g_.node_size(); ++i) {
+      const auto& n = g_.node(i);
+      if (n.op_type() != "Constant" || n.output_size() != 1) continue;
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
+      }
+    }
+  }
+
+  QdqResult Run() {
+    ir::GraphView view(g_);
+    std::map<int, std::string> excluded = Exclusions(view);
+    std::vector<std::vector<onnx::NodeProto>> before(g_.node_size());
+    for (int i = 0; i < g_.node_size(); ++i) {
+      onnx::NodeProto& n = *g_.mutable_node(i);
+      if (auto it = excluded.find(i); it != excluded.end()) {
+        result_.excluded.push_back({n.name(), n.op_type(), it->second});
+        continue;
+      }
+      if (!QuantizableOps().count(n.op_type())) continue;
+      pending_ = &before[i];
+      if (QuantizeNode(n)) ++result_.quantized_nodes;
+    }
+    Assemble(before);
+    return result_;
+  }
+
+ private:
+  std::map<int, std::string> Exclusions(const ir::GraphView& view) {
+    std::set<std::string> known_ops;
+    for (const auto& n : g_.node()) known_ops.insert(n.op_type());
+    for (const auto& op : options_.exclude_ops) {
+      if (!known_ops.count(op) && onnx::OpSchemaRegistry::Schema(op) == nullptr) {
+        std::vector<std::string> pool(known_ops.begin(), known_ops.end());
+        pool.insert(pool.end(), QuantizableOps().begin(), QuantizableOps().end());
+        ThrowUsage("excluded op '{}' is not an ONNX op type (did you mean: {}?)", op,
+                   util::Join(util::ClosestNames(op, pool, 3), ", "));
+      }
+    }
+    std::map<int, std::string> excluded;
+    for (const auto& name : options_.exclude_nodes) {
+      int idx = view.FindNode(name);
+      if (idx < 0) {
+        ThrowUsage("excluded node '{}' is not in the graph (did you mean: {}?)", name,
+                   util::Join(util::ClosestNames(name, view.NodeNames(), 3), ", "));
+      }
+      excluded[idx] = "excluded by the user (node name)";
+    }
+    for (int i = 0; i < g_.node_size(); ++i) {
+      const auto& n = g_.node(i);
+      for (const auto& op : options_.exclude_ops) {
+        if (n.op_type() == op) excluded.emplace(i, "excluded by the user (op type)");
+      }
+      if (IsOp(n, {"Softmax", "LayerNormalization"})) {
+        excluded.emplace(i, n.op_type() == "Softmax"
+                                ? "Softmax: exponentials of INT8 inputs lose the small "
+                                  "probabilities; kept float by default"
+                                : "LayerNormalization: mean and variance need float; kept "
+                                  "float by default");
+      }
+    }
+    MarkPatterns(view, excluded);
+    return excluded;
+  }
+
+  bool IsFloatConstant(const std::string& name) const {
+    auto it = constants_.find(name);
+    return it != constants_.end() &&
+           (it->second->data_type() == TP::FLOAT || it->second->data_type() == TP::FLOAT16);
+  }
+
+  bool QuantizeNode(onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    bool changed = false;
+    auto act = [&](int i) {
+      if (i < n.input_size() && !n.input(i).empty() && !constants_.count(n.input(i))) {
+        changed |= Activation(*n.mutable_input(i));
+      }
+    };
+    auto weight = [&](int i, int axis) {
+      if (i < n.input_size() && IsFloatConstant(n.input(i))) {
+        changed |= Weight(*n.mutable_input(i), options_.per_channel ? axis : -1);
+      }
+    };
+    if (op == "Conv" || op == "ConvTranspose") {
+      std::string x = n.input(0), w = n.input_size() > 1 ? n.input(1) : "";
+      act(0);
+      weight(1, op == "Conv" ? 0 : 1);
+      if (n.input_size() > 2 && n.input(0) != x && weights_.count(w) &&
+          IsFloatConstant(n.input(2))) {
+        Bias(*n.mutable_input(2), x, weights_.at(w));
+      }
+    } else if (op == "MatMul" || op == "Gemm" || op == "Add" || op == "Mul") {
+      bool trans_b = false;
+      for (const auto& a : n.attribute()) trans_b |= a.name() == "transB" && a.i() != 0;
+      int b_axis = op == "MatMul" ? 1 : op == "Gemm" ? (trans_b ? 0 : 1) : -1;
+      bool elementwise = op == "Add" || op == "Mul";
+      for (int i = 0; i < std::min(2, n.input_size()); ++i) {
+        if (!IsFloatConstant(n.input(i))) {
+          act(i);
+        } else if (!elementwise) {  // Add/Mul constants (biases, BN scales) stay float
+          weight(i, i == 1 ? b_axis : -1);
+        }
+      }
+    } else if (op == "Concat") {
+      for (int i = 0; i < n.input_size(); ++i) act(i);
+    } else {
+      act(0);
+    }
+    return changed;
+  }
+
+  std::string AddInit(const Tensor& t, const std::string& name) {
+    *g_.add_initializer() = runtime::TensorToProto(t, name);
+    return name;
+  }
+
+  bool Activation(std::string& name) {
+    if (auto it = done_.find(name); it != done_.end()) {
+      name = it->second;
+      return true;
+    }
+    auto it = table_.tensors.find(name);
+    if (it == table_.tensors.end()) {
+      if (missing_.insert(name).second) result_.missing_ranges.push_back(name);
+      return false;
+    }
+    const TableEntry& e = it->second;
+    bool int8 = e.dtype == "int8";
+    Tensor scale(TP::FLOAT, {}), zp(int8 ? TP::INT8 : TP::UINT8, {});
+    scale.mutable_data<float>()[0] = static_cast<float>(e.scale);
+    if (int8) {
+      zp.mutable_data<int8_t>()[0] = static_cast<int8_t>(e.zero_point);
+    } else {
+      zp.mutable_data<uint8_t>()[0] = static_cast<uint8_t>(e.zero_point);
+    }
+    std::string s = AddInit(scale, name + "_scale"), z = AddInit(zp, name + "_zero_point");
+    std::string q = name + "_QuantizeLinear_Output", dq = name + "_DequantizeLinear_Output";
+    AddNode("QuantizeLinear", name + "_QuantizeLinear", {name, s, z}, q, -1);
+    AddNode("DequantizeLinear", name + "_DequantizeLinear", {q, s, z}, dq, -1);
+    ++result_.quantized_activations;
+    done_[name] = dq;
+    name = dq;
+    return true;
+  }
+
+  void AddNode(const std::string& op, const std::string& node_name,
+               const std::vector<std::string>& inputs, const std::string& output, int axis) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    n.set_name(node_name);
+    n.set_domain(op == "Mul" ? "" : domain_);
+    for (const auto& i : inputs) n.add_input(i);
+    n.add_output(output);
+    if (axis >= 0) {
+      auto* a = n.add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(axis);
+    }
+    pending_->push_back(std::move(n));
+  }
+
+  // Dequantizes `q` (int8 or int32) with per-tensor or per-axis `scale` into `out`.
+  void Dequantize(const std::string& base, const Tensor& q, const Tensor& scale,
+                  const std::string& out, int axis) {
+    std::string qn = AddInit(q, base + "_quantized");
+    if (axis < 0 || per_axis_) {
+      Tensor zp(q.dtype(), scale.shape());
+      std::string s = AddInit(scale, base + "_scale"), z = AddInit(zp, base + "_zero_point");
+      AddNode("DequantizeLinear", base + "_DequantizeLinear", {qn, s, z}, out, axis);
+      return;
+    }
+    Tensor one(TP::FLOAT, {}), zp(q.dtype(), {});
+    one.mutable_data<float>()[0] = 1.f;
+    std::vector<int64_t> bshape(q.rank(), 1);
+    bshape[axis] = scale.size();
+    std::string s = AddInit(scale.Reshaped(bshape), base + "_scale");
+    std::string o = AddInit(one, base + "_one"), z = AddInit(zp, base + "_zero_point");
+    AddNode("DequantizeLinear", base + "_DequantizeLinear", {qn, o, z}, base + "_int", -1);
+    AddNode("Mul", base + "_ChannelScale", {base + "_int", s}, out, -1);
+  }
+
+  bool Weight(std::string& name, int axis) {
+    if (auto it = done_.find(name); it != done_.end()) {
+      name = it->second;
+      return true;
+    }
+    Tensor w = runtime::TensorFromProto(model_, *constants_.at(name));
+    if (axis >= w.rank()) axis = -1;
+    int64_t channels = axis < 0 ? 1 : w.dim(axis), inner = 1;
+    for (int d = axis + 1; axis >= 0 && d < w.rank(); ++d) inner *= w.dim(d);
+    Tensor scale(TP::FLOAT, axis < 0 ? std::vector<int64_t>{} : std::vector<int64_t>{channels});
+    Tensor q(TP::INT8, w.shape());
+    const float* pw = w.data<float>();
+    float* ps = scale.mutable_data<float>();
+    std::vector<float> absmax(channels, 0.f);
+    for (int64_t i = 0; i < w.size(); ++i) {
+      int64_t c = (i / inner) % channels;
+      absmax[c] = std::max(absmax[c], std::fabs(pw[i]));
+    }
+    for (int64_t c = 0; c < channels; ++c) ps[c] = absmax[c] > 0 ? absmax[c] / 127.f : 1.f;
+    int8_t* pq = q.mutable_data<int8_t>();
+    for (int64_t i = 0; i < w.size(); ++i) {
+      float v = std::nearbyint(pw[i] / ps[(i / inner) % channels]);
+      pq[i] = static_cast<int8_t>(std::clamp(v, -127.f, 127.f));
+    }
+    std::string out = name + "_DequantizeLinear_Output";
+    Dequantize(name, q, scale, out, axis);
+    weights_[name] = scale;
+    replaced_.insert(name);
+    ++result_.quantized_weights;
+    done_[name] = out;
+    name = out;
+    return true;
+  }
+
+  // int32 bias at scale x_scale * w_scale[c], so an integer kernel adds it to the accumulator.
+  void Bias(std::string& name, const std::string& x, const Tensor& w_scale) {
+    auto it = table_.tensors.find(x);
+    if (it == table_.tensors.end() || done_.count(name)) return;
+    Tensor b = runtime::TensorFromProto(model_, *constants_.at(name));
+    if (b.rank() != 1 || (w_scale.size() != 1 && w_scale.size() != b.size())) return;
+    Tensor scale(TP::FLOAT,
+                 w_scale.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{b.size()});
+    Tensor q(TP::INT32, b.shape());
+    for (int64_t c = 0; c < scale.size(); ++c) {
+      scale.mutable_data<float>()[c] =
+          static_cast<float>(it->second.scale) * w_scale.data<float>()[c];
+    }
+    for (int64_t c = 0; c < b.size(); ++c) {
+      float s = scale.data<float>()[scale.size() == 1 ? 0 : c];
+      // Saturate: a dead weight channel (tiny scale) must not wrap the int32 bias around.
+      double v = std::nearbyint(b.data<float>()[c] / static_cast<double>(s));
+      q.mutable_data<int32_t>()[c] =
+          static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
+    }
+    std::string out = name + "_DequantizeLinear_Output";
+    Dequantize(name, q, scale, out, scale.size() == 1 ? -1 : 0);
+    replaced_.insert(name);
+    done_[name] = out;
+    name = out;
+  }
+
+  // New node list: each node's Q/DQ nodes just before it (its inputs exist by then), and the float
+  // weights nothing reads any more dropped.
+  void Assemble(std::vector<std::vector<onnx::NodeProto>>& before) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (int i = 0; i < g_.node_size(); ++i) {
+      for (auto& n : before[i]) *nodes.Add() = std::move(n);
+      *nodes.Add() = g_.node(i);
+    }
+    g_.mutable_node()->Swap(&nodes);
+    std::unordered_set<std::string> read;
+    for (const auto& n : g_.node()) {
+      for (const auto& in : n.input()) read.insert(in);
+      for (const auto& c : ir::GraphView::CapturedNames(n)) read.insert(c);
+    }
+    for (const auto& o : g_.output()) read.insert(o.name());
+    auto dead = [&](const std::string& name) { return replaced_.count(name) && !read.count(name); };
+    auto* inits = g_.mutable_initializer();
+    for (int i = inits->size() - 1; i >= 0; --i) {
+      if (dead(inits->Get(i).name())) inits->DeleteSubrange(i, 1);
+    }
+    auto* ns = g_.mutable_node();
+    for (int i = ns->size() - 1; i >= 0; --i) {
+      const auto& n = ns->Get(i);
+      if (n.op_type() == "Constant" && n.output_size() == 1 && dead(n.output(0))) {
+        ns->DeleteSubrange(i, 1);
+      }
+    }
+  }
+
+  io::Model& model_;
+  onnx::GraphProto& g_;
+  const CalibrationTable& table_;
+  const QdqOptions& options_;
+  std::string domain_;
+  bool per_axis_ = false;
+  std::map<std::string, const onnx::TensorProto*> constants_;
+  std::map<std::string, std::string> done_;  // float tensor -> its dequantized replacement
+  std::map<std::string, Tensor> weights_;    // weight -> its scale
+  std::set<std::string> replaced_, missing_;
+  std::vector<onnx::NodeProto>* pending_ = nullptr;
+  QdqResult result_;
+};
+
+}  // namespace
+
+const std::set<std::string>& QuantizableOps() {
+  static const std::set<std::string> ops = {
+      "Conv",          "ConvTranspose", "MatMul",  "Gemm",        "Add",
+      "Mul",           "Concat",        "MaxPool", "AveragePool", "GlobalAveragePool",
+      "GlobalMaxPool", "Resize",        "Upsample"};
+  return ops;
+}
+
+QdqResult InsertQdq(io::Model& model, const CalibrationTable& table, const QdqOptions& options) {
+  return QdqBuilder(model, table, options).Run();
+}
+
+}  // namespace porttool::quant

@@ -1,0 +1,45 @@
+// QDQ emission: inserts QuantizeLinear/DequantizeLinear pairs from a calibration table in front of
+// the inputs of quantizable ops (Conv, ConvTranspose, MatMul, Gemm, Add, Mul, Concat, pooling,
+// Resize/Upsample), the form NPU converters and ONNX Runtime read as "run this op in INT8".
+// Weights become int8 symmetric initializers (per output channel on request) behind a
+// DequantizeLinear; Conv biases become int32 at input scale x weight scale. Ops that lose accuracy
+// in INT8 (Softmax, LayerNormalization, decomposed LayerNorm and GELU) stay float, and every
+// exclusion is reported with its reason. Works on any segment whose tensor names are in the table.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/io/model.h"
+#include "lib/quant/calibrate.h"
+
+namespace porttool::quant {
+
+struct QdqOptions {
+  bool per_channel = false;
+  std::vector<std::string> exclude_ops;    // op types kept float (in addition to the defaults)
+  std::vector<std::string> exclude_nodes;  // node names kept float
+};
+
+struct Exclusion {
+  std::string node, op_type, reason;
+};
+
+struct QdqResult {
+  int quantized_nodes = 0;
+  int quantized_weights = 0;
+  int quantized_activations = 0;
+  std::vector<Exclusion> excluded;
+  std::vector<std::string> missing_ranges;  // activations the table has no entry for
+  std::vector<std::string> notes;
+};
+
+// Rewrites the main graph in place. Error(kUsage) for an excluded op type ONNX does not define or
+// a node name the graph lacks (with suggestions).
+QdqResult InsertQdq(io::Model& model, const CalibrationTable& table, const QdqOptions& options);
+
+// The ops InsertQdq quantizes.
+const std::set<std::string>& QuantizableOps();
+
+}  // namespace porttool::quant

@@ -1,0 +1,121 @@
+#include "lib/quant/quantize_calibrate.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "lib/util/error.h"
+#include "lib/util/sha256.h"
+
+namespace porttool::quant {
+
+QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
+                                          const QuantizeCalibrateRequest& request) {
+  QuantizeCalibrateResult result;
+  // Planning a session reports an op the executor lacks before any sample is read.
+  std::vector<runtime::InputSpec> inputs = runtime::Session(model).inputs();
+  std::optional<SampleSet> eval;
+  if (!request.eval_dir.empty()) eval = ListSamples(request.eval_dir, inputs, request.preprocess);
+  if (request.table) {
+    result.table = *request.table;
+  } else {
+    if (request.data_dir.empty()) ThrowUsage("calibration needs a sample directory or a table");
+    SampleSet data = ListSamples(request.data_dir, inputs, request.preprocess);
+    if (!eval && request.evaluate && data.size() >= 2) {
+      eval = TakeLast(data, std::max<size_t>(1, data.size() / 4));
+      result.notes.push_back(fmt::format(
+          "held out the last {} of {} samples for evaluation (give an evaluation directory to "
+          "calibrate on all of them)",
+          eval->size(), data.size() + eval->size()));
+    }
+    StatsMap stats = CollectStats(model, data, request.calibration.threads, request.progress);
+    result.table = BuildTable(stats, request.calibration);
+    result.calibration_samples = data.size();
+    if (!model.path.empty()) result.table.model_sha256 = util::Sha256File(model.path);
+    if (data.images) result.table.preprocess = data.preprocess;
+    for (const auto& [name, s] : stats) {
+      if (s.stats.nonfinite() > 0) {
+        result.notes.push_back(fmt::format(
+            "tensor '{}' had {} NaN/Inf values (ignored in its range)", name, s.stats.nonfinite()));
+      }
+    }
+  }
+  result.qdq_model = model;
+  result.qdq = InsertQdq(result.qdq_model, result.table, request.qdq);
+  if (eval && request.evaluate && eval->size() > 0) {
+    AccuracyOptions options;
+    options.thresholds = request.thresholds;
+    options.per_channel = request.qdq.per_channel;
+    options.method = result.table.method;
+    result.accuracy = EvaluateAccuracy(model, result.qdq_model, *eval, options);
+  }
+  return result;
+}
+
+}  // namespace porttool::quant
+
+namespace porttool::quant {
+namespace {
+nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+}  // namespace
+
+nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
+  nlohmann::json excluded = nlohmann::json::array();
+  for (const auto& e : r.qdq.excluded) {
+    excluded.push_back({{"node", e.node}, {"op_type", e.op_type}, {"reason", e.reason}});
+  }
+  nlohmann::json j = {
+      {"method", r.table.method},
+      {"calibration_samples", r.calibration_samples},
+      {"tensors", r.table.tensors.size()},
+      {"preprocessing", r.table.preprocess ? r.table.preprocess->ToJson() : nlohmann::json()},
+      {"qdq",
+       {{"quantized_nodes", r.qdq.quantized_nodes},
+        {"quantized_weights", r.qdq.quantized_weights},
+        {"quantized_activations", r.qdq.quantized_activations},
+        {"missing_ranges", r.qdq.missing_ranges},
+        {"excluded", excluded},
+        {"notes", r.qdq.notes}}},
+      {"notes", r.notes},
+      {"accuracy", nullptr}};
+  if (!r.accuracy) return j;
+  const AccuracyReport& a = *r.accuracy;
+  nlohmann::json outputs = nlohmann::json::array(), worst = nlohmann::json::array(),
+                 thresholds = nlohmann::json::array();
+  for (const auto& o : a.outputs) {
+    nlohmann::json q = nlohmann::json::object();
+    for (size_t i = 0; i < o.float_quantiles.size(); ++i) {
+      q[fmt::format("p{}", kQuantileLevels[i])] = {{"float", o.float_quantiles[i]},
+                                                   {"qdq", o.qdq_quantiles[i]}};
+    }
+    outputs.push_back({{"name", o.name},
+                       {"sqnr_db", Num(o.sqnr_db)},
+                       {"cosine", Num(o.cosine)},
+                       {"max_abs", o.max_abs},
+                       {"quantiles", q}});
+  }
+  for (const auto& t : a.thresholds) {
+    thresholds.push_back({{"output", t.output},
+                          {"float_threshold", t.float_threshold},
+                          {"qdq_threshold", t.qdq_threshold},
+                          {"float_fraction_above", t.float_fraction_above},
+                          {"qdq_fraction_above", t.qdq_fraction_above}});
+  }
+  for (const auto& w : a.worst) {
+    worst.push_back({{"tensor", w.tensor},
+                     {"op_type", w.op_type},
+                     {"node", w.node},
+                     {"sqnr_db", w.sqnr_db},
+                     {"input_sqnr_db", w.input_sqnr_db},
+                     {"growth_db", w.growth_db},
+                     {"suggestion", w.suggestion},
+                     {"detail", w.detail}});
+  }
+  j["accuracy"] = {{"samples", a.samples},
+                   {"outputs", outputs},
+                   {"thresholds", thresholds},
+                   {"worst_tensors", worst}};
+  return j;
+}
+
+}  // namespace porttool::quant

@@ -1,0 +1,298 @@
+// Calibration end to end on a small synthetic model: statistics equal to the data's, the same
+// table for any thread count, table formats, the QDQ model (what is quantized and excluded, and
+// that the executor runs it close to the float model), table reuse on an extracted segment,
+// the accuracy report, and the bad-input errors that name the culprit.
+#include "lib/quant/quantize_calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "lib/ir/extract.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/error.h"
+#include "lib/util/testing.h"
+
+namespace porttool::quant {
+namespace {
+
+using runtime::Tensor;
+using TP = onnx::TensorProto;
+namespace fs = std::filesystem;
+
+constexpr const char* kNet = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+net (float[1,2,4,4] x) => (float[1,3] y) {
+  w = Constant <value = float[3,2,1,1] {0.5, -1.0, 2.0, 0.25, -0.75, 1.5}> ()
+  b = Constant <value = float[3] {0.1, -0.2, 0.3}> ()
+  c = Conv (x, w, b)
+  r = Relu (c)
+  p = GlobalAveragePool (r)
+  f = Flatten (p)
+  m = Constant <value = float[3,3] {1.0, 0.5, -0.5, 0.2, 1.0, 0.3, -0.4, 0.1, 1.0}> ()
+  l = MatMul (f, m)
+  y = Softmax (l)
+})";
+
+io::Model Net() {
+  io::Model m = io::ParseText(kNet);
+  int i = 0;
+  for (auto& n : *m.proto.mutable_graph()->mutable_node()) {
+    n.set_name(n.op_type() + "_" + std::to_string(i++));
+  }
+  return m;
+}
+
+// Writes `count` samples <id>.x.npy of N(0, 1) values, one of them with an outlier.
+std::vector<Tensor> WriteSamples(const fs::path& dir, int count, uint64_t seed = 1) {
+  fs::create_directories(dir);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<Tensor> out;
+  for (int s = 0; s < count; ++s) {
+    Tensor t(TP::FLOAT, {1, 2, 4, 4});
+    for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = normal(rng);
+    if (s == 2) t.mutable_data<float>()[5] = 9.f;
+    runtime::WriteNpy(dir / fmt::format("{:04d}.x.npy", s), t);
+    out.push_back(t);
+  }
+  return out;
+}
+
+SampleSet List(const io::Model& m, const fs::path& dir) {
+  return ListSamples(dir, runtime::Session(m).inputs(), std::nullopt);
+}
+
+TEST(Calibrate, InputStatisticsMatchTheData) {
+  testing::TempDir tmp;
+  auto samples = WriteSamples(tmp / "data", 5);
+  io::Model m = Net();
+  StatsMap stats = CollectStats(m, List(m, tmp / "data"), 1);
+  float lo = 1e9f, hi = -1e9f;
+  for (const auto& t : samples) {
+    for (int64_t i = 0; i < t.size(); ++i) {
+      lo = std::min(lo, t.data<float>()[i]);
+      hi = std::max(hi, t.data<float>()[i]);
+    }
+  }
+  ASSERT_TRUE(stats.count("x"));
+  EXPECT_EQ(stats.at("x").stats.min(), lo);
+  EXPECT_EQ(stats.at("x").stats.max(), hi);
+  EXPECT_EQ(stats.at("x").samples, 5u);
+  EXPECT_EQ(stats.at("x").stats.count(), 5u * 32);
+  // The observer names the producing node.
+  EXPECT_EQ(stats.at("r").op_type, "Relu");
+  EXPECT_EQ(stats.at("r").node, "Relu_3");
+  EXPECT_EQ(stats.at("r").stats.min(), 0);
+
+  CalibrationTable t = BuildTable(stats, {.method = Method::kMinMax});
+  const TableEntry& x = t.tensors.at("x");
+  EXPECT_DOUBLE_EQ(x.min, lo);
+  EXPECT_DOUBLE_EQ(x.max, hi);
+  EXPECT_DOUBLE_EQ(x.scale, (double(hi) - lo) / 255.0);
+  EXPECT_EQ(x.zero_point, std::llround(-lo / x.scale));
+  EXPECT_EQ(x.dtype, "uint8");
+  // Percentile clips the 9.0 outlier of x: the range ends below it.
+  CalibrationTable p = BuildTable(stats, {.method = Method::kPercentile, .percentile = 99.0});
+  EXPECT_LT(p.tensors.at("x").max, 9.0);
+  EXPECT_EQ(hi, 9.f);
+}
+
+TEST(Calibrate, SameTableForAnyThreadCount) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 7);
+  io::Model m = Net();
+  SampleSet set = List(m, tmp / "data");
+  for (Method method : {Method::kMinMax, Method::kPercentile, Method::kEntropy}) {
+    CalibrationOptions o{.method = method};
+    auto one = BuildTable(CollectStats(m, set, 1), o).ToJson();
+    auto three = BuildTable(CollectStats(m, set, 3), o).ToJson();
+    EXPECT_EQ(one, three) << MethodName(method);
+  }
+}
+
+TEST(Calibrate, SymmetricTableAndTensorRtCache) {
+  TableEntry e;
+  ComputeQuantParams(-0.5, 2.0, true, e);
+  EXPECT_EQ(e.dtype, "int8");
+  EXPECT_EQ(e.zero_point, 0);
+  EXPECT_DOUBLE_EQ(e.scale, 2.0 / 127);
+  CalibrationTable t;
+  t.method = "entropy";
+  t.tensors["conv1"] = e;
+  std::string cache = t.ToTensorRtCache();
+  float s = 2.0f / 127.0f;
+  EXPECT_EQ(cache, fmt::format("TRT-8601-EntropyCalibration2\nconv1: {:08x}\n",
+                               std::bit_cast<uint32_t>(s)));
+  // The NVIDIA sample's own line: 0x3c88edfc is a scale of 0.016715 (range ~2.12).
+  EXPECT_NEAR(std::bit_cast<float>(uint32_t{0x3c88edfc}) * 127, 2.12, 0.01);
+  // Round trip through JSON.
+  auto back = CalibrationTable::FromJson(t.ToJson(), "t.json");
+  EXPECT_EQ(back.ToJson(), t.ToJson());
+}
+
+int Count(const io::Model& m, const std::string& op) {
+  int n = 0;
+  for (const auto& node : m.proto.graph().node()) n += node.op_type() == op;
+  return n;
+}
+
+TEST(Qdq, QuantizesConvMatMulKeepsSoftmaxFloatAndStaysClose) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 8);
+  io::Model m = Net();
+  QuantizeCalibrateRequest req;
+  req.data_dir = tmp / "data";
+  req.calibration.method = Method::kMinMax;
+  req.qdq.per_channel = true;
+  auto r = QuantizeCalibrate(m, req);
+  // Conv (x, w, bias), GlobalAveragePool (r), MatMul (f, m).
+  EXPECT_EQ(r.qdq.quantized_nodes, 3);
+  EXPECT_EQ(r.qdq.quantized_weights, 2);
+  EXPECT_EQ(r.qdq.quantized_activations, 3);
+  ASSERT_EQ(r.qdq.excluded.size(), 1u);
+  EXPECT_EQ(r.qdq.excluded[0].op_type, "Softmax");
+  EXPECT_EQ(Count(r.qdq_model, "QuantizeLinear"), 3);
+  EXPECT_EQ(Count(r.qdq_model, "DequantizeLinear"), 6);  // 3 activations, 2 weights, 1 bias
+  // Per-channel Conv weight: scale c = max |w[c]| / 127, axis 0.
+  for (const auto& init : r.qdq_model.proto.graph().initializer()) {
+    if (init.name() != "w_scale") continue;
+    Tensor s = runtime::TensorFromProto(init);
+    ASSERT_EQ(s.size(), 3);
+    EXPECT_FLOAT_EQ(s.data<float>()[0], 1.0f / 127);
+    EXPECT_FLOAT_EQ(s.data<float>()[1], 2.0f / 127);
+    EXPECT_FLOAT_EQ(s.data<float>()[2], 1.5f / 127);
+  }
+  // 2 of 8 samples held out; the QDQ output stays close to the float one.
+  EXPECT_EQ(r.calibration_samples, 6u);
+  ASSERT_TRUE(r.accuracy);
+  EXPECT_EQ(r.accuracy->samples, 2u);
+  ASSERT_EQ(r.accuracy->outputs.size(), 1u);
+  EXPECT_GT(r.accuracy->outputs[0].sqnr_db, 20);
+  EXPECT_GT(r.accuracy->outputs[0].cosine, 0.99);
+  EXPECT_FALSE(r.accuracy->worst.empty());
+}
+
+TEST(Qdq, TableAppliesUnchangedToAnExtractedSegment) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 4);
+  io::Model m = Net();
+  CalibrationTable t = BuildTable(CollectStats(m, List(m, tmp / "data"), 1), {});
+  io::Model seg = ir::ExtractSubgraph(m, {"r"}, {"y"});
+  QdqResult qr = InsertQdq(seg, CalibrationTable::FromJson(t.ToJson(), "t.json"), {});
+  EXPECT_GE(qr.quantized_activations, 1);
+  // The bridge tensor r gets the whole model's scale and zero point.
+  for (const auto& init : seg.proto.graph().initializer()) {
+    if (init.name() == "r_scale") {
+      EXPECT_FLOAT_EQ(runtime::TensorFromProto(init).data<float>()[0],
+                      static_cast<float>(t.tensors.at("r").scale));
+    }
+  }
+  runtime::Session s(seg);
+  EXPECT_EQ(s.inputs().at(0).name, "r");
+}
+
+TEST(Qdq, UnknownExclusionsAreUsageErrors) {
+  io::Model m = Net();
+  CalibrationTable t;
+  try {
+    InsertQdq(m, t, {.per_channel = false, .exclude_ops = {"Softmx"}, .exclude_nodes = {}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("Softmax"), std::string::npos) << e.what();
+  }
+  try {
+    InsertQdq(m, t, {.per_channel = false, .exclude_ops = {}, .exclude_nodes = {"Conv_9"}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("Conv_2"), std::string::npos) << e.what();
+  }
+}
+
+// x * 0.5 * (1 + Erf(x / sqrt 2)) between two MatMuls: the Add and Muls inside stay float.
+TEST(Qdq, DecomposedGeluStaysFloat) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,2] x) => (float[2,2] y) {
+  k = Constant <value = float[1] {1.41421}> ()
+  one = Constant <value = float[1] {1.0}> ()
+  half = Constant <value = float[1] {0.5}> ()
+  d = Div (x, k)
+  e = Erf (d)
+  a = Add (e, one)
+  m1 = Mul (x, a)
+  y = Mul (m1, half)
+})");
+  int i = 0;
+  for (auto& n : *m.proto.mutable_graph()->mutable_node()) n.set_name("n" + std::to_string(i++));
+  CalibrationTable t;
+  ComputeQuantParams(-1, 1, false, t.tensors["x"]);
+  QdqResult r = InsertQdq(m, t, {});
+  EXPECT_EQ(r.quantized_nodes, 0);
+  EXPECT_EQ(r.excluded.size(), 4u);  // Div, Add, Mul, Mul
+}
+
+class BadSamples : public ::testing::Test {
+ protected:
+  void ExpectBadInput(const std::string& needle) {
+    io::Model m = Net();
+    QuantizeCalibrateRequest req;
+    req.data_dir = tmp_ / "data";
+    try {
+      QuantizeCalibrate(m, req);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  testing::TempDir tmp_;
+};
+
+TEST_F(BadSamples, MissingAndEmptyDirectory) {
+  ExpectBadInput("does not exist");
+  fs::create_directories(tmp_ / "data");
+  ExpectBadInput("has no samples");
+}
+
+TEST_F(BadSamples, WrongShapeNamesTheFile) {
+  fs::create_directories(tmp_ / "data");
+  runtime::WriteNpy(tmp_ / "data" / "0001.x.npy", Tensor(TP::FLOAT, {1, 2, 4, 5}));
+  ExpectBadInput("0001.x.npy");
+}
+
+TEST_F(BadSamples, WrongDtypeNaNAndUnknownInput) {
+  fs::create_directories(tmp_ / "data");
+  runtime::WriteNpy(tmp_ / "data" / "0001.x.npy", Tensor(TP::INT32, {1, 2, 4, 4}));
+  ExpectBadInput("0001.x.npy");
+  Tensor nan(TP::FLOAT, {1, 2, 4, 4});
+  nan.mutable_data<float>()[3] = std::nanf("");
+  runtime::WriteNpy(tmp_ / "data" / "0001.x.npy", nan);
+  ExpectBadInput("NaN");
+  runtime::WriteNpy(tmp_ / "data" / "0001.z.npy", nan);
+  ExpectBadInput("0001.z.npy");
+}
+
+TEST(Accuracy, QuantilesAndThresholdMappingByHand) {
+  std::vector<float> v = {4, 1, 3, 2, 5};  // sorted 1..5: p50 = 3, p25 = 2, p1 = 1.04
+  auto q = Quantiles(v);
+  EXPECT_DOUBLE_EQ(q[3], 3);
+  EXPECT_DOUBLE_EQ(q[2], 2);
+  EXPECT_NEAR(q[0], 1.04, 1e-6);
+  // Float: 2 of 10 above 0.5. Quantized values are shifted up by 0.1: the cut that keeps 2 of
+  // 10 above is the third-largest value, 0.6.
+  std::vector<float> ref = {0.1f, 0.2f, 0.3f, 0.4f, 0.45f, 0.46f, 0.47f, 0.5f, 0.9f, 0.95f};
+  std::vector<float> qdq;
+  for (float r : ref) qdq.push_back(r + 0.1f);
+  ThresholdMapping t = MapThreshold(ref, qdq, 0.5);
+  EXPECT_DOUBLE_EQ(t.float_fraction_above, 0.2);
+  EXPECT_FLOAT_EQ(static_cast<float>(t.qdq_threshold), 0.6f);
+  EXPECT_DOUBLE_EQ(t.qdq_fraction_above, 0.2);
+}
+
+}  // namespace
+}  // namespace porttool::quant

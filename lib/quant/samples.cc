@@ -1,0 +1,326 @@
+#include "lib/quant/samples.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <set>
+
+#include "lib/ir/dtype.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_NO_STDIO_WRITE
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_BMP
+#include <stb/stb_image.h>
+#pragma GCC diagnostic pop
+
+namespace porttool::quant {
+namespace fs = std::filesystem;
+using runtime::Tensor;
+using TP = onnx::TensorProto;
+
+namespace {
+
+bool IsImage(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
+}
+
+bool IsTensorFile(const fs::path& p) { return p.extension() == ".npy" || p.extension() == ".pb"; }
+
+template <typename T>
+T Field(const nlohmann::json& j, const char* key, T def, const std::string& where) {
+  if (!j.contains(key)) return def;
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    ThrowUsage("{}: /{} has the wrong type ({})", where, key, j.at(key).dump());
+  }
+}
+
+}  // namespace
+
+nlohmann::json Preprocess::ToJson() const {
+  return {{"resize", {{"width", width}, {"height", height}, {"interpolation", interpolation}}},
+          {"layout", layout},
+          {"channel_order", channel_order},
+          {"scale", scale},
+          {"mean", mean},
+          {"std", std},
+          {"dtype", dtype},
+          {"augmentation", {{"crops", crops}}}};
+}
+
+Preprocess Preprocess::FromJson(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) ThrowUsage("{}: the preprocessing spec must be a JSON object", where);
+  Preprocess p;
+  static const std::set<std::string> known = {"resize", "layout", "channel_order", "scale",
+                                              "mean",   "std",    "dtype",         "augmentation"};
+  for (const auto& [key, _] : j.items()) {
+    if (!known.count(key)) ThrowUsage("{}: /{} is not a preprocessing field", where, key);
+  }
+  if (j.contains("resize")) {
+    const auto& r = j.at("resize");
+    p.width = Field<int64_t>(r, "width", 0, where + " /resize");
+    p.height = Field<int64_t>(r, "height", 0, where + " /resize");
+    p.interpolation = Field<std::string>(r, "interpolation", p.interpolation, where + " /resize");
+  }
+  p.layout = Field<std::string>(j, "layout", p.layout, where);
+  p.channel_order = Field<std::string>(j, "channel_order", p.channel_order, where);
+  p.scale = Field<double>(j, "scale", p.scale, where);
+  p.mean = Field<std::vector<double>>(j, "mean", p.mean, where);
+  p.std = Field<std::vector<double>>(j, "std", p.std, where);
+  p.dtype = Field<std::string>(j, "dtype", p.dtype, where);
+  if (j.contains("augmentation")) {
+    p.crops = Field<int>(j.at("augmentation"), "crops", 0, where + " /augmentation");
+  }
+  p.Validate(where);
+  return p;
+}
+
+void Preprocess::Validate(const std::string& where) const {
+  if (width < 0 || height < 0 || (width == 0) != (height == 0)) {
+    ThrowUsage("{}: resize needs both width and height > 0 (or neither)", where);
+  }
+  if (interpolation != "bilinear" && interpolation != "nearest") {
+    ThrowUsage("{}: interpolation '{}' is not bilinear or nearest", where, interpolation);
+  }
+  if (layout != "NCHW" && layout != "NHWC") ThrowUsage("{}: layout must be NCHW or NHWC", where);
+  if (channel_order != "RGB" && channel_order != "BGR") {
+    ThrowUsage("{}: channel order must be RGB or BGR", where);
+  }
+  if (mean.size() != 3 || std.size() != 3) ThrowUsage("{}: mean and std need 3 values", where);
+  for (double s : std) {
+    if (s == 0) ThrowUsage("{}: std must not be 0", where);
+  }
+  if (dtype != "float32" && dtype != "uint8")
+    ThrowUsage("{}: dtype must be float32 or uint8", where);
+}
+
+SampleSet ListSamples(const fs::path& dir, const std::vector<runtime::InputSpec>& inputs,
+                      const std::optional<Preprocess>& preprocess) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    ThrowBadInput("sample directory '{}' does not exist", dir.string());
+  SampleSet set;
+  set.dir = dir;
+  std::vector<fs::path> tensors, images;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    if (IsImage(entry.path())) images.push_back(entry.path());
+    if (IsTensorFile(entry.path())) tensors.push_back(entry.path());
+  }
+  std::sort(tensors.begin(), tensors.end());
+  std::sort(images.begin(), images.end());
+  if (tensors.empty() && images.empty()) {
+    ThrowBadInput("sample directory '{}' has no samples (<id>.<input>.npy/.pb files or images)",
+                  dir.string());
+  }
+  if (!tensors.empty() && !images.empty()) {
+    ThrowBadInput("sample directory '{}' mixes tensor files and images; use one kind",
+                  dir.string());
+  }
+  std::vector<std::string> names;
+  for (const auto& spec : inputs) names.push_back(spec.name);
+  if (!images.empty()) {
+    if (inputs.size() != 1) {
+      ThrowBadInput("'{}' holds images but the model has {} inputs ({}); give tensor files",
+                    dir.string(), inputs.size(), util::Join(names, ", "));
+    }
+    if (!preprocess) ThrowUsage("images in '{}' need a preprocessing spec", dir.string());
+    set.images = true;
+    set.preprocess = *preprocess;
+    for (const auto& p : images) {
+      for (int k = 0; k <= preprocess->crops; ++k) {
+        set.ids.push_back(k == 0 ? p.stem().string()
+                                 : fmt::format("{}#crop{}", p.stem().string(), k));
+        set.files.push_back({{inputs[0].name, p}});
+        set.crop.push_back(k);
+      }
+    }
+    return set;
+  }
+  std::map<std::string, std::map<std::string, fs::path>> by_id;
+  for (const auto& p : tensors) {
+    std::string stem = p.stem().string();
+    bool matched = false;
+    for (const auto& name : names) {
+      if (stem.size() > name.size() + 1 && util::EndsWith(stem, "." + name)) {
+        by_id[stem.substr(0, stem.size() - name.size() - 1)][name] = p;
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) {
+      ThrowBadInput(
+          "'{}' does not name a model input: expected <sample id>.<input>{} with input "
+          "one of: {}",
+          p.string(), p.extension().string(), util::Join(names, ", "));
+    }
+  }
+  for (auto& [id, files] : by_id) {
+    for (const auto& name : names) {
+      if (!files.count(name)) {
+        ThrowBadInput("sample '{}' in '{}' has no file for input '{}' (expected {}.{}.npy)", id,
+                      dir.string(), name, id, name);
+      }
+    }
+    set.ids.push_back(id);
+    set.files.push_back(std::move(files));
+  }
+  return set;
+}
+
+namespace {
+
+void CheckAgainstSpec(const Tensor& t, const runtime::InputSpec& spec, const fs::path& file) {
+  if (spec.dtype != 0 && t.dtype() != spec.dtype) {
+    ThrowBadInput("'{}': input '{}' expects {}, the file holds {}", file.string(), spec.name,
+                  ir::DtypeName(spec.dtype), t.DebugString());
+  }
+  if (spec.has_shape) {
+    bool ok = t.rank() == static_cast<int>(spec.dims.size());
+    for (size_t i = 0; ok && i < spec.dims.size(); ++i) {
+      ok = spec.dims[i] < 0 || spec.dims[i] == t.dim(static_cast<int>(i));
+    }
+    if (!ok) {
+      std::vector<std::string> dims;
+      for (int64_t d : spec.dims) dims.push_back(d < 0 ? "?" : std::to_string(d));
+      ThrowBadInput("'{}': input '{}' expects shape [{}], the file holds {}", file.string(),
+                    spec.name, util::Join(dims, "x"), t.DebugString());
+    }
+  }
+  if (t.dtype() == TP::FLOAT) {
+    const float* p = t.data<float>();
+    for (int64_t i = 0; i < t.size(); ++i) {
+      if (!std::isfinite(p[i])) {
+        ThrowBadInput("'{}': input '{}' has a NaN or Inf value at element {}", file.string(),
+                      spec.name, i);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
+                              const std::vector<runtime::InputSpec>& inputs) {
+  runtime::TensorMap map;
+  for (const auto& spec : inputs) {
+    const fs::path& file = set.files.at(index).at(spec.name);
+    Tensor t = set.images ? LoadImage(file, set.preprocess, set.crop.at(index))
+                          : runtime::ReadTensorFile(file);
+    CheckAgainstSpec(t, spec, file);
+    map[spec.name] = std::move(t);
+  }
+  return map;
+}
+
+namespace {
+
+// Crop window k (1-based) of an image: 60% of each side, at a corner, the centre or an edge
+// midpoint. Returns x0, y0, width, height.
+std::array<int, 4> CropWindow(int k, int w, int h) {
+  static const double kPos[8][2] = {{0, 0},   {1, 0},  {0, 1},  {1, 1},
+                                    {.5, .5}, {.5, 0}, {0, .5}, {1, .5}};
+  int cw = std::max(1, w * 3 / 5), ch = std::max(1, h * 3 / 5);
+  return {static_cast<int>(kPos[k - 1][0] * (w - cw)), static_cast<int>(kPos[k - 1][1] * (h - ch)),
+          cw, ch};
+}
+
+// Resizes interleaved 8-bit RGB (row stride `stride` pixels) to w x h (half-pixel centres, like
+// OpenCV's INTER_LINEAR).
+std::vector<float> ResizeRgb(const uint8_t* src, int stride, int sw, int sh, int64_t w, int64_t h,
+                             bool nearest) {
+  std::vector<float> out(static_cast<size_t>(w * h * 3));
+  auto coord = [](int64_t d, int s, int64_t n) {
+    return std::clamp((static_cast<double>(d) + 0.5) * s / static_cast<double>(n) - 0.5, 0.0,
+                      static_cast<double>(s - 1));
+  };
+  for (int64_t y = 0; y < h; ++y) {
+    double fy = coord(y, sh, h);
+    int y0 = static_cast<int>(fy), y1 = std::min(y0 + 1, sh - 1);
+    double wy = fy - y0;
+    for (int64_t x = 0; x < w; ++x) {
+      double fx = coord(x, sw, w);
+      int x0 = static_cast<int>(fx), x1 = std::min(x0 + 1, sw - 1);
+      double wx = fx - x0;
+      for (int c = 0; c < 3; ++c) {
+        auto px = [&](int yy, int xx) {
+          return static_cast<double>(src[(yy * stride + xx) * 3 + c]);
+        };
+        double v;
+        if (nearest) {
+          v = px(std::min(static_cast<int>(std::lround(fy)), sh - 1),
+                 std::min(static_cast<int>(std::lround(fx)), sw - 1));
+        } else {
+          v = (px(y0, x0) * (1 - wx) + px(y0, x1) * wx) * (1 - wy) +
+              (px(y1, x0) * (1 - wx) + px(y1, x1) * wx) * wy;
+        }
+        out[static_cast<size_t>((y * w + x) * 3 + c)] = static_cast<float>(v);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor LoadImage(const fs::path& path, const Preprocess& p, int crop) {
+  int w = 0, h = 0, channels = 0;
+  std::unique_ptr<uint8_t, void (*)(void*)> pixels(
+      stbi_load(path.string().c_str(), &w, &h, &channels, 3), stbi_image_free);
+  if (!pixels) {
+    ThrowBadInput("cannot decode image '{}': {}", path.string(), stbi_failure_reason());
+  }
+  std::array<int, 4> win = crop > 0 ? CropWindow(crop, w, h) : std::array<int, 4>{0, 0, w, h};
+  int64_t ow = p.width > 0 ? p.width : win[2], oh = p.height > 0 ? p.height : win[3];
+  std::vector<float> rgb = ResizeRgb(pixels.get() + (win[1] * w + win[0]) * 3, w, win[2], win[3],
+                                     ow, oh, p.interpolation == "nearest");
+  bool nchw = p.layout == "NCHW";
+  std::vector<int64_t> shape =
+      nchw ? std::vector<int64_t>{1, 3, oh, ow} : std::vector<int64_t>{1, oh, ow, 3};
+  bool raw = p.dtype == "uint8";
+  Tensor t(raw ? TP::UINT8 : TP::FLOAT, shape);
+  for (int64_t i = 0; i < oh * ow; ++i) {
+    for (int c = 0; c < 3; ++c) {
+      int src_c = p.channel_order == "BGR" ? 2 - c : c;
+      double v = rgb[static_cast<size_t>(i * 3 + src_c)];
+      int64_t at = nchw ? c * oh * ow + i : i * 3 + c;
+      if (raw) {
+        t.mutable_data<uint8_t>()[at] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+      } else {
+        t.mutable_data<float>()[at] = static_cast<float>((v * p.scale - p.mean[c]) / p.std[c]);
+      }
+    }
+  }
+  return t;
+}
+
+SampleSet TakeLast(SampleSet& set, size_t count) {
+  SampleSet held = set;
+  count = std::min(count, set.size());
+  size_t keep = set.size() - count;
+  held.ids.erase(held.ids.begin(), held.ids.begin() + keep);
+  held.files.erase(held.files.begin(), held.files.begin() + keep);
+  set.ids.resize(keep);
+  set.files.resize(keep);
+  if (!set.crop.empty()) {
+    held.crop.erase(held.crop.begin(), held.crop.begin() + keep);
+    set.crop.resize(keep);
+  }
+  return held;
+}
+
+}  // namespace porttool::quant

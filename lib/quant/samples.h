@@ -1,0 +1,69 @@
+// Calibration and evaluation samples from a directory: either tensors, one file per graph input
+// named `<sample id>.<input name>.npy` (or `.pb`), or images (PNG, JPEG, BMP) for a model with one
+// image input, turned into a tensor by an explicit preprocessing spec. The spec is data that
+// travels with the calibration table, because preprocessing that differs between calibration and
+// deployment is the commonest cause of lost accuracy.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/runtime/session.h"
+
+namespace porttool::quant {
+
+struct Preprocess {
+  int64_t width = 0, height = 0;           // resize target; 0 keeps the image's size
+  std::string interpolation = "bilinear";  // bilinear (half-pixel centres) | nearest
+  std::string layout = "NCHW";             // NCHW | NHWC
+  std::string channel_order = "RGB";       // RGB | BGR
+  double scale = 1.0 / 255.0;              // pixel * scale, then (v - mean) / std per channel
+  std::vector<double> mean = {0, 0, 0};
+  std::vector<double> std = {1, 1, 1};
+  std::string dtype = "float32";  // float32 | uint8 (raw pixels; scale/mean/std unused)
+  // Calibration augmentation, not deployment preprocessing: each image also gives `crops`
+  // fixed windows of 60% of its size (corners, centre, edge midpoints), each resized as above.
+  int crops = 0;
+
+  nlohmann::json ToJson() const;
+  // Throws Error(kUsage) naming `where` and the JSON path for a bad field.
+  static Preprocess FromJson(const nlohmann::json& j, const std::string& where);
+  void Validate(const std::string& where) const;
+};
+
+struct SampleSet {
+  std::filesystem::path dir;
+  std::vector<std::string> ids;  // sorted; one per sample
+  // Per sample: input name -> file. Images: the one image input -> image file.
+  std::vector<std::map<std::string, std::filesystem::path>> files;
+  std::vector<int> crop;  // images: 0 for the whole image, k for crop window k
+  bool images = false;
+  Preprocess preprocess;  // meaningful when images
+  size_t size() const { return ids.size(); }
+};
+
+// Lists `dir` against the model's inputs. Error(kBadInput) naming the file or sample for: a
+// missing or empty directory, a file that names no input, a sample missing an input, images for
+// a model with several inputs, tensors and images mixed. Images need `preprocess`
+// (Error(kUsage) otherwise).
+SampleSet ListSamples(const std::filesystem::path& dir,
+                      const std::vector<runtime::InputSpec>& inputs,
+                      const std::optional<Preprocess>& preprocess);
+
+// Loads sample `index`, checked against the input specs (dtype, rank, static dims, NaN/Inf):
+// Error(kBadInput) naming the file.
+runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
+                              const std::vector<runtime::InputSpec>& inputs);
+
+// Decodes and preprocesses one image into a [1, C, H, W] or [1, H, W, C] tensor.
+runtime::Tensor LoadImage(const std::filesystem::path& path, const Preprocess& p, int crop = 0);
+
+// Splits off the last `count` samples (evaluation held out from calibration).
+SampleSet TakeLast(SampleSet& set, size_t count);
+
+}  // namespace porttool::quant
