@@ -91,7 +91,7 @@ std::map<std::string, QuantParam> ObserveRanges(const Pipeline& p, const RunnerR
   }
   for (const auto& seg : p.segments) {
     io::Model model = io::Load(p.dir / seg.file);
-    runtime::Session session(model, {request.threads, false});
+    runtime::Session session(model, {});  // threads: the program's ProcessSettings
     runtime::TensorMap in;
     for (const auto& t : seg.inputs) in[t.name] = values.at(t.name);
     for (auto& r : session.Run(in)) values[r.name] = std::move(r.value);

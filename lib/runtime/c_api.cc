@@ -9,6 +9,7 @@
 #include "include/porttool/runtime.h"
 #include "lib/io/model.h"
 #include "lib/ir/dtype.h"
+#include "lib/runtime/process_settings.h"
 #include "lib/runtime/session.h"
 #include "lib/util/error.h"
 
@@ -177,7 +178,8 @@ pt_status pt_session_create(const char* model_path, const pt_session_options* op
   pt_status status = Guard([&] {
     s->model = std::make_unique<porttool::io::Model>(porttool::io::Load(model_path));
     porttool::runtime::SessionOptions session_options;
-    if (options != nullptr) session_options.threads = options->threads;
+    // The C API is the program here: it applies the process-wide thread count itself.
+    if (options != nullptr) porttool::runtime::ApplyProcessSettings({options->threads});
     s->session = std::make_unique<porttool::runtime::Session>(*s->model, session_options);
     Describe(*s);
   });

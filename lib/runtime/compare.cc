@@ -242,7 +242,9 @@ ModelComparison CompareWithStore(const io::Model& candidate, const TensorMap& in
       result.first_divergent = result.intermediates.size() - 1;
     }
   };
-  Session run(candidate, options.session);
+  SessionOptions session = options.session;
+  if (options.kernels_b) session.registry = options.kernels_b;
+  Session run(candidate, session);
   auto outputs = run.Run(InputsFor(run, inputs), options.per_tensor ? per_tensor : Observer());
   for (const auto& ref : reference.entries()) {
     if (ref.role != "output") continue;

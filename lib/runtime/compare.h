@@ -67,6 +67,9 @@ struct CompareOptions {
   std::map<std::string, Tolerance> per_output;  // overrides for named outputs
   bool per_tensor = false;
   SessionOptions session;
+  // The candidate's (B's) kernels when they differ from the reference's (custom kernels under
+  // test against built-in ones).
+  const KernelRegistry* kernels_b = nullptr;
   // Where CompareModels streams the reference's tensors (a fresh subdirectory, removed after).
   std::filesystem::path scratch_dir;
 

@@ -110,6 +110,10 @@ const KernelRegistry::Entry* KernelRegistry::FindEntry(const std::string& domain
   return nullptr;
 }
 
+void KernelRegistry::Remove(const std::string& domain, const std::string& op) {
+  entries_.erase({CanonicalDomain(domain), op});
+}
+
 const KernelFn* KernelRegistry::Find(const std::string& domain, const std::string& op,
                                      int opset) const {
   const Entry* e = FindEntry(domain, op, opset);

@@ -113,6 +113,8 @@ class KernelRegistry {
   // wins, so a copy of Default() can override a built-in kernel.
   void Register(const std::string& domain, const std::string& op, int since, int until, KernelFn fn,
                 PrepareFn prepare = nullptr);
+  // Drops every kernel of (domain, op), so a custom kernel can replace a built-in one.
+  void Remove(const std::string& domain, const std::string& op);
   // The kernel for the node's op at `opset`, or nullptr.
   const KernelFn* Find(const std::string& domain, const std::string& op, int opset) const;
   // Its prepare step, or nullptr when it has none.

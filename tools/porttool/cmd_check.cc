@@ -14,6 +14,7 @@ namespace {
 struct CheckOptions {
   std::string model;
   bool json = false;
+  std::vector<std::string> custom_ops;
   bool no_full_check = false;
   std::string target;
   std::string rules_dir;
@@ -51,6 +52,7 @@ void PrintText(const std::string& path, const analysis::CheckReport& report) {
 int RunCheck(const CheckOptions& o) {
   shape::InputShapes pins = ParseShapeFlags(o.input_shapes);
   io::Model model = LoadModel(o.model);
+  auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
   analysis::CheckOptions options;
   options.full_check = !o.no_full_check;
   options.input_shapes = pins;
@@ -96,6 +98,7 @@ void RegisterCheck(CLI::App& app, RunFn& run) {
                   "the target's usable memory");
   AddRulesDirOption(*cmd, opts->rules_dir);
   AddInputShapeOption(*cmd, opts->input_shapes);
+  AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCheck(*opts); }; });
 }

@@ -27,6 +27,7 @@ struct CompareCliOptions {
   int threads = 0;
   size_t top = 20;
   bool json = false;
+  std::vector<std::string> custom_ops;
 };
 
 // "1e-3" sets the default, "score:1e-2" one output's (the last ':' separates: names may hold ':').
@@ -193,6 +194,9 @@ int RunCompare(const CompareCliOptions& o) {
   ParseTolerances(o.atol, "--atol", options, &runtime::Tolerance::atol);
   options.per_tensor = o.per_tensor;
   options.scratch_dir = std::filesystem::temp_directory_path();
+  auto custom = LoadCustomOps(o.custom_ops, nullptr, /*with_kernels=*/true);
+  options.session.registry = custom->FillKernels();
+  options.kernels_b = custom->Kernels();
   if (o.model_b.empty() && o.save_outputs.empty() && o.load_outputs.empty()) {
     ThrowUsage("give MODEL_B, or --save-outputs DIR (record MODEL_A), or --load-outputs DIR");
   }
@@ -217,6 +221,8 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
   auto* cmd = app.add_subcommand("compare", "Run two models on the same inputs and compare");
   cmd->footer(
       "Exit 1 when an output exceeds tolerance (|b - a| > atol + rtol * |a|, a = reference).\n"
+      "--custom-op DIR: MODEL_B runs the package's kernel; the reference keeps built-in kernels\n"
+      "and uses the package only for ops the executor lacks.\n"
       "Examples:\n  porttool compare model.onnx model.folded.onnx --per-tensor "
       "--input-shape x:1x3x64x64\n"
       "  porttool compare model.onnx --save-outputs ref/ --per-tensor   (then, elsewhere)\n"
@@ -248,6 +254,7 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
                   "Compare MODEL_A against tensors saved by --save-outputs (or written in the "
                   "same layout by another runtime), with the saved inputs");
   AddThreadsOption(*cmd, opts->threads);
+  AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCompare(*opts); }; });
 }

@@ -7,6 +7,7 @@
 
 #include "lib/decide/target.h"
 #include "lib/emit/runner.h"
+#include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -102,6 +103,7 @@ int RunEmitRunner(const EmitRunnerOptions& o) {
     request.alignment = decide::LoadTarget(o.target).alignment_bytes;
   request.custom_op_dir = o.custom_op;
   request.threads = o.threads;
+  runtime::ApplyProcessSettings({o.threads});
   emit::RunnerResult r = emit::EmitRunner(request);
   for (const auto& note : r.notes) spdlog::warn("{}", note);
   if (o.json) {

@@ -18,6 +18,7 @@ struct InferShapesOptions {
   int max_iterations = 8;
   ModelOutputOptions output;
   bool json = false;
+  std::vector<std::string> custom_ops;
   bool allow_partial = false;
 };
 
@@ -77,6 +78,7 @@ int RunInferShapes(const InferShapesOptions& o) {
   options.max_iterations = o.max_iterations;
   io::Model model = LoadModel(o.model);
   RefuseOverwritingInput(model, o.output);
+  auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
   shape::InferReport report;
   {
     StageTimer timer("infer shapes");
@@ -118,6 +120,7 @@ void RegisterInferShapes(CLI::App& app, RunFn& run) {
                   "Cap on inference passes while shapes keep changing")
       ->check(InRange(1, 1000))
       ->capture_default_str();
+  AddCustomOpOption(*cmd, opts->custom_ops);
   cmd->add_flag("--allow-partial", opts->allow_partial,
                 "Write the model even when some tensors stay unknown (default: exit 1 and write "
                 "nothing)");

@@ -38,6 +38,7 @@ struct RunOptions {
   bool profile = false;
   size_t top = 10;
   bool json = false;
+  std::vector<std::string> custom_ops;
 };
 
 struct Latency {
@@ -168,7 +169,8 @@ int RunRun(const RunOptions& o) {
   runtime::ApplyProcessSettings({o.threads});
   io::Model model = LoadModel(o.model);
   if (!o.input_shapes.empty()) shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
-  runtime::Session session(model, {o.fail_on_nan});
+  auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
+  runtime::Session session(model, {o.fail_on_nan, custom->Kernels()});
   runtime::TensorMap inputs = ReadInputFlags(o.inputs);
   if (o.random_inputs) inputs = runtime::CompleteWithRandom(session, std::move(inputs), o.seed);
 
@@ -233,6 +235,7 @@ void RegisterRun(CLI::App& app, RunFn& run) {
   cmd->add_option("--top", opts->top, "With --profile: rows to print")->capture_default_str();
   cmd->add_flag("--fail-on-nan", opts->fail_on_nan,
                 "Fail (exit 3) when an input holds NaN or Inf instead of warning");
+  AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunRun(*opts); }; });
 }

@@ -26,6 +26,7 @@ struct SplitOptions {
   uint64_t bridge_warn_bytes = uint64_t{1} << 20;
   std::vector<std::string> input_shapes;
   bool json = false;
+  std::vector<std::string> custom_ops;
   bool auto_cut = false;
   std::string target;
   std::string rules_dir;
@@ -91,7 +92,10 @@ bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
     segments.push_back(io::Load(written.dir / segment.file));
   std::vector<const io::Model*> chain;
   for (const auto& segment : segments) chain.push_back(&segment);
-  runtime::VerifyResult verify = runtime::VerifyChainRandom(pinned, chain, o.seed);
+  auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
+  runtime::SessionOptions session;
+  session.registry = custom->Kernels();
+  runtime::VerifyResult verify = runtime::VerifyChainRandom(pinned, chain, o.seed, session);
   for (const auto& problem : verify.problems) spdlog::error("verify: {}", problem);
   if (verify.identical) {
     spdlog::info("verify: {} output(s) identical between the model and its {} chained segments",
@@ -124,6 +128,7 @@ int RunSplit(const SplitOptions& o) {
   }
   if (o.auto_cut == !o.at.empty()) ThrowUsage("give either --at NODE or --auto --target NAME");
   io::Model source = LoadModel(o.model);
+  auto schemas = LoadCustomOps(o.custom_ops, &source, /*with_kernels=*/false);
   io::Model model = CompletedModel(source, o);
   std::optional<decide::Partition> partition;
   ir::SplitResult result = PlanSplit(model, o, partition);
@@ -204,6 +209,7 @@ void RegisterSplit(CLI::App& app, RunFn& run) {
                   "Warn, with smaller cut candidates nearby, when a bridge exceeds this size")
       ->capture_default_str();
   AddInputShapeOption(*cmd, opts->input_shapes);
+  AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunSplit(*opts); }; });
 }

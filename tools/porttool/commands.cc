@@ -105,7 +105,8 @@ int Main(int argc, char** argv) {
        {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain, &RegisterSplit,
         &RegisterExtract, &RegisterRun, &RegisterCompare, &RegisterEmitHeader, &RegisterEmitRunner,
         &RegisterDecide, &RegisterRules, &RegisterPasses, &RegisterQuantizeCalibrate,
-        &RegisterFoldConstants, &RegisterSimplify, &RegisterRewrite}) {
+        &RegisterFoldConstants, &RegisterSimplify, &RegisterRewrite, &RegisterScaffoldOp,
+        &RegisterKit}) {
     reg(app, run);
   }
   bool json = WantsJson(argc, argv);

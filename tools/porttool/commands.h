@@ -25,6 +25,8 @@ void RegisterEmitRunner(CLI::App& app, RunFn& run);
 void RegisterDecide(CLI::App& app, RunFn& run);
 void RegisterRules(CLI::App& app, RunFn& run);
 void RegisterPasses(CLI::App& app, RunFn& run);
+void RegisterScaffoldOp(CLI::App& app, RunFn& run);
+void RegisterKit(CLI::App& app, RunFn& run);
 void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run);
 void RegisterFoldConstants(CLI::App& app, RunFn& run);
 void RegisterSimplify(CLI::App& app, RunFn& run);

@@ -156,6 +156,32 @@ void RefuseOverwritingInput(const io::Model& model, const fs::path& output) {
   Refuse(model, output, false, "choose another output file");
 }
 
+CLI::Option* AddCustomOpOption(CLI::App& cmd, std::vector<std::string>& dirs) {
+  return cmd.add_option("--custom-op", dirs,
+                        "A scaffold-op package directory: registers its op.json schema and runs "
+                        "its built kernel library (repeat for several ops)");
+}
+
+std::unique_ptr<CustomOps> LoadCustomOps(const std::vector<std::string>& dirs,
+                                         const io::Model* model, bool with_kernels) {
+  auto ops = std::make_unique<CustomOps>();
+  for (const auto& dir : dirs) {
+    if (with_kernels) {
+      ops->set.Load(dir);
+    } else {
+      auto spec = shape::ReadOpSpec(dir);
+      shape::RegisterCustomOpSchema(spec);
+      if (model) shape::CheckModelAgainstSpec(model->proto, spec, dir + "/op.json");
+    }
+  }
+  if (model) ops->set.CheckModel(model->proto);
+  if (!ops->set.empty()) {
+    ops->kernels = ops->set.MakeRegistry(/*override_builtin=*/true);
+    ops->fill_kernels = ops->set.MakeRegistry(/*override_builtin=*/false);
+  }
+  return ops;
+}
+
 void AddModelOutputOptions(CLI::App& cmd, ModelOutputOptions& out, bool required) {
   auto* o = cmd.add_option("-o,--output", out.output, "Where to write the resulting model");
   if (required) o->required();

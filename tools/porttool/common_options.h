@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "lib/runtime/session.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
+#include "lib/runtime/custom_op_library.h"
 
 namespace porttool::cli {
 
@@ -59,6 +61,28 @@ io::Model LoadModel(const std::string& path);
 // Refuses (usage error) to write a non-model output (report, header, weights) when it is the
 // model file or a file the model references (external data). Call before any work is done.
 void RefuseOverwritingInput(const io::Model& model, const std::filesystem::path& output);
+
+// --custom-op DIR (repeatable): scaffold-op packages to load.
+CLI::Option* AddCustomOpOption(CLI::App& cmd, std::vector<std::string>& dirs);
+
+// Scaffolded ops loaded for one command. Schemas are registered with libonnx on load; with
+// kernels, each package's built library is loaded and `kernels` (built-in + custom, the custom
+// kernel replacing a built-in one of the same op) is what sessions get; `fill_kernels` only adds
+// ops the executor lacks (the reference side of compare).
+struct CustomOps {
+  runtime::CustomOpSet set;
+  runtime::KernelRegistry kernels;
+  runtime::KernelRegistry fill_kernels;
+  // Null when no --custom-op was given, so sessions use the built-in registry.
+  const runtime::KernelRegistry* Kernels() const { return set.empty() ? nullptr : &kernels; }
+  const runtime::KernelRegistry* FillKernels() const {
+    return set.empty() ? nullptr : &fill_kernels;
+  }
+};
+// Loads `dirs` and checks `model` (when given) against each op.json. `with_kernels` false: only
+// op.json and the schema (check, infer-shapes). Errors are Error(kBadInput): exit 3.
+std::unique_ptr<CustomOps> LoadCustomOps(const std::vector<std::string>& dirs,
+                                         const io::Model* model, bool with_kernels);
 
 // Options for writing a model: -o, --external-data [FILE], --external-threshold, --in-place.
 struct ModelOutputOptions {

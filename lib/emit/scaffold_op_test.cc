@@ -1,0 +1,235 @@
+// scaffold-op: the package for the demo model's Custom_GELU_0 describes the node (op.json read
+// back), is byte-identical across runs and carries the model's sha256; every known activation's
+// kernel passes its kit (expected outputs from porttool's executor) on the SSE2 path and the plain
+// C fallback, compiled with -Wall -Wextra -Werror as C99 and as C++17; the generated schema
+// registers through libonnx and infers the output shape; an unknown op gets a skeleton whose test
+// fails with "not implemented".
+#include "lib/emit/scaffold_op.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "lib/runtime/custom_op_library.h"
+#include "lib/shape/input_shapes.h"
+#include "lib/util/error.h"
+#include "lib/util/sha256.h"
+#include "lib/util/testing.h"
+
+namespace porttool::emit {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunShell;
+using testing::TempDir;
+
+constexpr const char* kCFlags = "gcc -std=c99 -O1 -Wall -Wextra -Werror -pedantic";
+constexpr const char* kCxxFlags = "g++ -std=c++17 -O1 -Wall -Wextra -Werror -x c++";
+
+io::Model DemoModel() {
+  io::Model m = io::Load(testing::TestData("demo_detector.onnx"));
+  shape::ApplyInputShapes(m, shape::ParseInputShapes({"images:1x3x64x64"}));
+  return m;
+}
+
+// A one-op model whose op input spans [-6, 6) (x is random in [0, 1)), saved to a file so the
+// package names its sha256.
+io::Model ActivationModel(const TempDir& dir, const std::string& op, const std::string& domain,
+                          const std::string& attrs) {
+  std::string call = (domain.empty() ? "" : domain + ".") + op + attrs;
+  std::string text = fmt::format(
+      R"(<ir_version: 8, opset_import: ["" : 14, "com.microsoft" : 1, "porttool.test" : 1]>
+g (float[2,3,5,7] x) => (float[2,3,5,7] y) {{
+  half = Constant<value = float {{0.5}}>()
+  twelve = Constant<value = float {{12.0}}>()
+  c = Sub(x, half)
+  t = Mul(c, twelve)
+  y = {}(t)
+}})",
+      call);
+  io::Model m = io::ParseText(text);
+  m.proto.mutable_graph()->mutable_node(4)->set_name("act");
+  io::Save(m, dir / (op + ".onnx"));
+  return io::Load(dir / (op + ".onnx"));
+}
+
+std::map<std::string, std::string> ReadTree(const fs::path& root) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) {
+      files[fs::relative(e.path(), root).string()] = testing::ReadFile(e.path());
+    }
+  }
+  return files;
+}
+
+// Builds the kit test twice (SSE2 and -DPT_NO_SIMD), with `strict_cxx` also the kernel and ABI
+// glue as C++17 (and the glue as C99); returns
+// the SIMD test's output, or a description of the failing step.
+std::string BuildAndRunKitTest(const fs::path& pkg, const std::string& sym,
+                               bool strict_cxx = false) {
+  std::string k = (pkg / "kernel").string();
+  std::string sources = fmt::format("{0}/{1}.c", k, sym);
+  for (const char* define : {"", "-DPT_NO_SIMD"}) {
+    auto build =
+        RunShell(fmt::format("{} {} -I{} {}/test/{}_test.c {} -o {}/t{} -lm", kCFlags, define, k,
+                             pkg.string(), sym, sources, pkg.string(), *define ? "_scalar" : ""));
+    if (build.exit_code != 0) return "C99 build failed: " + build.err;
+  }
+  if (strict_cxx) {
+    auto cxx = RunShell(fmt::format("{} -I{} -fsyntax-only {}/{}.c {}/{}_porttool.c", kCxxFlags, k,
+                                    k, sym, k, sym));
+    if (cxx.exit_code != 0) return "C++17 build failed: " + cxx.err;
+    auto glue = RunShell(fmt::format("{} -I{} -fsyntax-only {}/{}_porttool.c", kCFlags, k, k, sym));
+    if (glue.exit_code != 0) return "glue C99 build failed: " + glue.err;
+  }
+  auto simd = RunShell(pkg.string() + "/t");
+  auto scalar = RunShell(pkg.string() + "/t_scalar");
+  return simd.out + "|scalar: " + scalar.out;
+}
+
+// "SIMD verdict|plain C verdict" from BuildAndRunKitTest's output.
+std::string Verdicts(const std::string& out) {
+  auto verdict = [](const std::string& text) {
+    size_t end = text.find(" failed");
+    size_t begin = text.rfind('\n', end);
+    return end == std::string::npos
+               ? std::string("none")
+               : text.substr(begin == std::string::npos ? 0 : begin + 1,
+                             end + 7 - (begin == std::string::npos ? 0 : begin + 1));
+  };
+  size_t split = out.find("|scalar: ");
+  if (split == std::string::npos) return "build failed";
+  return verdict(out.substr(0, split)) + "|" + verdict(out.substr(split));
+}
+
+TEST(ScaffoldOpTest, DemoGeluPackageDescribesTheNodeAndIsDeterministic) {
+  TempDir dir;
+  io::Model model = DemoModel();
+  ScaffoldResult a = ScaffoldOp(model, {"Custom_GELU_0", 0}, dir / "a");
+  ScaffoldOp(model, {"Custom_GELU_0", 0}, dir / "b");
+  const auto& spec = a.spec;
+  EXPECT_EQ(spec.domain, "com.microsoft");
+  EXPECT_EQ(spec.op_type, "Gelu");
+  EXPECT_EQ(spec.kernel, "gelu");
+  EXPECT_EQ(spec.shape_rule, "same_as_input");
+  ASSERT_EQ(spec.inputs.size(), 1u);
+  EXPECT_EQ(spec.inputs[0].shape, (std::vector<int64_t>{1, 32, 16, 16}));
+  EXPECT_EQ(spec.outputs[0].shape, (std::vector<int64_t>{1, 32, 16, 16}));
+  EXPECT_EQ(spec.source_sha256, util::Sha256File(testing::TestData("demo_detector.onnx")));
+
+  shape::CustomOpSpec back = shape::ReadOpSpec(dir / "a");
+  EXPECT_EQ(shape::OpSpecToJson(back), shape::OpSpecToJson(spec));
+  auto files_a = ReadTree(dir / "a"), files_b = ReadTree(dir / "b");
+  EXPECT_EQ(files_a, files_b);
+  for (const char* f :
+       {"op.json", "CMakeLists.txt", "kernel/gelu.c", "kernel/gelu.h", "kernel/gelu_porttool.c",
+        "schema/gelu_schema.cc", "test/gelu_test.c", "test/kit/model.onnx", "test/kit/kit.json",
+        "test/kit/kit.h", "test/kit/test_data_set_0/input_0.pb"}) {
+    EXPECT_TRUE(files_a.count(f)) << f;
+  }
+  EXPECT_NE(files_a["kernel/gelu.c"].find(spec.source_sha256), std::string::npos);
+  EXPECT_EQ(Verdicts(BuildAndRunKitTest(dir / "a", "gelu", /*strict_cxx=*/true)),
+            "1 passed, 0 failed|1 passed, 0 failed");
+  EXPECT_EQ(files_a["kernel/porttool_custom_op.h"],
+            testing::ReadFile(testing::SourceDir() / "lib/runtime/custom_op_abi.h"));
+}
+
+TEST(ScaffoldOpTest, KnownKernelsPassTheirKitsOnSimdAndPlainC) {
+  struct Case {
+    const char* op;
+    const char* domain;
+    const char* attrs;
+  };
+  const Case cases[] = {
+      {"Gelu", "com.microsoft", ""},
+      {"FastGelu", "com.microsoft", ""},
+      {"QuickGelu", "com.microsoft", "<alpha = 1.5>"},
+      {"HardSwish", "", ""},
+      {"HardSigmoid", "", "<alpha = 0.3>"},
+      {"Relu", "", ""},
+      {"LeakyRelu", "", "<alpha = 0.2>"},
+      {"Elu", "", "<alpha = 0.7>"},
+      {"Selu", "", ""},
+      {"Sigmoid", "", ""},
+      {"Tanh", "", ""},
+      {"Softsign", "", ""},
+      {"Exp", "", ""},
+      {"Erf", "", ""},
+      {"Abs", "", ""},
+      {"Neg", "", ""},
+      {"ThresholdedRelu", "", "<alpha = 2.0>"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.op);
+    TempDir dir;
+    io::Model model = ActivationModel(dir, c.op, c.domain, c.attrs);
+    ScaffoldResult r = ScaffoldOp(model, {"act", 3}, dir / "pkg");
+    EXPECT_TRUE(HasKnownKernel(c.op));
+    std::string out = BuildAndRunKitTest(dir / "pkg", r.spec.symbol);
+    EXPECT_EQ(Verdicts(out), "1 passed, 0 failed|1 passed, 0 failed") << out;
+  }
+}
+
+TEST(ScaffoldOpTest, KitTestCatchesAWrongKernel) {
+  TempDir dir;
+  io::Model model = ActivationModel(dir, "Gelu", "com.microsoft", "");
+  ScaffoldOp(model, {"act", 0}, dir / "pkg");
+  // Swap erf for tanh: close in shape, wrong in value.
+  std::string kernel = testing::ReadFile(dir / "pkg/kernel/gelu.c");
+  size_t at = kernel.find("pt_s_erf(pt_s_mul(");
+  ASSERT_NE(at, std::string::npos);
+  kernel.replace(at, 8, "pt_s_tanh");
+  testing::WriteFile(dir / "pkg/kernel/gelu.c", kernel);
+  std::string out = BuildAndRunKitTest(dir / "pkg", "gelu");
+  EXPECT_EQ(Verdicts(out), "0 passed, 1 failed|0 passed, 1 failed") << out;
+}
+
+TEST(ScaffoldOpTest, SchemaRegistersThroughLibonnxAndInfersTheOutputShape) {
+  TempDir dir;
+  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0}, dir / "pkg");
+  std::string s = (dir / "pkg/schema").string();
+  auto build = RunShell(fmt::format(
+      "g++ -std=c++17 -Wall -Wextra -Werror -DONNX_NAMESPACE=onnx -DONNX_ML=1 {0}/gelu_schema.cc "
+      "{0}/gelu_schema_test.cc -o {0}/t -lonnx -lonnx_proto -lprotobuf -lpthread",
+      s));
+  ASSERT_EQ(build.exit_code, 0) << build.err;
+  auto run = RunShell(s + "/t");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("inferred output rank 4"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("1 passed, 0 failed"), std::string::npos) << run.out;
+}
+
+TEST(ScaffoldOpTest, UnknownOpGetsASkeletonThatSaysNotImplemented) {
+  TempDir dir;
+  io::Model model = ActivationModel(dir, "DeformThing", "porttool.test", "<groups = 2>");
+  ScaffoldResult r = ScaffoldOp(model, {"act", 0}, dir / "pkg");
+  EXPECT_EQ(r.spec.kernel, "skeleton");
+  ASSERT_EQ(r.spec.attributes.size(), 1u);
+  EXPECT_EQ(r.spec.attributes[0].name, "groups");
+  EXPECT_EQ(r.spec.attributes[0].default_value, 2);
+  std::string k = (dir / "pkg/kernel").string();
+  auto build =
+      RunShell(fmt::format("{} -I{} {}/test/deformthing_test.c {}/deformthing.c -o {}/t "
+                           "-lm",
+                           kCFlags, k, (dir / "pkg").string(), k, k));
+  ASSERT_EQ(build.exit_code, 0) << build.err;
+  auto run = RunShell(k + "/t");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.out.find("not implemented"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("0 passed, 1 failed"), std::string::npos) << run.out;
+}
+
+TEST(ScaffoldOpTest, UnknownNodeIsAUsageErrorWithASuggestion) {
+  TempDir dir;
+  try {
+    ScaffoldOp(DemoModel(), {"Custom_GELU", 0}, dir / "pkg");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("Custom_GELU_0"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "pkg"));
+}
+
+}  // namespace
+}  // namespace porttool::emit

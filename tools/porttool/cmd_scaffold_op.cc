@@ -1,0 +1,70 @@
+// `porttool scaffold-op`: generates the custom-operator package (op.json, C99 kernel, porttool ABI
+// glue, ONNX schema, test kit and C test, CMakeLists.txt) for one node of a model.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/emit/scaffold_op.h"
+#include "lib/shape/input_shapes.h"
+#include "lib/util/error.h"
+#include "tools/porttool/commands.h"
+#include "tools/porttool/common_options.h"
+
+namespace porttool::cli {
+namespace {
+
+struct ScaffoldOpOptions {
+  std::string model;
+  std::string node;
+  std::vector<std::string> input_shapes;
+  std::string output;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+int RunScaffoldOp(const ScaffoldOpOptions& o) {
+  io::Model model = io::Load(o.model);
+  if (!o.input_shapes.empty())
+    shape::ApplyInputShapes(model, shape::ParseInputShapes(o.input_shapes));
+  emit::ScaffoldResult result = emit::ScaffoldOp(model, {o.node, o.seed}, o.output);
+  for (const auto& note : result.notes) spdlog::warn("{}", note);
+  const auto& spec = result.spec;
+  if (o.json) {
+    PrintJson({{"dir", o.output},
+               {"op", shape::OpSpecToJson(spec)},
+               {"files", result.files},
+               {"notes", result.notes}});
+    return kExitOk;
+  }
+  fmt::print("{}::{} (node {}): {} kernel, shape rule {}\n", spec.domain, spec.op_type,
+             spec.source_node, spec.kernel == "skeleton" ? "skeleton" : "working", spec.shape_rule);
+  for (const auto& f : result.files) fmt::print("  {}/{}\n", o.output, f);
+  fmt::print(
+      "build: cmake -S {0} -B {0}/build && cmake --build {0}/build && ctest --test-dir "
+      "{0}/build\n",
+      o.output);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterScaffoldOp(CLI::App& app, RunFn& run) {
+  auto opts = std::make_shared<ScaffoldOpOptions>();
+  auto* cmd = app.add_subcommand(
+      "scaffold-op", "Generate a custom-operator package (kernel, schema, kit, tests) for a node");
+  cmd->footer(
+      "Example:\n  porttool scaffold-op testdata/demo_detector.onnx --node Custom_GELU_0 "
+      "--input-shape images:1x3x64x64 -o gelu_op\n"
+      "  cmake -S gelu_op -B gelu_op/build && cmake --build gelu_op/build\n"
+      "  porttool compare testdata/demo_detector.onnx testdata/demo_detector.onnx "
+      "--custom-op gelu_op --input-shape images:1x3x64x64");
+  AddModelArg(*cmd, opts->model);
+  cmd->add_option("--node", opts->node, "Name of the node to scaffold")->required();
+  AddInputShapeOption(*cmd, opts->input_shapes);
+  cmd->add_option("-o,--output", opts->output, "Package directory to write")->required();
+  cmd->add_option("--seed", opts->seed, "Seed for the kit's random model inputs")
+      ->capture_default_str();
+  AddJsonFlag(*cmd, opts->json);
+  cmd->callback([opts, &run] { run = [opts] { return RunScaffoldOp(*opts); }; });
+}
+
+}  // namespace porttool::cli
