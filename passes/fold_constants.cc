@@ -15,6 +15,7 @@
 //     constant inputs it replaces: folding must never grow the model (Tile/Expand/ConstantOfShape).
 // Why: exporters leave shape arithmetic and constant subgraphs that NPU converters reject or count
 // as layers; onnx-simplifier's main job. Numerics are the executor's (the single source).
+#include "passes/input_shape_spec.h"
 #include "passes/fold_constants.h"
 
 #include <fmt/format.h>
@@ -208,7 +209,7 @@ PassResult FoldConstantsPass::Run(io::Model& model, const PassOptions& options,
                                   PassContext& context) const {
   shape::InferOptions infer;
   if (options.Has("input-shape")) {
-    infer.input_shapes = shape::ParseInputShapes({options.Get("input-shape")});
+    infer.input_shapes = ParseInputShapes({options.Get("input-shape")});
   }
   uint64_t max_bytes = static_cast<uint64_t>(
       options.GetInt("max-tensor-bytes", static_cast<int64_t>(context.max_tensor_bytes)));

@@ -22,7 +22,7 @@ using testing::TempDir;
 
 io::Model DemoModel() {
   io::Model m = io::Load(testing::TestData("demo_detector.onnx"));
-  shape::ApplyInputShapes(m, shape::ParseInputShapes({"images:1x3x64x64"}));
+  shape::ApplyInputShapes(m, shape::InputShapes{{"images", {1, 3, 64, 64}}});
   return m;
 }
 

@@ -109,7 +109,7 @@ TEST(QuantFromRange, CoversTheRangeAndZeroExactly) {
 fs::path WriteDemoSplit(const fs::path& dir) {
   io::Model model = io::Load(testing::TestData("demo_detector.onnx"));
   ir::SplitOptions options;
-  options.input_shapes = shape::ParseInputShapes({"images:1x3x64x64"});
+  options.input_shapes = shape::InputShapes{{"images", {1, 3, 64, 64}}};
   auto split = ir::SplitAtNodes(model, {"Custom_GELU_0"}, options);
   ir::WriteSplit(split, model, dir);
   return dir / "pipeline.json";

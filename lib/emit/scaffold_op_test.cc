@@ -27,7 +27,7 @@ constexpr const char* kCxxFlags = "g++ -std=c++17 -O1 -Wall -Wextra -Werror -x c
 
 io::Model DemoModel() {
   io::Model m = io::Load(testing::TestData("demo_detector.onnx"));
-  shape::ApplyInputShapes(m, shape::ParseInputShapes({"images:1x3x64x64"}));
+  shape::ApplyInputShapes(m, shape::InputShapes{{"images", {1, 3, 64, 64}}});
   return m;
 }
 

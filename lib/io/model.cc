@@ -97,7 +97,7 @@ void CheckParsedModel(const Model& model, const fs::path& path) {
 void CheckClaimedShape(const std::vector<int64_t>& dims, int32_t dtype, const std::string& where,
                        const std::string& tensor) {
   const std::string what = fmt::format("{}: tensor '{}'", where, tensor);
-  size_t element = std::max<size_t>(ir::DtypeSize(dtype), 1);
+  size_t element = std::max<size_t>(DtypeSize(dtype), 1);
   auto count = util::CheckedElementCount(dims);
   auto bytes = count ? util::CheckedMul(*count, static_cast<int64_t>(element)) : std::nullopt;
   if (!bytes || static_cast<uint64_t>(*bytes) >= kMaxClaimedTensorBytes) {

@@ -96,11 +96,11 @@ int RunEmitRunner(const EmitRunnerOptions& o) {
   if (!o.fake_npu.empty()) request.fake_npu = ParseFakeNpu(o.fake_npu);
   request.rknn_zero_copy = o.zero_copy;
   request.table = o.table;
-  request.inputs = runtime::ReadInputSpecs(o.inputs);
+  request.inputs = ReadInputFlags(o.inputs);
   request.seed = o.seed;
   request.alignment = o.align ? o.align : 64;
   if (!o.target.empty() && !o.align)
-    request.alignment = decide::LoadTarget(o.target).alignment_bytes;
+    request.alignment = LoadTargetFlag("", o.target).alignment_bytes;
   request.custom_op_dir = o.custom_op;
   request.threads = o.threads;
   runtime::ApplyProcessSettings({o.threads});

@@ -24,7 +24,7 @@ struct ScaffoldOpOptions {
 int RunScaffoldOp(const ScaffoldOpOptions& o) {
   io::Model model = io::Load(o.model);
   if (!o.input_shapes.empty())
-    shape::ApplyInputShapes(model, shape::ParseInputShapes(o.input_shapes));
+    shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
   emit::ScaffoldResult result = emit::ScaffoldOp(model, {o.node, o.seed}, o.output);
   for (const auto& note : result.notes) spdlog::warn("{}", note);
   const auto& spec = result.spec;
