@@ -17,6 +17,7 @@ uint64_t PhysicalMemory() {
 
 std::atomic<uint64_t> g_tensor_bytes{0};
 std::atomic<uint64_t> g_total_bytes{0};
+std::atomic<uint64_t> g_loop_iterations{0};
 std::atomic<uint64_t> g_live_bytes{0};
 
 }  // namespace
@@ -24,13 +25,15 @@ std::atomic<uint64_t> g_live_bytes{0};
 void SetResourceLimits(const ResourceLimits& limits) {
   g_tensor_bytes = limits.tensor_bytes;
   g_total_bytes = limits.total_bytes;
+  g_loop_iterations = limits.loop_iterations;
 }
 
 ResourceLimits GetResourceLimits() {
   static const uint64_t physical = PhysicalMemory();
-  ResourceLimits r{g_tensor_bytes.load(), g_total_bytes.load()};
+  ResourceLimits r{g_tensor_bytes.load(), g_total_bytes.load(), g_loop_iterations.load()};
   if (r.tensor_bytes == 0) r.tensor_bytes = physical / 4;
   if (r.total_bytes == 0) r.total_bytes = physical / 2;
+  if (r.loop_iterations == 0) r.loop_iterations = kDefaultLoopIterations;
   return r;
 }
 

@@ -78,14 +78,21 @@ TEST(CliHardening, EverySubcommandRefusesModelsClaimingTerabytes) {
 }
 
 // A Loop whose trip count is 2^62 is what PyTorch exports for a while loop, so static stages
-// accept it; running it is refused (the executor has no Loop kernel) by name, as bad input.
+// accept it; running one whose condition never turns false stops at the iteration limit, as bad
+// input naming the node and the flag that raises the limit.
 TEST(CliHardening, LoopWithEnormousTripCountIsNotRun) {
   TempDir dir;
   fs::path models = HostileModels(dir);
   if (models.empty()) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
-  auto r = RunPorttool("run " + (models / "loop_trip_count.onnx").string() + " --random-inputs");
+  const std::string model = (models / "loop_trip_count.onnx").string();
+  auto r = RunPorttool("run " + model + " --random-inputs");
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("'loop'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("after 100000 iterations"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-loop-iterations"), std::string::npos) << r.err;
+  r = RunPorttool("run " + model + " --random-inputs --max-loop-iterations 7");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("after 7 iterations"), std::string::npos) << r.err;
 }
 
 TEST(CliHardening, RunOutputDirThatCannotBeCreatedIsBadInput) {

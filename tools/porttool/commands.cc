@@ -100,6 +100,9 @@ int Main(int argc, char** argv) {
                  "Tensor memory the executor may hold at once, e.g. 8GB (default: physical "
                  "memory / 2)")
       ->transform(CLI::AsSizeValue(false));
+  app.add_option("--max-loop-iterations", limits.loop_iterations,
+                 "Iterations one Loop node may run before the run is refused as a runaway loop "
+                 "(default: " + std::to_string(runtime::kDefaultLoopIterations) + ")");
   RunFn run;
   for (auto* reg :
        {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain, &RegisterSplit,

@@ -253,6 +253,9 @@ std::string WithFlagHint(const std::string& message) {
   if (message.find("memory limit") != std::string::npos) {
     return message + " [raise the limits with --max-tensor-memory / --max-memory]";
   }
+  if (message.find("loop iteration limit") != std::string::npos) {
+    return message + " [raise the limit with --max-loop-iterations N]";
+  }
   for (const auto& [subject, flag] : kHints) {
     if (util::StartsWith(message, subject)) return message + " [" + flag + "]";
   }

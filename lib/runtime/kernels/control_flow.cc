@@ -8,6 +8,7 @@
 #include "lib/ir/dtype.h"
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/resource_limits.h"
 
 namespace porttool::runtime {
 namespace {
@@ -95,6 +96,16 @@ Tensor Scalar(int32_t dtype, int64_t value) {
   return t;
 }
 
+// Refuses a Loop that is still running after `cap` iterations (bad input, like a tensor over the
+// memory limit): the message says whether the trip count or only the condition bounds it.
+[[noreturn]] void FailLoopCap(KernelContext& ctx, uint64_t cap, bool has_max, int64_t max_trips) {
+  const std::string bound =
+      has_max ? fmt::format("trip count {}", max_trips) : std::string("no trip count");
+  ctx.Fail(fmt::format(
+      "loop iteration limit: still running after {} iterations ({}, condition still true)", cap,
+      bound));
+}
+
 void LoopKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"body"});
   const onnx::GraphProto& body = Body(ctx);
@@ -111,7 +122,9 @@ void LoopKernel(KernelContext& ctx) {
   std::vector<Tensor> values;
   for (int i = 0; i < carried; ++i) values.push_back(ctx.input(2 + i));
   std::vector<std::vector<Tensor>> scan_slices(scans);
+  const uint64_t cap = GetResourceLimits().loop_iterations;
   for (int64_t iter = 0; cond && (!has_max || iter < max_trips); ++iter) {
+    if (static_cast<uint64_t>(iter) >= cap) FailLoopCap(ctx, cap, has_max, max_trips);
     std::vector<Tensor> in = {Scalar(TP::INT64, iter), Scalar(TP::BOOL, cond)};
     in.insert(in.end(), values.begin(), values.end());
     std::vector<Tensor> out = ctx.RunSubgraph(body, std::move(in));
