@@ -241,7 +241,7 @@ nlohmann::json ErrorJson(ErrorKind kind, const std::string& message, const std::
 }
 
 std::string WithFlagHint(const std::string& message) {
-  // Library messages start with their subject; the subjects a flag sets get that flag.
+  // Library messages name their subject in words; the subjects a flag sets get that flag.
   static const std::pair<const char*, const char*> kHints[] = {
       {"input shape", "--input-shape NAME:DIMS"},
       {"external data file", "--external-data FILE"},
@@ -249,6 +249,7 @@ std::string WithFlagHint(const std::string& message) {
       {"target profile", "--target NAME|FILE.json"},
       {"no rule files under", "--rules-dir DIR or $PORTTOOL_RULES_DIR"},
       {"refusing to overwrite", "-o OUT, or --in-place"},
+      {"protobuf cannot write a message over 2 GB", "--external-data [FILE]"},
   };
   if (message.find("memory limit") != std::string::npos) {
     return message + " [raise the limits with --max-tensor-memory / --max-memory]";
@@ -257,7 +258,7 @@ std::string WithFlagHint(const std::string& message) {
     return message + " [raise the limit with --max-loop-iterations N]";
   }
   for (const auto& [subject, flag] : kHints) {
-    if (util::StartsWith(message, subject)) return message + " [" + flag + "]";
+    if (message.find(subject) != std::string::npos) return message + " [" + flag + "]";
   }
   return message;
 }
