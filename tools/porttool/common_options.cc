@@ -250,13 +250,9 @@ std::string WithFlagHint(const std::string& message) {
       {"no rule files under", "--rules-dir DIR or $PORTTOOL_RULES_DIR"},
       {"refusing to overwrite", "-o OUT, or --in-place"},
       {"protobuf cannot write a message over 2 GB", "--external-data [FILE]"},
+      {"memory limit", "raise the limits with --max-tensor-memory / --max-memory"},
+      {"loop iteration limit", "raise the limit with --max-loop-iterations N"},
   };
-  if (message.find("memory limit") != std::string::npos) {
-    return message + " [raise the limits with --max-tensor-memory / --max-memory]";
-  }
-  if (message.find("loop iteration limit") != std::string::npos) {
-    return message + " [raise the limit with --max-loop-iterations N]";
-  }
   for (const auto& [subject, flag] : kHints) {
     if (message.find(subject) != std::string::npos) return message + " [" + flag + "]";
   }
