@@ -8,7 +8,9 @@ namespace porttool::passes {
 class FuseHardSwishPass : public Pass {
  public:
   std::string id() const override { return "fuse-hardswish"; }
-  std::string summary() const override { return "x * HardSigmoid(x) -> HardSwish (opset 14+)"; }
+  std::string summary() const override {
+    return "x * HardSigmoid(x) or x * relu6(x + 3) / 6 -> HardSwish (opset 14+)";
+  }
   PassResult Run(io::Model& model, const PassOptions& options, PassContext& context) const override;
 };
 

@@ -48,6 +48,23 @@ TEST(RealModels, PpOcrV4DetAllSixResizeBecomeUpsampleWithIdenticalOutputs) {
   EXPECT_EQ(MaxOutputDiff(original, det), 0.0);
 }
 
+// det (opset 11) spells hard-swish as x * relu6(x + 3) / 6 in 24 places; after convert-opset 14
+// each becomes one HardSwish node.
+TEST(RealModels, PpOcrV4DetRelu6HardSwishFusesAfterOpset14) {
+  io::Model det = LoadShared("ch_PP-OCRv4_det_infer.onnx");
+  if (!det.proto.has_graph()) GTEST_SKIP() << "../shared/models/ch_PP-OCRv4_det_infer.onnx absent";
+  shape::ApplyInputShapes(det, {{"x", {1, 3, 160, 160}}});
+  io::Model original = det;
+  PassContext context;
+  auto report =
+      Transform(det, ParsePipeline("convert-opset{to=14},fuse-hardswish"), false, context);
+  ASSERT_EQ(report.steps.size(), 2u);
+  EXPECT_EQ(report.steps[1].result.changes, 24);
+  EXPECT_EQ(CountOp(det, "HardSwish"), 24);
+  EXPECT_EQ(CountOp(det, "Clip"), 0);
+  EXPECT_LE(MaxOutputDiff(original, det), 1e-5);
+}
+
 TEST(RealModels, SimplifyPpOcrClsKeepsOutputs) {
   io::Model cls = LoadShared("ch_ppocr_mobile_v2.0_cls_infer.onnx");
   if (!cls.proto.has_graph())

@@ -287,6 +287,89 @@ TEST(HardSwish, DecomposeThenFuseRoundTripsWithSameOutputs) {
   EXPECT_LT(testing_util::MaxOutputDiff(original, m), 1e-6);
 }
 
+// x * relu6(x + 3) / 6, as hand-written MobileNetV3 blocks export it. The input is scaled to
+// [-5, 5) so both saturated ends of the Clip are exercised.
+constexpr const char* kRelu6MulFirst = R"(<ir_version: 8, opset_import: ["" : OPSET]>
+    g (float[2,16] in) => (float[2,16] y) {
+      spread = Constant <value = float {2.5}> ()
+      three = Constant <value = float {3.0}> ()
+      zero = Constant <value = float {0.0}> ()
+      six = Constant <value = float {6.0}> ()
+      x = Mul(in, spread)
+      a = Add(x, three)
+      c = Clip(a, zero, six)
+      t = Mul(x, c)
+      y = Div(t, six) })";
+
+io::Model Relu6Model(const std::string& text, int opset) {
+  std::string t = text;
+  t.replace(t.find("OPSET"), 5, std::to_string(opset));
+  return io::ParseText(t);
+}
+
+TEST(HardSwish, FusesTheRelu6SpellingWithSameOutputs) {
+  io::Model m = Relu6Model(kRelu6MulFirst, 14);
+  io::Model original = m;
+  auto result = testing_util::RunOne(m, "fuse-hardswish");
+  EXPECT_EQ(result.changes, 1) << testing_util::Notes(result);
+  EXPECT_EQ(testing_util::CountOp(m, "HardSwish"), 1);
+  EXPECT_EQ(testing_util::CountOp(m, "Clip"), 0);
+  EXPECT_EQ(testing_util::CountOp(m, "Div"), 0);
+  EXPECT_EQ(testing_util::CountOp(m, "Add"), 0);
+  EXPECT_EQ(m.proto.graph().node(m.proto.graph().node_size() - 1).output(0), "y");
+  EXPECT_LT(testing_util::MaxOutputDiff(original, m), 1e-6);
+}
+
+TEST(HardSwish, FusesTheDivideFirstSpellingWithAMulByOneSixth) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 14]>
+    g (float[2,16] in, float[1] three, float[1] sixth) => (float[2,16] y) {
+      spread = Constant <value = float {2.5}> ()
+      zero = Constant <value = float {0.0}> ()
+      six = Constant <value = float {6.0}> ()
+      x = Mul(in, spread)
+      a = Add(three, x)
+      c = Clip(a, zero, six)
+      t = Mul(sixth, c)
+      y = Mul(t, x) })");
+  // Graph inputs are not constants: make three and 1/6 initializers.
+  auto* g = m.proto.mutable_graph();
+  for (auto [name, value] : {std::pair{"three", 3.0f}, std::pair{"sixth", 1.0f / 6}}) {
+    auto* init = g->add_initializer();
+    init->set_name(name);
+    init->set_data_type(onnx::TensorProto::FLOAT);
+    init->add_dims(1);
+    init->add_float_data(value);
+  }
+  g->mutable_input()->DeleteSubrange(1, 2);
+  io::Model original = m;
+  EXPECT_EQ(testing_util::RunOne(m, "fuse-hardswish").changes, 1);
+  EXPECT_EQ(testing_util::CountOp(m, "HardSwish"), 1);
+  EXPECT_EQ(testing_util::CountOp(m, "Mul"), 1);  // the input scaling only
+  EXPECT_LT(testing_util::MaxOutputDiff(original, m), 1e-6);
+}
+
+TEST(HardSwish, LeavesLookalikesAlone) {
+  // Add 2 instead of 3: not hard-swish.
+  std::string add_two = kRelu6MulFirst;
+  add_two.replace(add_two.find("float {3.0}"), 11, "float {2.0}");
+  io::Model m = Relu6Model(add_two, 14);
+  EXPECT_EQ(testing_util::RunOne(m, "fuse-hardswish").changes, 0);
+  // The Clip output also feeds a graph output: fusing would lose it.
+  std::string shared = kRelu6MulFirst;
+  shared.replace(shared.find("=> (float[2,16] y)"), 18, "=> (float[2,16] y, float[2,16] c)");
+  m = Relu6Model(shared, 14);
+  EXPECT_EQ(testing_util::RunOne(m, "fuse-hardswish").changes, 0);
+  EXPECT_EQ(testing_util::CountOp(m, "Clip"), 1);
+}
+
+TEST(HardSwish, Relu6SpellingBelowOpset14IsReported) {
+  io::Model m = Relu6Model(kRelu6MulFirst, 13);
+  auto result = testing_util::RunOne(m, "fuse-hardswish");
+  EXPECT_EQ(result.changes, 0);
+  EXPECT_NE(testing_util::Notes(result).find("relu6"), std::string::npos)
+      << testing_util::Notes(result);
+}
+
 TEST(HardSwish, FuseReportsOpsetBelow14) {
   io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 11]>
     g (float[4] x) => (float[4] y) {
