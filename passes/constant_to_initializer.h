@@ -7,6 +7,7 @@ namespace porttool::passes {
 
 class ConstantToInitializerPass : public Pass {
  public:
+  bool visits_subgraph_bodies() const override { return true; }
   std::string id() const override { return "constant-to-initializer"; }
   std::string summary() const override {
     return "Turn Constant nodes into initializers of the same name";

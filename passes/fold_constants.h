@@ -7,6 +7,7 @@ namespace porttool::passes {
 
 class FoldConstantsPass : public Pass {
  public:
+  bool visits_subgraph_bodies() const override { return true; }
   std::string id() const override { return "fold-constants"; }
   std::string summary() const override {
     return "Evaluate nodes whose inputs are all constant (shape chains too), to a fixed point";

@@ -76,6 +76,10 @@ class Pass {
   virtual std::string id() const = 0;
   virtual std::string summary() const = 0;
   virtual std::vector<OptionHelp> options() const { return {}; }
+  // Whether the pass looks inside If/Loop/Scan bodies (or says per node why not). For passes that
+  // do not, the pipeline adds one note naming the bodies it left alone, so a pattern sitting in a
+  // loop body is never skipped silently.
+  virtual bool visits_subgraph_bodies() const { return false; }
   virtual PassResult Run(io::Model& model, const PassOptions& options,
                          PassContext& context) const = 0;
 };

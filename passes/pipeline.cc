@@ -1,5 +1,7 @@
 #include "passes/pipeline.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 
 #include "lib/util/error.h"
@@ -135,6 +137,25 @@ void CheckOptions(const Pass& pass, const PassOptions& options) {
   }
 }
 
+// "left the bodies of If 'a' (2 nodes), Loop 'b' (5 nodes) as they are", or "" when the main
+// graph has no node with a graph attribute.
+std::string UnvisitedBodiesNote(const onnx::GraphProto& graph) {
+  std::string list;
+  for (const auto& node : graph.node()) {
+    int nodes = 0;
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) nodes += a.g().node_size();
+      for (const auto& g : a.graphs()) nodes += g.node_size();
+    }
+    if (nodes == 0) continue;
+    list += fmt::format("{}{} '{}' ({} nodes)", list.empty() ? "" : ", ", node.op_type(),
+                        node.name(), nodes);
+  }
+  if (list.empty()) return "";
+  return "this pass does not look inside subgraph bodies; left the bodies of " + list +
+         " as they are";
+}
+
 }  // namespace
 
 void ValidatePipeline(const std::vector<PipelineStep>& steps) {
@@ -146,7 +167,12 @@ std::vector<StepReport> RunPipeline(io::Model& model, const std::vector<Pipeline
   ValidatePipeline(steps);
   std::vector<StepReport> reports;
   for (const auto& step : steps) {
-    reports.push_back({step.id, FindPass(step.id).Run(model, step.options, context)});
+    const Pass& pass = FindPass(step.id);
+    reports.push_back({step.id, pass.Run(model, step.options, context)});
+    if (!pass.visits_subgraph_bodies()) {
+      std::string note = UnvisitedBodiesNote(model.proto.graph());
+      if (!note.empty()) reports.back().result.notes.push_back(std::move(note));
+    }
     if (context.note_sink) {
       for (const auto& note : reports.back().result.notes) context.note_sink(step.id, note);
     }

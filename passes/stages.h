@@ -9,6 +9,7 @@ namespace porttool::passes {
 
 class InferShapesStage : public Pass {
  public:
+  bool visits_subgraph_bodies() const override { return true; }
   std::string id() const override { return "infer-shapes"; }
   std::string summary() const override {
     return "ONNX shape inference with data propagation, to a fixed point";
@@ -22,6 +23,7 @@ class InferShapesStage : public Pass {
 
 class CheckStage : public Pass {
  public:
+  bool visits_subgraph_bodies() const override { return true; }
   std::string id() const override { return "check"; }
   std::string summary() const override {
     return "ONNX checker + porting lints; stops the chain on an error-level finding";
