@@ -155,7 +155,8 @@ void CopyOut(const porttool::runtime::Tensor& value, const std::string& name, pt
     porttool::ThrowUsage("output '{}' ({}) needs {} bytes; the buffer holds {}", name,
                          value.DebugString(), value.bytes(), out.data ? out.bytes : 0);
   }
-  std::memcpy(out.data, value.raw(), value.bytes());
+  // The executor produced it in the caller's buffer already (Session::RunInto) or it copies.
+  if (value.raw() != out.data) std::memcpy(out.data, value.raw(), value.bytes());
   out.dtype = value.dtype();
   out.rank = static_cast<size_t>(value.rank());
   for (int i = 0; i < value.rank(); ++i) out.dims[i] = value.dim(i);
@@ -214,7 +215,12 @@ pt_status pt_session_run(pt_session* session, const pt_tensor* inputs, size_t n_
     return Fail(PT_ERR_USAGE, "pt_session_run: inputs or outputs array is NULL");
   }
   return Guard([&] {
-    auto results = session->session->Run(WrapInputs(*session, inputs, n_inputs));
+    std::map<std::string, porttool::runtime::OutputBuffer> buffers;
+    for (size_t i = 0; i < n_outputs; ++i) {
+      buffers[NameOf(outputs[i], i, session->outputs, "output")] = {outputs[i].data,
+                                                                    outputs[i].bytes};
+    }
+    auto results = session->session->RunInto(WrapInputs(*session, inputs, n_inputs), buffers);
     for (size_t i = 0; i < n_outputs; ++i) {
       std::string name = NameOf(outputs[i], i, session->outputs, "output");
       for (const auto& r : results) {

@@ -83,6 +83,58 @@ TEST_F(CApi, RunsIntoCallerBuffersAndMatchesTheSession) {
   pt_session_free(s);
 }
 
+// The executor writes outputs straight into the caller's memory when the producing kernel
+// allocates them (no output allocation, no copy), including an output other nodes still read.
+TEST_F(CApi, OutputsAreProducedInCallerMemory) {
+  io::Model model = io::Load(path);
+  runtime::Session session(model);
+  runtime::TensorMap inputs;
+  runtime::Tensor ta(PT_FLOAT, {2, 3}), tb(PT_FLOAT, {2, 3});
+  for (int i = 0; i < 6; ++i) {
+    ta.mutable_data<float>()[i] = static_cast<float>(i + 1);
+    tb.mutable_data<float>()[i] = static_cast<float>(6 - i);
+  }
+  inputs["a"] = ta;
+  inputs["b"] = tb;
+  auto expected = session.Run(inputs);
+  alignas(64) float y[6] = {}, m[3] = {};
+  auto results = session.RunInto(inputs, {{"y", {y, sizeof y}}, {"m", {m, sizeof m}}});
+  EXPECT_EQ(results[0].value.raw(), static_cast<void*>(y));
+  EXPECT_EQ(results[1].value.raw(), static_cast<void*>(m));
+  EXPECT_EQ(std::memcmp(y, expected[0].value.raw(), sizeof y), 0);
+  EXPECT_EQ(std::memcmp(m, expected[1].value.raw(), sizeof m), 0);
+}
+
+// When another output of the same node takes the buffer (same size and type), it gets its own
+// copy and the bound output still arrives in the buffer with its own values.
+TEST(CApiBuffers, SiblingOutputOfTheSameSizeDoesNotKeepTheCallerBuffer) {
+  testing::TempDir dir;
+  io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x) => (float[2] lo, float[2] hi) { lo, hi = Split<axis = 0>(x) })");
+  auto path = dir / "split.onnx";
+  testing::WriteFile(path, model.proto.SerializeAsString());
+  runtime::Session session(model);
+  runtime::Tensor x(PT_FLOAT, {4});
+  for (int i = 0; i < 4; ++i) x.mutable_data<float>()[i] = static_cast<float>(i + 1);
+  float hi[2] = {};
+  auto results = session.RunInto({{"x", x}}, {{"hi", {hi, sizeof hi}}});
+  EXPECT_NE(results[0].value.raw(), static_cast<void*>(hi));
+  EXPECT_EQ(results[0].value.data<float>()[0], 1);
+  EXPECT_EQ(results[1].value.data<float>()[1], 4);
+
+  pt_session* s = nullptr;
+  ASSERT_EQ(pt_session_create(path.c_str(), nullptr, &s), PT_OK) << pt_last_error();
+  float xs[4] = {1, 2, 3, 4}, out_hi[2] = {};
+  pt_tensor in = Tensor("x", xs, {4});
+  in.bytes = sizeof xs;
+  pt_tensor out = Tensor("hi", out_hi, {});
+  out.bytes = sizeof out_hi;
+  ASSERT_EQ(pt_session_run(s, &in, 1, &out, 1), PT_OK) << pt_last_error();
+  EXPECT_EQ(out_hi[0], 3);
+  EXPECT_EQ(out_hi[1], 4);
+  pt_session_free(s);
+}
+
 TEST_F(CApi, FailuresAreCodesWithMessagesNamingTheCulprit) {
   pt_session* s = nullptr;
   EXPECT_EQ(pt_session_create((dir / "missing.onnx").c_str(), nullptr, &s), PT_ERR_BAD_INPUT);

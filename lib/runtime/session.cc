@@ -12,6 +12,7 @@
 #include "lib/ir/graph_view.h"
 #include "lib/runtime/parallel.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
@@ -288,6 +289,64 @@ std::vector<NamedTensor> Session::RunObserved(const TensorMap& inputs,
   return named;
 }
 
+// A graph output of `node` the caller gave a buffer for, with its declared dtype and (when the
+// declared shape is static) byte size, which narrow which allocation may use the buffer.
+struct Session::BoundOutput {
+  int index = 0;
+  int32_t dtype = 0;
+  size_t bytes = 0;
+  OutputBuffer buffer;
+};
+
+std::optional<Session::BoundOutput> Session::FindBoundOutput(const onnx::NodeProto& node) const {
+  if (output_buffers_ == nullptr) return std::nullopt;
+  for (int i = 0; i < node.output_size(); ++i) {
+    auto it = output_buffers_->find(node.output(i));
+    if (it == output_buffers_->end()) continue;
+    BoundOutput b{i, 0, 0, it->second};
+    for (const auto& out : model_.proto.graph().output()) {
+      if (out.name() != node.output(i) || !out.type().has_tensor_type()) continue;
+      const auto& tt = out.type().tensor_type();
+      b.dtype = tt.elem_type();
+      std::vector<int64_t> dims;
+      for (const auto& d : tt.shape().dim()) {
+        if (d.has_dim_value() && d.dim_value() >= 0) dims.push_back(d.dim_value());
+      }
+      auto count = util::CheckedElementCount(dims);
+      if (tt.has_shape() && dims.size() == static_cast<size_t>(tt.shape().dim_size()) && count &&
+          *count < (int64_t{1} << 48)) {
+        b.bytes = static_cast<size_t>(*count) * ir::DtypeSize(b.dtype);
+      }
+    }
+    return b;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Only output `bound` may live in the caller's buffer: another output of the same node that took
+// it (same size and type) gets its own copy, since the buffer receives `bound`'s values.
+void UnaliasCallerBuffer(KernelContext& ctx, int bound, const void* buffer) {
+  for (int i = 0; i < ctx.output_count(); ++i) {
+    if (i != bound && !ctx.output(i).empty() && ctx.output(i).raw() == buffer) {
+      ctx.output(i) = ctx.output(i).Clone();
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<NamedTensor> Session::RunInto(const TensorMap& inputs,
+                                          const std::map<std::string, OutputBuffer>& buffers) {
+  output_buffers_ = &buffers;
+  struct Reset {
+    const std::map<std::string, OutputBuffer>*& p;
+    ~Reset() { p = nullptr; }
+  } reset{output_buffers_};
+  return RunObserved(inputs, nullptr);
+}
+
 std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeObserver* observer,
                                      bool nested) {
   const auto& graph = *plan.graph;
@@ -320,7 +379,13 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
         child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
       return Execute(*child.plan, child, observer, true);
     });
-    RunKernel(*plan.kernels[step], ctx, node);
+    auto bound = nested ? std::nullopt : FindBoundOutput(node);
+    {
+      std::optional<ScopedOutputBuffer> in_caller_memory;
+      if (bound) in_caller_memory.emplace(bound->dtype, bound->bytes, bound->buffer);
+      RunKernel(*plan.kernels[step], ctx, node);
+    }
+    if (bound) UnaliasCallerBuffer(ctx, bound->index, bound->buffer.data);
     for (int i = 0; i < ctx.output_count(); ++i) {
       if (!ctx.wants_output(i)) continue;
       if (ctx.output(i).empty()) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <random>
 #include <string>
@@ -75,6 +76,11 @@ class Session {
   std::vector<NamedTensor> Run(const TensorMap& inputs, const Observer& observer = nullptr);
   // Run, reporting every tensor produced anywhere (If branches included) with its node.
   std::vector<NamedTensor> RunObserved(const TensorMap& inputs, const NodeObserver& observer);
+  // Run, producing the named graph outputs directly in caller-owned memory where the kernel
+  // allows it (the returned tensor then points into the buffer; otherwise it is the executor's
+  // own and the caller copies). Buffers must stay valid while the results are used.
+  std::vector<NamedTensor> RunInto(const TensorMap& inputs,
+                                   const std::map<std::string, OutputBuffer>& buffers);
 
   // Warnings from the last Run (NaN/Inf in inputs when fail_on_nan is off).
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -89,6 +95,8 @@ class Session {
   std::vector<Tensor> Execute(const Plan& plan, Scope& scope, const NodeObserver* observer,
                               bool nested);
   void ValidateInputs(const TensorMap& inputs);
+  struct BoundOutput;
+  std::optional<BoundOutput> FindBoundOutput(const onnx::NodeProto& node) const;
 
   const io::Model& model_;
   SessionOptions options_;
@@ -96,6 +104,7 @@ class Session {
   std::unordered_map<const onnx::GraphProto*, std::unique_ptr<Plan>> plans_;
   std::vector<InputSpec> inputs_;
   std::vector<std::string> warnings_;
+  const std::map<std::string, OutputBuffer>* output_buffers_ = nullptr;  // during RunInto
 };
 
 // A random tensor for `spec`: floats uniform in [0, 1), integers in [0, 10), bool coin flips.

@@ -52,10 +52,42 @@ uint64_t ReserveStorage(int32_t dtype, const std::vector<int64_t>& shape) {
   return padded;
 }
 
+struct PendingOutputBuffer {
+  int32_t dtype = 0;
+  size_t bytes = 0;
+  OutputBuffer buffer;
+  bool active = false;
+};
+thread_local PendingOutputBuffer pending_output;
+
+// The caller's buffer when the allocation of `bytes` of `dtype` is the one it was opened for.
+void* TakeOutputBuffer(int32_t dtype, uint64_t bytes) {
+  PendingOutputBuffer& p = pending_output;
+  if (!p.active || (p.dtype != 0 && p.dtype != dtype) || bytes > p.buffer.capacity ||
+      (p.bytes != 0 && bytes != p.bytes)) {
+    return nullptr;
+  }
+  p.active = false;
+  return p.buffer.data;
+}
+
 }  // namespace
+
+ScopedOutputBuffer::ScopedOutputBuffer(int32_t dtype, size_t bytes, OutputBuffer buffer) {
+  pending_output = {dtype, bytes, buffer, buffer.data != nullptr};
+}
+
+ScopedOutputBuffer::~ScopedOutputBuffer() { pending_output.active = false; }
 
 Tensor::Tensor(int32_t dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)), size_(CountElements(dtype, shape_)) {
+  const uint64_t bytes = static_cast<uint64_t>(size_) * ElementSize(dtype);
+  if (void* caller = TakeOutputBuffer(dtype, bytes)) {
+    std::memset(caller, 0, bytes);
+    storage_ = std::shared_ptr<const void>(caller, [](const void*) {});  // the caller frees it
+    data_ = caller;
+    return;
+  }
   const uint64_t padded = ReserveStorage(dtype, shape_);
   void* p = std::aligned_alloc(kTensorAlignment, padded);
   if (p == nullptr) {

@@ -15,6 +15,25 @@ namespace porttool::runtime {
 
 inline constexpr size_t kTensorAlignment = 64;
 
+// Caller-owned memory a graph output may be produced in directly (the C API's output buffers).
+struct OutputBuffer {
+  void* data = nullptr;
+  size_t capacity = 0;  // bytes
+};
+
+// While alive, the first tensor this thread allocates with `dtype` (0: any) and a size that fits
+// the buffer (exactly `bytes` when non-zero) is placed in the buffer instead of on the heap,
+// zeroed like any new tensor and outside the memory limits (the caller owns it). The Session
+// opens one around the kernel that produces an output the caller gave a buffer for, then checks
+// where that output landed: a kernel may allocate a temporary first or return a view.
+class ScopedOutputBuffer {
+ public:
+  ScopedOutputBuffer(int32_t dtype, size_t bytes, OutputBuffer buffer);
+  ~ScopedOutputBuffer();
+  ScopedOutputBuffer(const ScopedOutputBuffer&) = delete;
+  ScopedOutputBuffer& operator=(const ScopedOutputBuffer&) = delete;
+};
+
 class Tensor {
  public:
   Tensor() = default;
