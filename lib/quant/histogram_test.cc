@@ -61,6 +61,31 @@ TEST(RangeStats, OrderAndSplitIndependent) {
   }
 }
 
+// The vectorised scan and the interleaved binning agree with binning one value at a time, on
+// lengths that are not multiples of the lanes, with NaN, infinities and huge finite values mixed in.
+TEST(RangeStats, BulkAddEqualsOneValueAtATime) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 3.f);
+  for (size_t n : {1u, 3u, 17u, 1000u, 4099u}) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng);
+    if (n > 10) {
+      v[2] = std::numeric_limits<float>::quiet_NaN();
+      v[n - 1] = -std::numeric_limits<float>::infinity();
+      v[n / 2] = std::numeric_limits<float>::max();
+    }
+    RangeStats bulk, single;
+    bulk.Add(v.data(), static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i) single.Add(&v[i], 1);
+    SCOPED_TRACE(n);
+    EXPECT_EQ(bulk.bins(), single.bins());
+    EXPECT_EQ(bulk.min(), single.min());
+    EXPECT_EQ(bulk.max(), single.max());
+    EXPECT_EQ(bulk.count(), single.count());
+    EXPECT_EQ(bulk.nonfinite(), single.nonfinite());
+  }
+}
+
 // 990 values in [0, 0.99) and 10 outliers at 100: range 128, bin width 1/16. The 99th percentile
 // is inside bin 15 ([0.9375, 1)), so T = 1; at 99.5 % it is the outliers' bin 1600, whose upper
 // edge is 100.0625.
