@@ -6,12 +6,19 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <iterator>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "lib/ir/dtype.h"
+#include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
 
 namespace porttool::runtime {
@@ -133,6 +140,130 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+// Hands the reference run's tensors to the candidate run while both execute (A on a worker
+// thread, B on the caller's). A tensor is passed by sharing its storage, not copied, and A waits
+// while what B has not taken yet exceeds the budget, so A stays a step or two ahead and memory
+// is the two runs' live tensors plus at most `budget` bytes. When the two execution orders
+// differ and B waits for a tensor A has not produced yet, A must go on: what it produces meanwhile
+// beyond the budget is spilled to a scratch directory and read back when B asks for it. Nothing
+// waits on a condition the other side cannot change, so the pair cannot deadlock.
+class Handoff {
+ public:
+  Handoff(size_t budget, std::filesystem::path scratch_parent)
+      : budget_(budget), scratch_parent_(std::move(scratch_parent)) {}
+
+  // A's side: offers a tensor B will ask for.
+  void Offer(const std::string& name, const Tensor& value) {
+    std::vector<Tensor> returned;  // freed here, by the thread that allocated them
+    std::unique_lock<std::mutex> lock(mutex_);
+    returned.swap(returned_);
+    changed_.wait(
+        lock, [&] { return b_done_ || BlockedOnA() || held_bytes_ + value.bytes() <= budget_; });
+    if (b_done_) return;
+    if (name == wanted_ || held_bytes_ + value.bytes() <= budget_) {
+      held_bytes_ += value.bytes();
+      held_[name] = value;
+    } else {
+      if (!scratch_) scratch_ = std::make_unique<ScratchDir>(scratch_parent_);
+      std::filesystem::path file = scratch_->path() / fmt::format("{:06d}.npy", spill_count_++);
+      WriteNpy(file, value);
+      spilled_[name] = file;
+    }
+    changed_.notify_all();
+  }
+
+  // A's side: no more tensors (or A failed with `error`).
+  void FinishA(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    a_done_ = true;
+    a_error_ = error;
+    changed_.notify_all();
+  }
+
+  // B's side: the reference's `name`, waiting until A produces it; nullopt when A finished
+  // without producing it. Rethrows A's failure.
+  std::optional<Tensor> Take(const std::string& name) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wanted_ = name;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return held_.count(name) || spilled_.count(name) || a_done_; });
+    wanted_.clear();
+    if (a_error_) std::rethrow_exception(a_error_);
+    if (auto it = held_.find(name); it != held_.end()) {
+      Tensor t = std::move(it->second);
+      held_.erase(it);
+      held_bytes_ -= t.bytes();
+      changed_.notify_all();
+      return t;
+    }
+    if (auto it = spilled_.find(name); it != spilled_.end()) {
+      std::filesystem::path file = it->second;
+      spilled_.erase(it);
+      lock.unlock();
+      Tensor t = ReadNpy(file);
+      std::error_code ec;
+      std::filesystem::remove(file, ec);
+      return t;
+    }
+    return std::nullopt;
+  }
+
+  // B's side: a reference tensor B is done with goes back to A's thread to be freed there, so
+  // the blocks A allocates return to A's own heap arena and A's next tensors reuse them.
+  void Return(Tensor t) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!a_done_) returned_.push_back(std::move(t));
+  }
+
+  // B's side: B needs nothing more (finished or failed); A runs on without waiting.
+  void FinishB() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    b_done_ = true;
+    held_.clear();
+    held_bytes_ = 0;
+    changed_.notify_all();
+  }
+
+  std::exception_ptr a_error() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return a_error_;
+  }
+
+ private:
+  // B waits for a tensor A has not handed over yet.
+  bool BlockedOnA() const {
+    return !wanted_.empty() && !held_.count(wanted_) && !spilled_.count(wanted_);
+  }
+
+  const size_t budget_;
+  const std::filesystem::path scratch_parent_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::unordered_map<std::string, Tensor> held_;
+  size_t held_bytes_ = 0;
+  std::vector<Tensor> returned_;
+  std::unordered_map<std::string, std::filesystem::path> spilled_;
+  int64_t spill_count_ = 0;
+  std::unique_ptr<ScratchDir> scratch_;
+  std::string wanted_;  // what B waits for; empty while B runs
+  bool a_done_ = false;
+  bool b_done_ = false;
+  std::exception_ptr a_error_;
+};
+
+// Names the main-graph nodes of `model` produce, Constant nodes apart (those are weights, not
+// results worth comparing).
+std::set<std::string> ProducedNames(const io::Model& model) {
+  std::set<std::string> names;
+  for (const auto& n : model.proto.graph().node()) {
+    if (n.op_type() == "Constant") continue;
+    for (const auto& out : n.output()) {
+      if (!out.empty()) names.insert(out);
+    }
+  }
+  return names;
+}
 
 }  // namespace
 
@@ -261,8 +392,91 @@ ModelComparison CompareWithStore(const io::Model& candidate, const TensorMap& in
   return result;
 }
 
+namespace {
+
+// Per-tensor comparison with A and B in lockstep (see Handoff): neither run's intermediates are
+// written anywhere unless the two execution orders drift apart by more than the budget.
+ModelComparison CompareInLockstep(const io::Model& a, const io::Model& b, const TensorMap& inputs,
+                                  const CompareOptions& options) {
+  std::set<std::string> shared;
+  {
+    std::set<std::string> a_names = ProducedNames(a), b_names = ProducedNames(b);
+    std::set_intersection(a_names.begin(), a_names.end(), b_names.begin(), b_names.end(),
+                          std::inserter(shared, shared.end()));
+  }
+  std::map<std::string, std::pair<std::string, std::string>> producer;  // tensor -> node, op
+  for (const auto& n : b.proto.graph().node()) {
+    for (const auto& out : n.output()) producer[out] = {n.name(), n.op_type()};
+  }
+  // Both sessions are planned before anything runs, so an op without a kernel is reported
+  // (reference first) the way it is without --per-tensor.
+  Session run_a(a, options.session);
+  SessionOptions session_b = options.session;
+  if (options.kernels_b) session_b.registry = options.kernels_b;
+  Session run_b(b, session_b);
+  TensorMap inputs_a = InputsFor(run_a, inputs), inputs_b = InputsFor(run_b, inputs);
+
+  Handoff handoff(options.lockstep_budget, options.scratch_dir);
+  std::vector<NamedTensor> outputs_a;
+  std::thread reference([&] {
+    try {
+      outputs_a = run_a.Run(inputs_a, [&](const std::string& name, const Tensor& value) {
+        if (shared.count(name)) handoff.Offer(name, value);
+      });
+      handoff.FinishA(nullptr);
+    } catch (...) {
+      handoff.FinishA(std::current_exception());
+    }
+  });
+
+  ModelComparison result;
+  std::vector<NamedTensor> outputs_b;
+  std::exception_ptr b_error;
+  try {
+    outputs_b = run_b.Run(inputs_b, [&](const std::string& name, const Tensor& value) {
+      if (!shared.count(name)) return;
+      std::optional<Tensor> ref = handoff.Take(name);
+      if (!ref) return;
+      const Tolerance& tol = options.For(name);
+      auto [node, op] = producer[name];
+      result.intermediates.push_back(
+          {name, node, op, CompareTensors(*ref, value, tol.rtol, tol.atol)});
+      handoff.Return(std::move(*ref));
+      if (!result.first_divergent && !result.intermediates.back().stats.within_tolerance) {
+        result.first_divergent = result.intermediates.size() - 1;
+      }
+    });
+  } catch (...) {
+    b_error = std::current_exception();
+  }
+  handoff.FinishB();
+  reference.join();
+  // The reference's failure comes first: B may only have stopped because A did.
+  if (auto a_error = handoff.a_error()) std::rethrow_exception(a_error);
+  if (b_error) std::rethrow_exception(b_error);
+
+  for (const auto& ref : outputs_a) {
+    auto it = std::find_if(outputs_b.begin(), outputs_b.end(),
+                           [&](const NamedTensor& o) { return o.name == ref.name; });
+    if (it == outputs_b.end()) {
+      result.unmatched_outputs.push_back(ref.name);
+      result.within_tolerance = false;
+      continue;
+    }
+    const Tolerance& tol = options.For(ref.name);
+    auto [node, op] = producer[ref.name];
+    result.outputs.push_back(
+        {ref.name, node, op, CompareTensors(ref.value, it->value, tol.rtol, tol.atol)});
+    if (!result.outputs.back().stats.within_tolerance) result.within_tolerance = false;
+  }
+  return result;
+}
+
+}  // namespace
+
 ModelComparison CompareModels(const io::Model& a, const io::Model& b, const TensorMap& inputs,
                               const CompareOptions& options) {
+  if (options.per_tensor) return CompareInLockstep(a, b, inputs, options);
   ScratchDir scratch(options.scratch_dir);
   TensorStore store = TensorStore::Create(scratch.path());
   // Only tensors B also produces are worth writing.

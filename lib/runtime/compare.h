@@ -1,10 +1,11 @@
 // Numerical comparison of tensors and of two models run on the same inputs: max, mean and median
 // abs and relative error, cosine similarity and SQNR (dB), and a tolerance test in numpy.allclose
-// form (tolerances per output). The reference run is streamed into a TensorStore (a directory of
-// .npy files) and the candidate is compared against it tensor by tensor as it produces them, so
-// --per-tensor never holds every intermediate in memory, the first divergent tensor is found in the
-// candidate's topological order, and a reference saved elsewhere (a board, another runtime) can be
-// compared.
+// form (tolerances per output). Per-tensor comparison of two models runs them in lockstep: the
+// reference on a worker thread hands each tensor (shared, not copied) to the candidate, which
+// compares it as it produces its own, so memory is the two runs' live tensors plus a bounded
+// hand-over, whatever the model's size; the first divergent tensor is found in the candidate's
+// topological order. A reference can also be recorded into a TensorStore (a directory of .npy
+// files) and compared later, or elsewhere (a board, another runtime), one tensor at a time.
 #pragma once
 
 #include <cstdint>
@@ -70,8 +71,13 @@ struct CompareOptions {
   // The candidate's (B's) kernels when they differ from the reference's (custom kernels under
   // test against built-in ones).
   const KernelRegistry* kernels_b = nullptr;
-  // Where CompareModels streams the reference's tensors (a fresh subdirectory, removed after).
+  // Where CompareModels streams the reference's outputs, and where per-tensor comparison spills
+  // what the reference produced ahead of the candidate beyond `lockstep_budget` (a fresh
+  // subdirectory, removed after).
   std::filesystem::path scratch_dir;
+  // Per-tensor CompareModels: bytes of reference tensors the candidate has not reached yet that
+  // may stay in memory. Larger lets the two runs overlap more; the rest is spilled to disk.
+  size_t lockstep_budget = size_t{4} << 20;
 
   const Tolerance& For(const std::string& name) const;
 };

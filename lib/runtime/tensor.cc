@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -89,15 +90,22 @@ Tensor::Tensor(int32_t dtype, std::vector<int64_t> shape)
     return;
   }
   const uint64_t padded = ReserveStorage(dtype, shape_);
-  void* p = std::aligned_alloc(kTensorAlignment, padded);
-  if (p == nullptr) {
+  // Plain malloc, aligned by hand, rather than aligned_alloc: glibc (2.36) serves memalign with a
+  // chunk a little larger than the request and splits it, so a freed tensor's chunk is always
+  // too small for the next tensor of the same size, and the heap grows by one tensor per step
+  // wherever freed blocks are not merged (measured: a 48-step chain of 8 MB tensors run in two
+  // threads, as `compare --per-tensor` does, grew to 290 MB while 57 MB were live).
+  void* block = std::malloc(padded + kTensorAlignment);
+  if (block == nullptr) {
     ReleaseTensorBytes(padded);
     ThrowBadInput("out of memory allocating {} for tensor {}", util::FormatBytes(padded),
                   ShapeText(dtype, shape_));
   }
+  auto address = reinterpret_cast<uintptr_t>(block);
+  void* p = reinterpret_cast<void*>((address + kTensorAlignment - 1) & ~(kTensorAlignment - 1));
   std::memset(p, 0, padded);
-  storage_ = std::shared_ptr<const void>(p, [padded](const void* q) {
-    std::free(const_cast<void*>(q));
+  storage_ = std::shared_ptr<const void>(p, [padded, block](const void*) {
+    std::free(block);
     ReleaseTensorBytes(padded);
   });
   data_ = p;

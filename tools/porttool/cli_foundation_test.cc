@@ -126,6 +126,34 @@ TEST(CliFoundation, CheckAppliesPinsToStrictInference) {
   EXPECT_EQ(RunPorttool("check '" + det.string() + "' --input-shape x:1x3x640x640").exit_code, 0);
 }
 
+// Issue 16 diagnostics: with every input pinned, `check --target` names the node that blocks
+// inference (and why) where it used to say "pin dynamic inputs with --input-shape".
+TEST(CliFoundation, CheckTargetWithPinnedInputsNamesTheBlockingNode) {
+  TempDir dir;
+  std::string make = R"(
+import onnx, sys
+from onnx import helper, TensorProto
+n1 = helper.make_node("Relu", ["x"], ["a"], name="r")
+n2 = helper.make_node("Mystery", ["a"], ["b"], name="mystery_0", domain="acme")
+n3 = helper.make_node("Relu", ["b"], ["y"], name="r2")
+g = helper.make_graph([n1, n2, n3], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("acme", 1)])
+onnx.save(m, sys.argv[1])
+)";
+  porttool::testing::WriteFile(dir / "make.py", make);
+  auto model = (dir / "custom.onnx").string();
+  ASSERT_EQ(porttool::testing::RunShell(std::string(porttool::testing::kSystemPython) + " '" +
+                                        (dir / "make.py").string() + "' '" + model + "'")
+                .exit_code,
+            0);
+  auto r = RunPorttool("check '" + model + "' --target rknn-rk3588 --input-shape x:1x4");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("node 'mystery_0' (Mystery) blocks"), std::string::npos) << r.out;
+  EXPECT_EQ((r.out + r.err).find("pin dynamic inputs"), std::string::npos) << r.out << r.err;
+}
+
 // Fix hints build their example from the input itself: a rank-3 state input named h keeps its
 // known dims instead of getting an image shape named x.
 TEST(CliFoundation, DynamicInputHintUsesTheInputsOwnNameAndRank) {

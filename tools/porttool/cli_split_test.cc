@@ -310,6 +310,18 @@ g (float[1,32,64,64] x) => (float[1,32,64,64] y) {
                          (dir / "one").string());
   ASSERT_EQ(one.exit_code, 0) << one.err;
   EXPECT_EQ(nlohmann::json::parse(one.out)["segments"].size(), 1u);
+  // Accelerator segments with fewer nodes than --min-segment-nodes run on the host, so
+  // segments merge: two at 2, one (all on the host) at 4.
+  auto two = RunPorttool("split " + (dir / "island.onnx").string() +
+                         " --auto --target rknn-rk3588 --min-segment-nodes 2 --json -o " +
+                         (dir / "two").string());
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(nlohmann::json::parse(two.out)["segments"].size(), 2u) << two.out;
+  auto min4 = RunPorttool("split " + (dir / "island.onnx").string() +
+                          " --auto --target rknn-rk3588 --min-segment-nodes 4 --json -o " +
+                          (dir / "min4").string());
+  ASSERT_EQ(min4.exit_code, 0) << min4.err;
+  EXPECT_EQ(nlohmann::json::parse(min4.out)["segments"].size(), 1u) << min4.out;
   auto misuse = RunPorttool("split " + (dir / "island.onnx").string() +
                             " --at n_r --max-segments 2 -o " + (dir / "x").string());
   EXPECT_EQ(misuse.exit_code, 2);
