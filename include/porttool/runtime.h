@@ -96,10 +96,10 @@ PT_API pt_status pt_session_output_info(const pt_session* session, size_t index,
 
 /* Runs once. Every model input must be given exactly once; inputs are checked for dtype and
  * shape against the model. `outputs` may list any subset of the model's outputs; each buffer
- * must hold the output (PT_ERR_USAGE naming the output and the bytes needed otherwise). The
- * kernel that produces an output writes it straight into its buffer (no allocation, no copy);
- * only outputs that are views of other tensors (Reshape of an input, an initializer) are
- * copied. */
+ * must hold the output (PT_ERR_USAGE naming the output and the bytes needed otherwise). For a
+ * 64-byte-aligned buffer the kernel that produces the output writes it straight into the buffer
+ * (no allocation, no copy); other buffers, and outputs that are views of other tensors (Reshape
+ * of an input, an initializer), are filled by a copy. */
 PT_API pt_status pt_session_run(pt_session* session, const pt_tensor* inputs, size_t n_inputs,
                                 pt_tensor* outputs, size_t n_outputs);
 

@@ -75,7 +75,9 @@ void* TakeOutputBuffer(int32_t dtype, uint64_t bytes) {
 }  // namespace
 
 ScopedOutputBuffer::ScopedOutputBuffer(int32_t dtype, size_t bytes, OutputBuffer buffer) {
-  pending_output = {dtype, bytes, buffer, buffer.data != nullptr};
+  // Kernels may rely on the Tensor invariant of 64-byte alignment; other buffers get a copy.
+  const bool aligned = reinterpret_cast<uintptr_t>(buffer.data) % kTensorAlignment == 0;
+  pending_output = {dtype, bytes, buffer, buffer.data != nullptr && aligned};
 }
 
 ScopedOutputBuffer::~ScopedOutputBuffer() { pending_output.active = false; }

@@ -21,7 +21,8 @@ struct OutputBuffer {
   size_t capacity = 0;  // bytes
 };
 
-// While alive, the first tensor this thread allocates with `dtype` (0: any) and a size that fits
+// While alive, and when the buffer is 64-byte aligned (the Tensor invariant kernels may rely on),
+// the first tensor this thread allocates with `dtype` (0: any) and a size that fits
 // the buffer (exactly `bytes` when non-zero) is placed in the buffer instead of on the heap,
 // zeroed like any new tensor and outside the memory limits (the caller owns it). The Session
 // opens one around the kernel that produces an output the caller gave a buffer for, then checks
