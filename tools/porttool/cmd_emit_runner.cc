@@ -105,7 +105,7 @@ int RunEmitRunner(const EmitRunnerOptions& o) {
   request.threads = o.threads;
   runtime::ApplyProcessSettings({o.threads});
   emit::RunnerResult r = emit::EmitRunner(request);
-  for (const auto& note : r.notes) spdlog::warn("{}", note);
+  for (const auto& note : r.notes) spdlog::warn("{}", WithFlagHint(note));
   if (o.json) {
     PrintJson(ToJson(r));
     return kExitOk;
