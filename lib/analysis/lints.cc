@@ -173,12 +173,13 @@ void LintTopology(const ir::GraphView& view, CheckReport& report) {
     for (const auto& name : view.NodeReads(i)) {
       if (view.Producer(name) < i) continue;
       const auto& node = view.node(i);
-      report.Add({Severity::kError, "not-topological", NodeLabel(node, i), name,
-                  fmt::format("node '{}' reads '{}' before the node producing it; ONNX requires "
-                              "nodes in topological order",
-                              NodeLabel(node, i), name),
-                  "the graph is acyclic, so porttool can reorder the nodes (a --fix / "
-                  "topological-sort pass)"});
+      report.Add(
+          {Severity::kError, "not-topological", NodeLabel(node, i), name,
+           fmt::format("node '{}' reads '{}' before the node producing it; ONNX requires "
+                       "nodes in topological order",
+                       NodeLabel(node, i), name),
+           "the graph is acyclic, so porttool can reorder the nodes: porttool chain MODEL -p "
+           "topo-sort -o OUT"});
       return;  // one finding is enough: the fix reorders everything
     }
   }

@@ -17,16 +17,16 @@ bool SameFile(const std::filesystem::path& a, const std::filesystem::path& b) {
 bool IsSourceOutput(const std::filesystem::path& weights) { return weights.extension() == ".c"; }
 
 void CheckOutputs(const io::Model& model, const EmitRequest& r) {
-  if (r.header_path.empty()) ThrowUsage("no header output given: pass -o OUT.h");
+  if (r.header_path.empty()) ThrowUsage("no header output given");
   std::vector<std::filesystem::path> outputs = {r.header_path};
   if (!r.weights_path.empty()) {
     auto ext = r.weights_path.extension();
     if (ext != ".c" && ext != ".bin") {
-      ThrowUsage("--weights '{}' must end in .bin (raw blob) or .c (C source for flash)",
+      ThrowUsage("weights file '{}' must end in .bin (raw blob) or .c (C source for flash)",
                  r.weights_path.string());
     }
     if (SameFile(r.weights_path, r.header_path)) {
-      ThrowUsage("--weights and -o both name '{}'", r.header_path.string());
+      ThrowUsage("the weights file and the header both name '{}'", r.header_path.string());
     }
     outputs.push_back(r.weights_path);
   }
@@ -51,7 +51,7 @@ std::string IncludePath(const std::filesystem::path& header, const std::filesyst
 void CheckAlignment(uint64_t alignment) {
   if (!analysis::IsPowerOfTwo(alignment) || alignment > kMaxAlignment) {
     ThrowUsage(
-        "--align {} is not a power of two from 1 to {} (DMA engines and NPUs usually "
+        "buffer alignment {} is not a power of two from 1 to {} (DMA engines and NPUs usually "
         "need 16, 32, 64, 128 or 256)",
         alignment, kMaxAlignment);
   }

@@ -212,7 +212,7 @@ std::string DefaultPrefix(const std::filesystem::path& model_path) {
 Header RenderHeader(const io::Model& model, const HeaderOptions& options) {
   if (!IsCIdentifier(options.prefix)) {
     ThrowUsage(
-        "--prefix '{}' is not a C identifier (letters, digits and '_', not starting with "
+        "symbol prefix '{}' is not a C identifier (letters, digits and '_', not starting with "
         "a digit)",
         options.prefix);
   }

@@ -210,7 +210,8 @@ RunnerResult EmitRunner(const RunnerRequest& request) {
   } else if (!int8.empty()) {
     result.quant = ObserveRanges(p, request, int8);
     result.quant_source = fmt::format(
-        "ranges observed in one executor run on {} (seed {}); give --table for calibrated values",
+        "ranges observed in one executor run on {} (seed {}); give a calibration table for "
+        "calibrated values",
         request.inputs.empty() ? "random inputs" : "the given inputs", request.seed);
     result.notes.push_back("no calibration table: int8 bridge " + result.quant_source);
   }

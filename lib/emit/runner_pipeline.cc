@@ -36,14 +36,14 @@ PipelineTensor ParseTensor(const Reader& r, const json& t, const std::string& pt
   if (!code) r.Fail(ptr + "/dtype", "unknown dtype '" + dtype.get<std::string>() + "'");
   out.dtype = *code;
   if (!t.contains("shape") || !t["shape"].is_array()) {
-    r.Fail(ptr, fmt::format("tensor '{}' has no static shape: split with --input-shape so that "
-                            "every bridge has one",
+    r.Fail(ptr, fmt::format("tensor '{}' has no static shape: split with pinned input shapes so "
+                            "that every bridge has one",
                             out.name));
   }
   for (const auto& d : t["shape"]) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0) {
       r.Fail(ptr + "/shape", fmt::format("tensor '{}' has a dynamic dim: split with "
-                                         "--input-shape so that every bridge is static",
+                                         "pinned input shapes so that every bridge is static",
                                          out.name));
     }
     out.dims.push_back(d.get<int64_t>());

@@ -11,7 +11,7 @@
 
 #include "lib/io/model.h"
 #include "lib/ir/split.h"
-#include "lib/shape/input_shapes.h"
+#include "lib/shape/infer.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
 
@@ -108,8 +108,9 @@ TEST(QuantFromRange, CoversTheRangeAndZeroExactly) {
 // A split of the demo model at its Gelu, written to `dir`.
 fs::path WriteDemoSplit(const fs::path& dir) {
   io::Model model = io::Load(testing::TestData("demo_detector.onnx"));
+  shape::ApplyInputShapes(model, {{"images", {1, 3, 64, 64}}});
   ir::SplitOptions options;
-  options.input_shapes = shape::InputShapes{{"images", {1, 3, 64, 64}}};
+  options.infer_types = shape::TypeInference();
   auto split = ir::SplitAtNodes(model, {"Custom_GELU_0"}, options);
   ir::WriteSplit(split, model, dir);
   return dir / "pipeline.json";

@@ -68,8 +68,8 @@ void MarkNeeded(const GraphView& view, const std::string& output,
 }  // namespace
 
 io::Model ExtractSubgraph(const io::Model& model, const std::vector<std::string>& inputs,
-                          const std::vector<std::string>& outputs,
-                          std::vector<std::string>* notes) {
+                          const std::vector<std::string>& outputs, std::vector<std::string>* notes,
+                          const TypeInferenceFn& infer) {
   GraphView view(model.proto.graph());
   CheckTensorNames(view, inputs, "an input");
   CheckTensorNames(view, outputs, "an output");
@@ -84,7 +84,7 @@ io::Model ExtractSubgraph(const io::Model& model, const std::vector<std::string>
   for (int index : view.TopoOrder()) {
     if (needed[index]) spec.nodes.push_back(index);
   }
-  TensorTypes types(model, view);
+  TensorTypes types(model, view, infer);
   return BuildSubModel(model, view, spec, types, notes);
 }
 

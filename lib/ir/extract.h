@@ -9,14 +9,17 @@
 #include <vector>
 
 #include "lib/io/model.h"
+#include "lib/ir/split.h"
 
 namespace porttool::ir {
 
 // Throws Error(kUsage) for a name that is no tensor of the graph (listing the closest names) and
 // when an output cannot be computed from the inputs and initializers, naming the output and the
 // missing tensor it depends on. Warnings (e.g. a boundary without a known type) go to `notes`.
+// `infer` completes boundary types the model does not record (see TypeInferenceFn).
 io::Model ExtractSubgraph(const io::Model& model, const std::vector<std::string>& inputs,
                           const std::vector<std::string>& outputs,
-                          std::vector<std::string>* notes = nullptr);
+                          std::vector<std::string>* notes = nullptr,
+                          const TypeInferenceFn& infer = nullptr);
 
 }  // namespace porttool::ir

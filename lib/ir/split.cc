@@ -14,7 +14,6 @@
 #include "lib/io/external_data.h"
 #include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
-#include "lib/shape/infer.h"
 #include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
@@ -64,20 +63,10 @@ onnx::TypeProto KnownType(const GraphView& view, const std::string& name) {
   return {};
 }
 
-// Runs porttool's shape inference (contrib schemas, data propagation, fixed point) on `model`
-// in place. A failure is tolerated: tensors it could not type stay unknown and the boundaries
-// that need them are reported by the caller.
-void InferInPlace(io::Model& model) {
-  try {
-    shape::InferShapes(model);
-  } catch (const Error&) {
-  }
-}
-
 }  // namespace
 
-TensorTypes::TensorTypes(const io::Model& model, const GraphView& view)
-    : model_(model), view_(view) {}
+TensorTypes::TensorTypes(const io::Model& model, const GraphView& view, TypeInferenceFn infer)
+    : model_(model), view_(view), infer_(std::move(infer)) {}
 
 TensorTypes::~TensorTypes() = default;
 
@@ -85,7 +74,12 @@ void TensorTypes::InferOnce() {
   if (inferred_) return;
   inferred_ = true;
   inferred_model_ = std::make_unique<io::Model>(model_);
-  InferInPlace(*inferred_model_);
+  // A failure is tolerated: tensors it could not type stay unknown and the boundaries that need
+  // them are reported in the notes.
+  try {
+    if (infer_) infer_(*inferred_model_);
+  } catch (const Error&) {
+  }
   inferred_view_ = std::make_unique<GraphView>(inferred_model_->proto.graph());
 }
 
@@ -123,7 +117,7 @@ onnx::ValueInfoProto TypedValueInfo(const std::string& name, TensorTypes& types,
   if (TypeScore(type) == 0 && notes) {
     notes->push_back(fmt::format(
         "tensor '{}' has no known type (shape inference could not reach it); the segment that "
-        "uses it may fail the ONNX checker: pin input shapes with --input-shape",
+        "uses it may fail the ONNX checker: pin the input shapes",
         name));
   }
   if (TypeScore(type) > 0) *info.mutable_type() = std::move(type);
@@ -222,14 +216,16 @@ int ResolveOne(const GraphView& view, const std::string& name) {
         name, found.size(), util::Join(where, ", "));
   }
   if (view.Initializer(name)) {
-    ThrowUsage("'{}' is an initializer (a weight), not a node; --at takes node names", name);
+    ThrowUsage(
+        "'{}' is an initializer (a weight), not a node; a cut node is named by its node name",
+        name);
   }
   if (view.GraphInput(name)) {
-    ThrowUsage("'{}' is a graph input, not a node; --at takes node names", name);
+    ThrowUsage("'{}' is a graph input, not a node; a cut node is named by its node name", name);
   }
   if (int producer = view.Producer(name); producer >= 0) {
-    ThrowUsage("'{}' is a tensor, not a node; it is produced by node '{}' ({}): pass --at {}", name,
-               view.node(producer).name(), view.node(producer).op_type(),
+    ThrowUsage("'{}' is a tensor, not a node; it is produced by node '{}' ({}): give cut node '{}'",
+               name, view.node(producer).name(), view.node(producer).op_type(),
                view.node(producer).name());
   }
   for (int i = 0; i < view.node_count(); ++i) {
@@ -251,7 +247,7 @@ int ResolveOne(const GraphView& view, const std::string& name) {
 }  // namespace
 
 std::vector<int> ResolveCutNodes(const GraphView& view, const std::vector<std::string>& names) {
-  if (names.empty()) ThrowUsage("no cut node given: name at least one node with --at");
+  if (names.empty()) ThrowUsage("no cut node given: name at least one node");
   std::vector<int> out;
   for (const auto& name : names) out.push_back(ResolveOne(view, name));
   return out;
@@ -291,7 +287,7 @@ int OutputSlot(const onnx::NodeProto& node, const std::string& tensor) {
 class Splitter {
  public:
   Splitter(const io::Model& model, const std::vector<bool>& host, const SplitOptions& options)
-      : model_(model), view_(model.proto.graph()), types_(model, view_), options_(options) {
+      : model_(model), view_(model.proto.graph()), types_(model, view_, options.infer_types) {
     if (static_cast<int>(host.size()) != view_.node_count()) {
       ThrowInternal("split: {} host flags for {} nodes", host.size(), view_.node_count());
     }
@@ -303,7 +299,6 @@ class Splitter {
     FormRuns();
     for (size_t s = 0; s < result_.segments.size(); ++s) BuildSegment(static_cast<int>(s));
     CollectBridges();
-    Advise();
     return std::move(result_);
   }
 
@@ -322,7 +317,6 @@ class Splitter {
       auto& segments = result_.segments;
       if (segments.empty() || segments.back().role != role) {
         segments.emplace_back().role = role;
-        segment_start_.push_back(static_cast<int>(linear_.size()));
       }
       segments.back().nodes.push_back(index);
       segment_of_[index] = static_cast<int>(segments.size()) - 1;
@@ -419,119 +413,14 @@ class Splitter {
     });
   }
 
-  // ---- cut-point advice ----
-
-  struct Span {
-    int first = 0;  // position of the producer
-    int last = 0;   // position of the last consumer
-    std::optional<uint64_t> bytes;
-    std::string tensor;
-  };
-
-  // Every tensor read after the node producing it, as positions in the linear order.
-  std::vector<Span> Spans() {
-    std::vector<Span> spans;
-    for (int index : linear_) {
-      for (const auto& out : view_.node(index).output()) {
-        int last = -1;
-        for (int c : view_.Consumers(out)) last = std::max(last, position_[c]);
-        if (last > position_[index]) {
-          spans.push_back({position_[index], last, StaticBytes(types_.Find(out)), out});
-        }
-      }
-    }
-    return spans;
-  }
-
-  // Bytes crossing a boundary placed just before position `p`; nullopt when a size is unknown.
-  static std::optional<uint64_t> CrossingBytes(const std::vector<Span>& spans, int p,
-                                               std::vector<std::string>* tensors = nullptr) {
-    uint64_t total = 0;
-    for (const auto& span : spans) {
-      if (span.first >= p || span.last < p) continue;
-      if (!span.bytes) return std::nullopt;
-      total += *span.bytes;
-      if (tensors) tensors->push_back(span.tensor);
-    }
-    return total;
-  }
-
-  void Advise() {
-    std::vector<Span> spans;
-    for (int b = 1; b < static_cast<int>(result_.segments.size()); ++b) {
-      std::vector<std::pair<std::string, uint64_t>> large;
-      for (const auto& bridge : result_.bridges) {
-        bool crosses = bridge.producer < b && bridge.consumers.back() >= b;
-        if (crosses && bridge.bytes && *bridge.bytes > options_.bridge_warn_bytes) {
-          large.emplace_back(bridge.tensor, *bridge.bytes);
-        }
-      }
-      if (large.empty()) continue;
-      if (spans.empty()) spans = Spans();
-      result_.advice.push_back(AdviseBoundary(b, spans, large));
-    }
-  }
-
-  CutAdvice AdviseBoundary(int b, const std::vector<Span>& spans,
-                           const std::vector<std::pair<std::string, uint64_t>>& large) {
-    CutAdvice advice;
-    advice.boundary = b;
-    for (const auto& [name, bytes] : large) advice.large_bridges.push_back(name);
-    int at = segment_start_[b];
-    advice.bytes = CrossingBytes(spans, at).value_or(0);
-    // The boundary may only move into the accelerator segment: the host must keep its nodes.
-    bool host_after = result_.segments[b].role == SegmentRole::kHost;
-    int lo = host_after ? std::max(segment_start_[b - 1] + 1, at - options_.advice_window) : at + 1;
-    int end = b + 1 < static_cast<int>(segment_start_.size()) ? segment_start_[b + 1]
-                                                              : static_cast<int>(linear_.size());
-    int hi = host_after ? at - 1 : std::min(end - 1, at + options_.advice_window);
-    for (int p = lo; p <= hi; ++p) {
-      std::vector<std::string> tensors;
-      auto bytes = CrossingBytes(spans, p, &tensors);
-      if (!bytes || *bytes >= advice.bytes) continue;
-      advice.candidates.push_back(
-          {view_.node(linear_[p]).name(), std::abs(p - at), *bytes, std::move(tensors)});
-    }
-    std::sort(advice.candidates.begin(), advice.candidates.end(), [](const auto& x, const auto& y) {
-      return std::tie(x.bytes, x.nodes_moved) < std::tie(y.bytes, y.nodes_moved);
-    });
-    if (advice.candidates.size() > 3) advice.candidates.resize(3);
-    advice.message = AdviceMessage(advice, large);
-    return advice;
-  }
-
-  std::string AdviceMessage(const CutAdvice& advice,
-                            const std::vector<std::pair<std::string, uint64_t>>& large) const {
-    std::vector<std::string> sized;
-    for (const auto& [name, bytes] : large) {
-      sized.push_back(fmt::format("'{}' {}", name, util::FormatBytes(bytes)));
-    }
-    std::string text = fmt::format(
-        "the cut between segments {} and {} bridges {} in total ({} over the {} threshold)",
-        advice.boundary - 1, advice.boundary, util::FormatBytes(advice.bytes),
-        util::Join(sized, ", "), util::FormatBytes(options_.bridge_warn_bytes));
-    if (advice.candidates.empty()) {
-      return text + fmt::format("; no smaller cut within {} nodes", options_.advice_window);
-    }
-    std::vector<std::string> candidates;
-    for (const auto& c : advice.candidates) {
-      candidates.push_back(fmt::format("before '{}' ({} more node{} on the host): {} [{}]",
-                                       c.before_node, c.nodes_moved, c.nodes_moved == 1 ? "" : "s",
-                                       util::FormatBytes(c.bytes), util::Join(c.tensors, ", ")));
-    }
-    return text + "; smaller cuts nearby: " + util::Join(candidates, "; ");
-  }
-
   const io::Model& model_;
   GraphView view_;
   TensorTypes types_;
-  const SplitOptions& options_;
   std::vector<bool> host_;
   std::vector<bool> floating_;
   std::vector<int> segment_of_;
-  std::vector<int> position_;       // node index -> position in linear_
-  std::vector<int> linear_;         // non-floating nodes in execution order
-  std::vector<int> segment_start_;  // segment -> position of its first node
+  std::vector<int> position_;  // node index -> position in linear_
+  std::vector<int> linear_;    // non-floating nodes in execution order
   std::unordered_map<std::string, std::set<int>> bridge_consumers_;
   SplitResult result_;
 };
@@ -540,15 +429,11 @@ class Splitter {
 
 SplitResult SplitModel(const io::Model& model, const std::vector<bool>& host,
                        const SplitOptions& options) {
-  if (options.input_shapes.empty()) return Splitter(model, host, options).Run();
-  io::Model pinned = model;
-  shape::ApplyInputShapes(pinned, options.input_shapes);
-  SplitResult result = Splitter(pinned, host, options).Run();
-  return result;
+  return Splitter(model, host, options).Run();
 }
 
 // ---------------------------------------------------------------------------------------------
-// Manifest and table
+// Manifest
 // ---------------------------------------------------------------------------------------------
 namespace {
 
@@ -587,18 +472,6 @@ nlohmann::json TensorListJson(const std::vector<BoundaryTensor>& tensors) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& t : tensors) out.push_back(TensorJson(t));
   return out;
-}
-
-std::string TensorListText(const std::vector<BoundaryTensor>& tensors) {
-  std::vector<std::string> parts;
-  for (const auto& t : tensors) {
-    parts.push_back(fmt::format("{}[{}]", t.name, ShapeToString(t.type)));
-  }
-  return util::Join(parts, ", ");
-}
-
-std::string BytesText(const std::optional<uint64_t>& bytes) {
-  return bytes ? util::FormatBytes(*bytes) : "?";
 }
 
 }  // namespace
@@ -658,26 +531,6 @@ nlohmann::json PipelineManifest(const SplitResult& result, const io::Model& sour
   return doc;
 }
 
-std::string FormatSplitTable(const SplitResult& result) {
-  std::string out = fmt::format("{:>3}  {:<22} {:<12} {:>6}  {}\n", "#", "file", "role", "nodes",
-                                "inputs -> outputs");
-  for (size_t s = 0; s < result.segments.size(); ++s) {
-    const Segment& seg = result.segments[s];
-    out += fmt::format("{:>3}  {:<22} {:<12} {:>6}  {} -> {}\n", s, seg.file, RoleName(seg.role),
-                       seg.model.proto.graph().node_size(), TensorListText(seg.inputs),
-                       TensorListText(seg.outputs));
-  }
-  if (result.bridges.empty()) return out + "no bridges\n";
-  out += fmt::format("\n{:<32} {:>12}  {:>4}  {}\n", "bridge", "bytes", "from", "to");
-  for (const auto& b : result.bridges) {
-    std::vector<std::string> to;
-    for (int c : b.consumers) to.push_back(std::to_string(c));
-    out += fmt::format("{:<32} {:>12}  {:>4}  {}\n", b.tensor, BytesText(b.bytes), b.producer,
-                       util::Join(to, ","));
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Writing
 // ---------------------------------------------------------------------------------------------
@@ -716,18 +569,19 @@ bool IsInside(const fs::path& path, const fs::path& dir) {
 
 void CheckReplaceable(const fs::path& dir, const io::Model& source) {
   if (!source.path.empty() && IsInside(source.path, dir)) {
-    ThrowUsage("the output directory '{}' holds the input model '{}'; choose another -o",
-               dir.string(), source.path.string());
+    ThrowUsage(
+        "the output directory '{}' holds the input model '{}'; choose another output directory",
+        dir.string(), source.path.string());
   }
   std::error_code ec;
   if (!fs::exists(dir, ec)) return;
   if (!fs::is_directory(dir, ec)) {
-    ThrowUsage("'{}' exists and is not a directory; choose another -o", dir.string());
+    ThrowUsage("'{}' exists and is not a directory; choose another output directory", dir.string());
   }
   if (!fs::is_empty(dir, ec) && !fs::exists(dir / "pipeline.json", ec)) {
     ThrowUsage(
         "'{}' exists and is not a previous split (no pipeline.json); refusing to replace "
-        "it: choose another -o",
+        "it: choose another output directory",
         dir.string());
   }
 }

@@ -5,15 +5,18 @@
 // segment boundary (skip connections and early graph outputs included) becomes a bridge: an
 // output of its producing segment and an input of every consuming one. Segments keep the source's
 // opsets, IR version and producer, carry only the initializers they read, have types for all
-// their inputs and outputs (inferred when the source lacked them), and refer to external weights
-// by the original location/offset/length so that writing them copies no weight bytes.
-// The same sub-model builder serves `extract` (lib/ir/extract.h).
+// their inputs and outputs (inferred, by the function the caller hands in, when the source lacked
+// them), and refer to external weights by the original location/offset/length so that writing
+// them copies no weight bytes. The same sub-model builder serves `extract` (lib/ir/extract.h).
+// Advice on cheaper cut points is an analysis (lib/analysis/cut_advice.h); the CLI prints the
+// table. Still here: writing the directory and pipeline.json (see docs/DESIGN-NOTES.md).
 #pragma once
 
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,9 +26,14 @@
 
 #include "lib/io/model.h"
 #include "lib/ir/graph_view.h"
-#include "lib/shape/input_shapes.h"
 
 namespace porttool::ir {
+
+// Completes the tensor types of a model in place: shape inference, which lives above lib/ir
+// (lib/shape). Sub-model builders call it, at most once and on a copy, when a boundary tensor has
+// no static type; callers hand in shape::TypeInference() (lib/shape/infer.h). Empty: only the
+// types the model records are used. An Error it throws is tolerated (those types stay unknown).
+using TypeInferenceFn = std::function<void(io::Model&)>;
 
 enum class SegmentRole { kAccelerator, kHost };
 // "accelerator" or "host", the names pipeline.json uses.
@@ -64,7 +72,8 @@ struct CutCandidate {
   std::vector<std::string> tensors;  // what would cross there
 };
 
-// A boundary whose bridge is over the warning threshold, with smaller cuts nearby.
+// A boundary whose bridge is over the warning threshold, with smaller cuts nearby
+// (analysis::AdviseCuts computes it; the split keeps it to write pipeline.json).
 struct CutAdvice {
   int boundary = 0;                        // between segment `boundary - 1` and segment `boundary`
   std::vector<std::string> large_bridges;  // bridges over the threshold crossing it
@@ -73,16 +82,15 @@ struct CutAdvice {
   std::string message;                     // one-line warning for the log
 };
 
+// Input shapes are pinned by the caller (shape::ApplyInputShapes) before splitting.
 struct SplitOptions {
-  uint64_t bridge_warn_bytes = uint64_t{1} << 20;  // fits a last-level cache
-  shape::InputShapes input_shapes;                 // pinned before types are inferred
-  int advice_window = 8;                           // nodes searched on each side of a cut
+  TypeInferenceFn infer_types;  // completes boundary types the model lacks
 };
 
 struct SplitResult {
   std::vector<Segment> segments;  // execution order
   std::vector<Bridge> bridges;    // in production order
-  std::vector<CutAdvice> advice;
+  std::vector<CutAdvice> advice;  // filled by the caller (analysis::AdviseCuts); in pipeline.json
   std::map<std::string, int> graph_outputs;  // original graph output -> producing segment
   std::vector<std::string> notes;            // warnings worth showing (e.g. untyped tensors)
   int source_nodes = 0;
@@ -131,17 +139,14 @@ WriteSplitResult WriteSplit(SplitResult& result, const io::Model& source,
 nlohmann::json PipelineManifest(const SplitResult& result, const io::Model& source,
                                 const std::string& source_sha256, const std::string& weights_mode);
 
-// The manifest as a human-readable table (segments, then bridges).
-std::string FormatSplitTable(const SplitResult& result);
-
 // ---- Shared with extract ----
 
 // Types of tensors for sub-model boundaries: the source's value_info, graph inputs/outputs and
-// initializers, completed by shape inference on a copy of the model when the source lacks a
-// (static) shape. Inference runs at most once, on first need.
+// initializers, completed by `infer` on a copy of the model when the source lacks a (static)
+// shape. Inference runs at most once, on first need; without `infer` the known types are final.
 class TensorTypes {
  public:
-  TensorTypes(const io::Model& model, const GraphView& view);
+  TensorTypes(const io::Model& model, const GraphView& view, TypeInferenceFn infer = nullptr);
   ~TensorTypes();
   // The best known type; an empty TypeProto when nothing is known.
   onnx::TypeProto Find(const std::string& name);
@@ -150,6 +155,7 @@ class TensorTypes {
   void InferOnce();
   const io::Model& model_;
   const GraphView& view_;
+  TypeInferenceFn infer_;
   bool inferred_ = false;
   std::unique_ptr<io::Model> inferred_model_;
   std::unique_ptr<GraphView> inferred_view_;

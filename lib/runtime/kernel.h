@@ -96,6 +96,10 @@ class KernelContext {
   std::shared_ptr<const void> prepared_;
 };
 
+// The open end of a kernel's opset range ("this kernel and every later opset"), for
+// KernelRegistry::Register(domain, op, since, kLatest, fn).
+inline constexpr int kLatest = 99;
+
 using KernelFn = std::function<void(KernelContext&)>;
 // Optional plan-time step of a kernel, run once per node when the Session is built: it parses
 // and validates attributes (ctx.Fail there fails the Session's construction, before anything

@@ -238,8 +238,7 @@ void Session::ValidateInputs(const TensorMap& inputs) {
   for (const auto& spec : inputs_) {
     auto it = inputs.find(spec.name);
     if (it == inputs.end()) {
-      ThrowUsage("input '{}' is missing: give it with --input {}=FILE or use --random-inputs",
-                 spec.name, spec.name);
+      ThrowUsage("input '{}' is missing: give its value, or generate random inputs", spec.name);
     }
     const Tensor& t = it->second;
     if (spec.dtype != 0 && t.dtype() != spec.dtype) {
@@ -412,7 +411,7 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
 Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng) {
   for (int64_t d : spec.dims) {
     if (d < 0) {
-      ThrowUsage("input '{}' has a dynamic dim; pin it with --input-shape {}:DIMS", spec.name,
+      ThrowUsage("input '{}' has a dynamic dim; pin its input shape ({}:DIMS)", spec.name,
                  spec.name);
     }
   }
@@ -444,7 +443,7 @@ Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng) {
       fill(t.mutable_data<int64_t>(), [&] { return int64_t(rng() % 10); });
       break;
     default:
-      ThrowUsage("input '{}': cannot generate random {} values; give it with --input", spec.name,
+      ThrowUsage("input '{}': cannot generate random {} values; give its value", spec.name,
                  ir::DtypeName(spec.dtype));
   }
   return t;

@@ -37,7 +37,7 @@ TensorStore TensorStore::Open(const fs::path& dir) {
   fs::path index = dir / kIndex;
   std::ifstream in(index, std::ios::binary);
   if (!in) {
-    ThrowBadInput("cannot read '{}': '{}' is not a tensor directory (written by --save-outputs)",
+    ThrowBadInput("cannot read '{}': '{}' is not a tensor directory (as compare saves outputs)",
                   index.string(), dir.string());
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

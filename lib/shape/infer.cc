@@ -189,8 +189,8 @@ class BlockerFinder {
       if (HasShape(input)) continue;
       int producer = view_.Producer(input);
       if (producer < 0 || producer == index) {
-        return {index, fmt::format("input '{}' has no type or shape (declare it, or pin it "
-                                   "with --input-shape)",
+        return {index, fmt::format("input '{}' has no type or shape (declare it, or pin its "
+                                   "input shape)",
                                    input)};
       }
       return Explain(producer);
@@ -335,6 +335,10 @@ InferReport InferShapes(io::Model& model, const InferOptions& options) {
                                                  : model.path.string() + " (inferred shapes)");
   FillReport(model, report);
   return report;
+}
+
+std::function<void(io::Model&)> TypeInference() {
+  return [](io::Model& model) { InferShapes(model); };
 }
 
 }  // namespace porttool::shape

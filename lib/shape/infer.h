@@ -5,6 +5,7 @@
 // with the node that blocked it. It never silently returns a smaller graph.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct InferReport {
 // Throws Error(kBadInput) when inference itself fails (naming the node) and Error(kUsage) for
 // bad input-shape overrides.
 InferReport InferShapes(io::Model& model, const InferOptions& options = {});
+
+// InferShapes with default options as the type-completion function that lib/ir's sub-model
+// builders take (ir::TypeInferenceFn: split and extract are handed it, lib/ir does not include
+// lib/shape).
+std::function<void(io::Model&)> TypeInference();
 
 // Makes ONNX's schema registry know porttool's contrib-op schemas (idempotent).
 void RegisterContribSchemas();

@@ -149,6 +149,28 @@ TEST(CliMessages, SameMistakeSameExitCode) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
+// The library's messages name their subject in words; the CLI appends the flag that sets it.
+TEST(CliMessages, LibraryErrorsGetTheFlagThatFixesThem) {
+  TempDir dir;
+  auto r = RunPorttool("split " + Demo() + " --at stem.out -o " + Q(dir / "s"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Has(r.err, "[--at NODE]")) << r.err;
+  r = RunPorttool("run " + Demo() + " --input-shape images:1x3x8x8");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Has(r.err, "[--input NAME=FILE or --random-inputs]")) << r.err;
+  r = RunPorttool("run " + Demo() + " --random-inputs");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Has(r.err, "[--input-shape NAME:DIMS]")) << r.err;
+  std::string emit = "emit-header " + Demo() + " --input-shape images:1x3x8x8 -o " + Q(dir / "d.h");
+  r = RunPorttool(emit + " --align 3");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(Has(r.err, "[--align N]")) << r.err;
+  r = RunPorttool(emit + " --prefix 1x");
+  EXPECT_TRUE(Has(r.err, "[--prefix NAME]")) << r.err;
+  r = RunPorttool(emit + " --weights w.txt");
+  EXPECT_TRUE(Has(r.err, "[--weights FILE.bin|FILE.c]")) << r.err;
+}
+
 TEST(CliJsonErrors, ErrorsAreOneJsonDocumentOnStdout) {
   TempDir dir;
   // A library error (unknown input) ...

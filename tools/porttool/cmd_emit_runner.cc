@@ -24,7 +24,7 @@ struct EmitRunnerOptions {
   std::string fake_npu;
   std::string table;
   std::vector<std::string> inputs;
-  uint64_t seed = 0;
+  uint64_t seed = kDefaultSeed;
   uint64_t align = 0;
   std::string target;
   std::string custom_op;
@@ -105,7 +105,7 @@ int RunEmitRunner(const EmitRunnerOptions& o) {
   request.threads = o.threads;
   runtime::ApplyProcessSettings({o.threads});
   emit::RunnerResult r = emit::EmitRunner(request);
-  for (const auto& note : r.notes) spdlog::warn("{}", note);
+  for (const auto& note : r.notes) spdlog::warn("{}", WithFlagHint(note));
   if (o.json) {
     PrintJson(ToJson(r));
     return kExitOk;
@@ -157,7 +157,7 @@ void RegisterEmitRunner(CLI::App& app, RunFn& run) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--input", opts->inputs,
                   "NAME=FILE.npy for the run that observes bridge ranges (default: random)");
-  cmd->add_option("--seed", opts->seed, "Seed for random inputs")->capture_default_str();
+  AddSeedOption(*cmd, opts->seed, "random inputs");
   cmd->add_option("--align", opts->align, "Arena alignment in bytes (default 64, or --target's)");
   cmd->add_option("--target", opts->target, "Take the arena alignment from a target profile");
   cmd->add_option("--custom-op", opts->custom_op,

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "lib/ir/extract.h"
+#include "lib/shape/infer.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -24,8 +25,8 @@ int RunExtract(const ExtractOptions& o) {
   io::Model model = LoadModel(o.model);
   RefuseOverwritingInput(model, o.output);
   std::vector<std::string> notes;
-  io::Model part = ir::ExtractSubgraph(model, o.inputs, o.outputs, &notes);
-  for (const auto& note : notes) spdlog::warn("{}", note);
+  io::Model part = ir::ExtractSubgraph(model, o.inputs, o.outputs, &notes, shape::TypeInference());
+  for (const auto& note : notes) spdlog::warn("{}", WithFlagHint(note));
   std::vector<std::string> files = SaveModel(part, o.output);
   if (o.json) {
     PrintJson({{"nodes", part.proto.graph().node_size()},

@@ -26,7 +26,7 @@ struct KitCliOptions {
   std::vector<std::string> input_shapes;
   std::string data;
   std::string output;
-  uint64_t seed = 0;
+  uint64_t seed = kDefaultSeed;
   uint64_t header_max_bytes = 4u << 20;
   std::vector<std::string> custom_ops;
   bool json = false;
@@ -148,7 +148,7 @@ void RegisterKit(CLI::App& app, RunFn& run) {
   cmd->add_option("--data", opts->data,
                   "Capture the node's real inputs from running the model on these samples");
   cmd->add_option("-o,--output", opts->output, "Directory for the kits");
-  cmd->add_option("--seed", opts->seed, "Seed for random model inputs")->capture_default_str();
+  AddSeedOption(*cmd, opts->seed, "random model inputs");
   cmd->add_option("--header-max-bytes", opts->header_max_bytes,
                   "Skip the C header of kits whose tensors exceed this size")
       ->capture_default_str();

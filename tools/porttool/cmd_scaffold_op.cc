@@ -17,7 +17,7 @@ struct ScaffoldOpOptions {
   std::string node;
   std::vector<std::string> input_shapes;
   std::string output;
-  uint64_t seed = 0;
+  uint64_t seed = kDefaultSeed;
   bool json = false;
 };
 
@@ -61,8 +61,7 @@ void RegisterScaffoldOp(CLI::App& app, RunFn& run) {
   cmd->add_option("--node", opts->node, "Name of the node to scaffold")->required();
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_option("-o,--output", opts->output, "Package directory to write")->required();
-  cmd->add_option("--seed", opts->seed, "Seed for the kit's random model inputs")
-      ->capture_default_str();
+  AddSeedOption(*cmd, opts->seed, "the kit's random model inputs");
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunScaffoldOp(*opts); }; });
 }

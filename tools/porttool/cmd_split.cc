@@ -6,12 +6,16 @@
 #include <iostream>
 
 #include "lib/analysis/check.h"
+#include "lib/analysis/cut_advice.h"
 #include "lib/decide/partition.h"
 #include "lib/decide/scan.h"
+#include "lib/ir/dtype.h"
 #include "lib/ir/split.h"
 #include "lib/runtime/shape_completion.h"
 #include "lib/runtime/verify.h"
+#include "lib/shape/infer.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -36,17 +40,52 @@ struct SplitOptions {
   int max_segments = 0;
 };
 
+std::string TensorListText(const std::vector<ir::BoundaryTensor>& tensors) {
+  std::vector<std::string> parts;
+  for (const auto& t : tensors) {
+    parts.push_back(fmt::format("{}[{}]", t.name, ir::ShapeToString(t.type)));
+  }
+  return util::Join(parts, ", ");
+}
+
+// The split as a table: segments, then bridges.
+std::string FormatSplitTable(const ir::SplitResult& result) {
+  std::string out = fmt::format("{:>3}  {:<22} {:<12} {:>6}  {}\n", "#", "file", "role", "nodes",
+                                "inputs -> outputs");
+  for (size_t s = 0; s < result.segments.size(); ++s) {
+    const ir::Segment& seg = result.segments[s];
+    out += fmt::format("{:>3}  {:<22} {:<12} {:>6}  {} -> {}\n", s, seg.file,
+                       ir::RoleName(seg.role), seg.model.proto.graph().node_size(),
+                       TensorListText(seg.inputs), TensorListText(seg.outputs));
+  }
+  if (result.bridges.empty()) return out + "no bridges\n";
+  out += fmt::format("\n{:<32} {:>12}  {:>4}  {}\n", "bridge", "bytes", "from", "to");
+  for (const auto& b : result.bridges) {
+    std::vector<std::string> to;
+    for (int c : b.consumers) to.push_back(std::to_string(c));
+    out +=
+        fmt::format("{:<32} {:>12}  {:>4}  {}\n", b.tensor,
+                    b.bytes ? util::FormatBytes(*b.bytes) : "?", b.producer, util::Join(to, ","));
+  }
+  return out;
+}
+
 // Which nodes go to the host: the --at nodes, or with --auto every node the target's accelerator
 // cannot run (decision engine's compatibility scan). `model` has its shapes completed already.
 ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o,
                           std::optional<decide::Partition>& partition) {
   ir::SplitOptions options;
-  options.bridge_warn_bytes = o.bridge_warn_bytes;
-  if (!o.auto_cut) return ir::SplitAtNodes(model, o.at, options);
-  partition = decide::PlanAutoSplit(model, LoadTargetFlag(o.rules_dir, o.target),
-                                    {o.min_segment_nodes, o.max_segments});
-  ir::SplitResult result = ir::SplitModel(model, partition->chosen.host, options);
-  result.annotations["estimate"] = decide::PartitionToJson(*partition);
+  options.infer_types = shape::TypeInference();
+  ir::SplitResult result;
+  if (!o.auto_cut) {
+    result = ir::SplitAtNodes(model, o.at, options);
+  } else {
+    partition = decide::PlanAutoSplit(model, LoadTargetFlag(o.rules_dir, o.target),
+                                      {o.min_segment_nodes, o.max_segments});
+    result = ir::SplitModel(model, partition->chosen.host, options);
+    result.annotations["estimate"] = decide::PartitionToJson(*partition);
+  }
+  result.advice = analysis::AdviseCuts(model, result, {.bridge_warn_bytes = o.bridge_warn_bytes});
   return result;
 }
 
@@ -142,7 +181,7 @@ int RunSplit(const SplitOptions& o) {
       o.verify ? TryVerify(model, result, written, o, exit_code) : std::optional<bool>(true);
   bool verified = verify_ran.value_or(false);
   if (verify_ran && !verified) exit_code = kExitCheckFailed;
-  for (const auto& note : result.notes) spdlog::warn("{}", note);
+  for (const auto& note : result.notes) spdlog::warn("{}", WithFlagHint(note));
   for (const auto& note : written.notes) spdlog::warn("{}", note);
   for (const auto& advice : result.advice) spdlog::warn("{}", advice.message);
   if (o.json) {
@@ -155,7 +194,7 @@ int RunSplit(const SplitOptions& o) {
   std::cout << fmt::format("{} -> {}/ ({} segments, {} bridges, weights {})\n", o.model,
                            written.dir.string(), result.segments.size(), result.bridges.size(),
                            o.copy_weights ? "copied" : "zero-copy");
-  std::cout << ir::FormatSplitTable(result);
+  std::cout << FormatSplitTable(result);
   if (partition) std::cout << decide::PartitionToText(*partition);
   if (o.verify && verify_ran) {
     std::cout << (verified ? "verify: outputs identical, every segment passes the ONNX checker\n"

@@ -244,6 +244,16 @@ std::string WithFlagHint(const std::string& message) {
   // Library messages name their subject in words; the subjects a flag sets get that flag.
   static const std::pair<const char*, const char*> kHints[] = {
       {"input shape", "--input-shape NAME:DIMS"},
+      {"or generate random inputs", "--input NAME=FILE or --random-inputs"},
+      {"give its value", "--input NAME=FILE"},
+      {"cut node", "--at NODE"},
+      {"choose another output directory", "-o DIR"},
+      {"no header output given", "-o OUT.h"},
+      {"weights file", "--weights FILE.bin|FILE.c"},
+      {"buffer alignment", "--align N"},
+      {"symbol prefix", "--prefix NAME"},
+      {"is not a tensor directory", "compare --save-outputs DIR writes one"},
+      {"calibration table for calibrated values", "--table FILE"},
       {"external data file", "--external-data FILE"},
       {"unknown target", "--target NAME|FILE.json"},
       {"target profile", "--target NAME|FILE.json"},

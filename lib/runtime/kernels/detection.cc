@@ -12,7 +12,6 @@ namespace porttool::runtime {
 namespace {
 
 using namespace kernels;  // NOLINT
-constexpr int kLatest = 99;
 
 struct Box {
   float y1, x1, y2, x2;

@@ -15,7 +15,6 @@ namespace porttool::runtime {
 namespace {
 
 using namespace kernels;  // NOLINT: the helpers are this file's vocabulary
-constexpr int kLatest = 99;
 
 template <typename T, typename F>
 void MapInto(const Tensor& x, Tensor& y, F f) {

@@ -19,8 +19,17 @@ namespace porttool::runtime::kernels {
 
 using TP = onnx::TensorProto;
 
-// Calls fn(T{}) with T the C type of `dtype`. The Dispatch* variants accept a subset and reject
-// anything else with ctx.Fail naming the dtype.
+// The ONNX element type of a C type (0 for types that have none).
+template <typename T>
+inline constexpr int32_t kDtypeOf = 0;
+
+// The one dtype dispatch: calls fn(T{}) with T the C type of `dtype` among Ts, and rejects any
+// other dtype with ctx.Fail naming it. A kernel lists the types it implements:
+// Dispatch<float, double, int8_t, uint8_t>(ctx, x.dtype(), run).
+template <typename... Ts, typename Fn>
+void Dispatch(const KernelContext& ctx, int32_t dtype, Fn&& fn);
+
+// The common subsets, by name. Calls fn(T{}) with T the C type of `dtype`.
 template <typename Fn>
 void DispatchFloat(const KernelContext& ctx, int32_t dtype, Fn&& fn);
 template <typename Fn>
@@ -31,6 +40,11 @@ template <typename Fn>
 void DispatchSigned(const KernelContext& ctx, int32_t dtype, Fn&& fn);  // floats, signed ints
 
 [[noreturn]] void FailDtype(const KernelContext& ctx, int32_t dtype);
+
+// For kernels that only move elements: calls fn(U{}) with U the unsigned integer type of the
+// element size (1, 2, 4 or 8 bytes); false for any other size (strings, sub-byte types).
+template <typename Fn>
+bool DispatchBySize(size_t element_size, Fn&& fn);
 
 // A floating value converted to T with saturation (NaN -> 0 for integers, the range ends for
 // values beyond them). A plain cast of an out-of-range value is undefined behaviour, and the
@@ -112,58 +126,72 @@ void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& fn
 
 // ---- implementation of the templates ----
 
+template <>
+inline constexpr int32_t kDtypeOf<float> = TP::FLOAT;
+template <>
+inline constexpr int32_t kDtypeOf<double> = TP::DOUBLE;
+template <>
+inline constexpr int32_t kDtypeOf<int8_t> = TP::INT8;
+template <>
+inline constexpr int32_t kDtypeOf<int16_t> = TP::INT16;
+template <>
+inline constexpr int32_t kDtypeOf<int32_t> = TP::INT32;
+template <>
+inline constexpr int32_t kDtypeOf<int64_t> = TP::INT64;
+template <>
+inline constexpr int32_t kDtypeOf<uint8_t> = TP::UINT8;
+template <>
+inline constexpr int32_t kDtypeOf<uint16_t> = TP::UINT16;
+template <>
+inline constexpr int32_t kDtypeOf<uint32_t> = TP::UINT32;
+template <>
+inline constexpr int32_t kDtypeOf<uint64_t> = TP::UINT64;
+template <>
+inline constexpr int32_t kDtypeOf<bool> = TP::BOOL;
+
+template <typename... Ts, typename Fn>
+void Dispatch(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
+  static_assert(((kDtypeOf<Ts> != 0) && ...), "a dispatched type needs a kDtypeOf");
+  const bool done = ((dtype == kDtypeOf<Ts> ? (fn(Ts{}), true) : false) || ...);
+  if (!done) FailDtype(ctx, dtype);
+}
+
 template <typename Fn>
 void DispatchFloat(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case TP::FLOAT:
-      return fn(float{});
-    case TP::DOUBLE:
-      return fn(double{});
-    default:
-      FailDtype(ctx, dtype);
-  }
+  Dispatch<float, double>(ctx, dtype, fn);
 }
 
 template <typename Fn>
 void DispatchSigned(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case TP::FLOAT:
-      return fn(float{});
-    case TP::DOUBLE:
-      return fn(double{});
-    case TP::INT8:
-      return fn(int8_t{});
-    case TP::INT16:
-      return fn(int16_t{});
-    case TP::INT32:
-      return fn(int32_t{});
-    case TP::INT64:
-      return fn(int64_t{});
-    default:
-      FailDtype(ctx, dtype);
-  }
+  Dispatch<float, double, int8_t, int16_t, int32_t, int64_t>(ctx, dtype, fn);
 }
 
 template <typename Fn>
 void DispatchNumeric(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case TP::UINT8:
-      return fn(uint8_t{});
-    case TP::UINT16:
-      return fn(uint16_t{});
-    case TP::UINT32:
-      return fn(uint32_t{});
-    case TP::UINT64:
-      return fn(uint64_t{});
-    default:
-      return DispatchSigned(ctx, dtype, fn);
-  }
+  Dispatch<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t>(
+      ctx, dtype, fn);
 }
 
 template <typename Fn>
 void DispatchAll(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
-  if (dtype == TP::BOOL) return fn(bool{});
-  DispatchNumeric(ctx, dtype, fn);
+  Dispatch<float, double, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
+           bool>(ctx, dtype, fn);
+}
+
+template <typename Fn>
+bool DispatchBySize(size_t element_size, Fn&& fn) {
+  switch (element_size) {
+    case 1:
+      return fn(uint8_t{}), true;
+    case 2:
+      return fn(uint16_t{}), true;
+    case 4:
+      return fn(uint32_t{}), true;
+    case 8:
+      return fn(uint64_t{}), true;
+    default:
+      return false;
+  }
 }
 
 template <typename A, typename B, typename O, typename Op>

@@ -13,7 +13,6 @@ namespace porttool::runtime {
 namespace {
 
 using namespace kernels;  // NOLINT
-constexpr int kLatest = 99;
 
 void ShrinkKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"bias", "lambd"});
@@ -52,22 +51,7 @@ void BitShiftKernel(KernelContext& ctx) {
       return left ? static_cast<T>(x << s) : static_cast<T>(x >> s);
     });
   };
-  switch (a.dtype()) {
-    case TP::UINT8:
-      run(uint8_t{});
-      break;
-    case TP::UINT16:
-      run(uint16_t{});
-      break;
-    case TP::UINT32:
-      run(uint32_t{});
-      break;
-    case TP::UINT64:
-      run(uint64_t{});
-      break;
-    default:
-      FailDtype(ctx, a.dtype());
-  }
+  Dispatch<uint8_t, uint16_t, uint32_t, uint64_t>(ctx, a.dtype(), run);
   ctx.output(0) = std::move(out);
 }
 

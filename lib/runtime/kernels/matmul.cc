@@ -39,22 +39,7 @@ void GemmAny(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T
 
 template <typename Fn>
 void DispatchMatMulTypes(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case TP::FLOAT:
-      return fn(float{});
-    case TP::DOUBLE:
-      return fn(double{});
-    case TP::INT32:
-      return fn(int32_t{});
-    case TP::INT64:
-      return fn(int64_t{});
-    case TP::UINT32:
-      return fn(uint32_t{});
-    case TP::UINT64:
-      return fn(uint64_t{});
-    default:
-      kernels::FailDtype(ctx, dtype);
-  }
+  kernels::Dispatch<float, double, int32_t, int64_t, uint32_t, uint64_t>(ctx, dtype, fn);
 }
 
 std::vector<int64_t> BroadcastBatch(const KernelContext& ctx, std::vector<int64_t> a,

@@ -116,18 +116,7 @@ void MaxPoolKernel(KernelContext& ctx) {
     indices = &(ctx.output(1) = Tensor(TP::INT64, s.out_shape));
   }
   auto run = [&](auto tag) { MaxPoolPlanes<decltype(tag)>(x, s, storage_order == 1, y, indices); };
-  switch (x.dtype()) {
-    case TP::FLOAT:
-      return run(float{});
-    case TP::DOUBLE:
-      return run(double{});
-    case TP::INT8:
-      return run(int8_t{});
-    case TP::UINT8:
-      return run(uint8_t{});
-    default:
-      kernels::FailDtype(ctx, x.dtype());
-  }
+  kernels::Dispatch<float, double, int8_t, uint8_t>(ctx, x.dtype(), run);
 }
 
 template <typename T>

@@ -12,7 +12,6 @@ namespace porttool::runtime {
 namespace {
 
 using namespace kernels;  // NOLINT
-constexpr int kLatest = 99;
 
 // Element i of x uses scale/zero-point index (i / inner) % channels.
 struct QuantLayout {
@@ -72,22 +71,9 @@ void QuantizeKernel(KernelContext& ctx) {
     }
   };
   auto with_output = [&](auto in_tag) {
-    switch (out_type) {
-      case TP::UINT8:
-        return run(uint8_t{}, in_tag);
-      case TP::INT8:
-        return run(int8_t{}, in_tag);
-      default:
-        FailDtype(ctx, out_type);
-    }
+    Dispatch<uint8_t, int8_t>(ctx, out_type, [&](auto out_tag) { run(out_tag, in_tag); });
   };
-  if (x.dtype() == TP::FLOAT) {
-    with_output(float{});
-  } else if (x.dtype() == TP::INT32) {
-    with_output(int32_t{});
-  } else {
-    FailDtype(ctx, x.dtype());
-  }
+  Dispatch<float, int32_t>(ctx, x.dtype(), with_output);
   ctx.output(0) = std::move(out);
 }
 
@@ -114,19 +100,7 @@ void DequantizeKernel(KernelContext& ctx) {
       po[i] = static_cast<float>(static_cast<int64_t>(px[i]) - (pz ? pz[c] : 0)) * ps[c];
     }
   };
-  switch (x.dtype()) {
-    case TP::UINT8:
-      run(uint8_t{});
-      break;
-    case TP::INT8:
-      run(int8_t{});
-      break;
-    case TP::INT32:
-      run(int32_t{});
-      break;
-    default:
-      FailDtype(ctx, x.dtype());
-  }
+  Dispatch<uint8_t, int8_t, int32_t>(ctx, x.dtype(), run);
   ctx.output(0) = std::move(out);
 }
 

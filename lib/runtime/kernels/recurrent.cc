@@ -19,7 +19,6 @@ namespace porttool::runtime {
 namespace {
 
 using namespace kernels;  // NOLINT
-constexpr int kLatest = 99;
 
 enum class Cell { kRnn, kGru, kLstm };
 

@@ -16,7 +16,6 @@ namespace porttool::runtime {
 namespace {
 
 using namespace kernels;  // NOLINT
-constexpr int kLatest = 99;
 
 enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
 

@@ -329,22 +329,7 @@ void RunResize(KernelContext& ctx, const ResizeSpec& s) {
   }
   first = std::min(first, std::max(rank - 2, 0));  // at least the last two axes are walked
   auto run = [&](auto tag) { Interpolate<decltype(tag)>(x, s, taps, first, y); };
-  switch (x.dtype()) {
-    case TP::FLOAT:
-      return run(float{});
-    case TP::DOUBLE:
-      return run(double{});
-    case TP::INT8:
-      return run(int8_t{});
-    case TP::UINT8:
-      return run(uint8_t{});
-    case TP::INT32:
-      return run(int32_t{});
-    case TP::INT64:
-      return run(int64_t{});
-    default:
-      kernels::FailDtype(ctx, x.dtype());
-  }
+  kernels::Dispatch<float, double, int8_t, uint8_t, int32_t, int64_t>(ctx, x.dtype(), run);
 }
 
 std::vector<double> ReadFloats(const KernelContext& ctx, const Tensor& t) {
@@ -494,22 +479,11 @@ void MoveBlocks(const BlockMove& m, const U* src, U* dst, bool to_space) {
 
 void MoveBlocksAnySize(const KernelContext& ctx, const BlockMove& m, const Tensor& src, Tensor& dst,
                        bool to_space) {
-  switch (ir::DtypeSize(src.dtype())) {
-    case 1:
-      return MoveBlocks(m, static_cast<const uint8_t*>(src.raw()),
-                        static_cast<uint8_t*>(dst.mutable_raw()), to_space);
-    case 2:
-      return MoveBlocks(m, static_cast<const uint16_t*>(src.raw()),
-                        static_cast<uint16_t*>(dst.mutable_raw()), to_space);
-    case 4:
-      return MoveBlocks(m, static_cast<const uint32_t*>(src.raw()),
-                        static_cast<uint32_t*>(dst.mutable_raw()), to_space);
-    case 8:
-      return MoveBlocks(m, static_cast<const uint64_t*>(src.raw()),
-                        static_cast<uint64_t*>(dst.mutable_raw()), to_space);
-    default:
-      kernels::FailDtype(ctx, src.dtype());
-  }
+  const bool moved = kernels::DispatchBySize(ir::DtypeSize(src.dtype()), [&](auto tag) {
+    using U = decltype(tag);
+    MoveBlocks(m, static_cast<const U*>(src.raw()), static_cast<U*>(dst.mutable_raw()), to_space);
+  });
+  if (!moved) kernels::FailDtype(ctx, src.dtype());
 }
 
 int64_t ReadBlockSize(const KernelContext& ctx, const Tensor& x) {

@@ -16,7 +16,6 @@ namespace porttool::runtime {
 namespace {
 
 using namespace kernels;  // NOLINT
-constexpr int kLatest = 99;
 
 int64_t Product(const std::vector<int64_t>& v, size_t begin, size_t end) {
   int64_t p = 1;

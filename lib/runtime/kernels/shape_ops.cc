@@ -17,7 +17,6 @@ namespace porttool::runtime {
 namespace {
 
 using namespace kernels;  // NOLINT
-constexpr int kLatest = 99;
 
 std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
@@ -59,25 +58,13 @@ void StridedCopyT(const E* src, int64_t base, const std::vector<int64_t>& shape,
 Tensor StridedCopy(const Tensor& src, int64_t base, const std::vector<int64_t>& shape,
                    const std::vector<int64_t>& strides) {
   Tensor out(src.dtype(), shape);
-  switch (ir::DtypeSize(src.dtype())) {
-    case 1:
-      StridedCopyT(static_cast<const uint8_t*>(src.raw()), base, shape, strides,
-                   static_cast<uint8_t*>(out.mutable_raw()));
-      break;
-    case 2:
-      StridedCopyT(static_cast<const uint16_t*>(src.raw()), base, shape, strides,
-                   static_cast<uint16_t*>(out.mutable_raw()));
-      break;
-    case 4:
-      StridedCopyT(static_cast<const uint32_t*>(src.raw()), base, shape, strides,
-                   static_cast<uint32_t*>(out.mutable_raw()));
-      break;
-    case 8:
-      StridedCopyT(static_cast<const uint64_t*>(src.raw()), base, shape, strides,
-                   static_cast<uint64_t*>(out.mutable_raw()));
-      break;
-    default:
-      ThrowInternal("element size {} for {}", ir::DtypeSize(src.dtype()), src.DebugString());
+  const bool copied = DispatchBySize(ir::DtypeSize(src.dtype()), [&](auto tag) {
+    using U = decltype(tag);
+    StridedCopyT(static_cast<const U*>(src.raw()), base, shape, strides,
+                 static_cast<U*>(out.mutable_raw()));
+  });
+  if (!copied) {
+    ThrowInternal("element size {} for {}", ir::DtypeSize(src.dtype()), src.DebugString());
   }
   return out;
 }

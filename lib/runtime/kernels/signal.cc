@@ -16,7 +16,6 @@ namespace {
 
 using namespace kernels;  // NOLINT
 using Complex = std::complex<double>;
-constexpr int kLatest = 99;
 constexpr double kTwoPi = 2 * std::numbers::pi;
 
 // Writes `values` into a new tensor of the attribute 'output_datatype' (default float).
