@@ -30,8 +30,8 @@ namespace fs = std::filesystem;
 using shape::CustomOpSpec;
 
 // A kernel porttool can write. `formula` is one expression in `x` and `p->attr`, written with
-// @-functions that expand to the scalar (pt_s_*) or the SSE2 (pt_v_*) helpers, so both paths
-// compute the same formula. Constants go through @c().
+// @-functions that expand to the scalar (pt_s_*), the SSE2 (pt_v_*) or the numpy (_*, RKNN
+// toolkit class) helpers, so all paths compute the same formula. Constants go through @c().
 struct KnownKernel {
   const char* op;
   const char* formula;
@@ -621,7 +621,7 @@ Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}` (sha256
 - `schema/{{sym}}_schema.cc`: the ONNX OpSchema with shape inference, registered through libonnx.
 - `test/kit/`: the op's test kit (ONNX backend layout + `kit.h`); `test/{{sym}}_test.c` runs the
   kernel on it and prints `N passed, N failed`.
-
+{{adapters_doc}}
 Build and test:
 
     cmake -S . -B build && cmake --build build && ctest --test-dir build
@@ -630,7 +630,7 @@ Run a model with this kernel in porttool's executor, or compare it against the b
 
     porttool run MODEL --custom-op . --random-inputs
     porttool compare MODEL MODEL --custom-op .   # MODEL_B uses this kernel
-)tpl";
+{{adapters_build}})tpl";
 
 using Vars = std::vector<std::pair<std::string, std::string>>;
 
@@ -935,10 +935,36 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
   std::string kit_prefix = FindKnown(spec.op_type)
                                ? WriteKit(model, options, out_dir, result, num_inputs)
                                : std::string();
+  const KnownKernel* known = FindKnown(spec.op_type);
+  std::map<std::string, std::string> adapter_files;
+  std::string adapter_cmake, adapters_doc, adapters_build;
+  static const std::map<std::string, std::string> kAdapterDoc = {
+      {"ort", "- `ort/`: ONNX Runtime custom-op library (`RegisterCustomOps`, C API), "
+              "`-DONNXRUNTIME_ROOT=`; without it, compile-checked against `ort/stub/`."},
+      {"rknn", "- `rknn/`: RKNN runtime custom op (`rknn_custom_op` compute callback), rknn_server "
+               "plugin, RKNN-Toolkit2 Python class; `-DRKNN_SDK_ROOT=`."},
+      {"tensorrt", "- `tensorrt/`: TensorRT IPluginV3 plugin and creator; `-DTENSORRT_ROOT=`."},
+      {"tflm", "- `tflm/`: TFLite Micro registration (init/prepare/invoke); `-DTFLM_ROOT=`."},
+  };
+  for (const auto& target : options.targets) {
+    AdapterFiles a = GenerateAdapter(target, spec, vars, known ? known->formula : "",
+                                     known && known->bias);
+    adapter_files.insert(a.files.begin(), a.files.end());
+    adapter_cmake += a.cmake;
+    adapters_doc += kAdapterDoc.at(target) + " Load step and model patch: `" + target +
+                    "/README.md`.\n";
+  }
+  if (!options.targets.empty()) {
+    adapters_build =
+        "\nSDK adapters build when their SDK root is given to CMake (see each README), e.g.\n\n"
+        "    cmake -S . -B build -DONNXRUNTIME_ROOT=/opt/onnxruntime\n";
+  }
+  vars.push_back({"adapters_doc", adapters_doc});
+  vars.push_back({"adapters_build", adapters_build});
   std::map<std::string, std::string> files = {
       {"op.json", OpSpecToJson(spec).dump(2) + "\n"},
       {"README.md", Fill(kReadme, vars)},
-      {"CMakeLists.txt", Fill(kCMake, vars)},
+      {"CMakeLists.txt", Fill(kCMake, vars) + adapter_cmake},
       {"kernel/porttool_custom_op.h", runtime::CustomOpAbiHeader()},
       {"kernel/" + spec.symbol + ".h", Fill(kKernelHeader, vars)},
       {"kernel/" + spec.symbol + ".c", KernelSource(spec, vars)},
@@ -947,6 +973,7 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
       {"schema/" + spec.symbol + "_schema_test.cc", SchemaTestSource(spec, vars)},
       {"test/" + spec.symbol + "_test.c", TestSource(spec, kit_prefix, num_inputs, vars)},
   };
+  files.insert(adapter_files.begin(), adapter_files.end());
   for (const auto& [name, text] : files) {
     fs::create_directories((out_dir / name).parent_path());
     io::WriteFileAtomic(out_dir / name, text);

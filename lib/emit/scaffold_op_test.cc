@@ -3,7 +3,9 @@
 // kernel passes its kit (expected outputs from porttool's executor) on the SSE2 path and the plain
 // C fallback, compiled with -Wall -Wextra -Werror as C99 and as C++17; the generated schema
 // registers through libonnx and infers the output shape; an unknown op gets a skeleton whose test
-// fails with "not implemented".
+// fails with "not implemented". The SDK adapters: the ONNX Runtime one compiles with -Wall -Wextra
+// -Werror against the package's stub of the C API and links into a library exporting only
+// RegisterCustomOps; the RKNN toolkit class is valid Python; --target selects the adapters.
 #include "lib/emit/scaffold_op.h"
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
+#include "lib/emit/c_names.h"
 #include "lib/util/testing.h"
 
 namespace porttool::emit {
@@ -87,6 +90,7 @@ std::string BuildAndRunKitTest(const fs::path& pkg, const std::string& sym,
   return simd.out + "|scalar: " + scalar.out;
 }
 
+
 // "SIMD verdict|plain C verdict" from BuildAndRunKitTest's output.
 std::string Verdicts(const std::string& out) {
   auto verdict = [](const std::string& text) {
@@ -119,8 +123,11 @@ TEST(ScaffoldOpTest, DemoGeluPackageDescribesTheNodeAndIsDeterministic) {
 
   shape::CustomOpSpec back = shape::ReadOpSpec(dir / "a");
   EXPECT_EQ(shape::OpSpecToJson(back), shape::OpSpecToJson(spec));
+  // Byte-identical, adapters included, also when written elsewhere (no paths in the text).
+  ScaffoldOp(model, {"Custom_GELU_0", 0}, dir / "elsewhere" / "c");
   auto files_a = ReadTree(dir / "a"), files_b = ReadTree(dir / "b");
   EXPECT_EQ(files_a, files_b);
+  EXPECT_EQ(files_a, ReadTree(dir / "elsewhere" / "c"));
   for (const char* f :
        {"op.json", "CMakeLists.txt", "kernel/gelu.c", "kernel/gelu.h", "kernel/gelu_porttool.c",
         "schema/gelu_schema.cc", "test/gelu_test.c", "test/kit/model.onnx", "test/kit/kit.json",
@@ -128,6 +135,36 @@ TEST(ScaffoldOpTest, DemoGeluPackageDescribesTheNodeAndIsDeterministic) {
     EXPECT_TRUE(files_a.count(f)) << f;
   }
   EXPECT_NE(files_a["kernel/gelu.c"].find(spec.source_sha256), std::string::npos);
+  const char* adapter_files[] = {
+      "ort/gelu_ort.cc",      "ort/exports.lds",       "ort/stub/onnxruntime_c_api.h",
+      "ort/README.md",        "rknn/gelu_rknn.c",      "rknn/gelu_rknn.h",
+      "rknn/librkcst_gelu.c", "rknn/cstGelu_toolkit.py", "rknn/README.md",
+      "tensorrt/GeluPlugin.h", "tensorrt/GeluPlugin.cpp", "tensorrt/README.md",
+      "tflm/gelu_tflm.h",     "tflm/gelu_tflm.cc",     "tflm/README.md"};
+  for (const char* f : adapter_files) {
+    ASSERT_TRUE(files_a.count(f)) << f;
+    if (fs::path(f).filename() != "exports.lds" && fs::path(f).parent_path() != "ort/stub") {
+      EXPECT_NE(files_a[f].find(spec.source_sha256), std::string::npos) << f;
+    }
+  }
+  EXPECT_EQ(a.files.size(), 11u + std::size(adapter_files));
+  // ORT owns com.microsoft (its contrib Gelu): the library registers porttool.custom::Gelu and
+  // the README's model patch moves the node there.
+  EXPECT_NE(files_a["ort/gelu_ort.cc"].find("kDomain = \"porttool.custom\""), std::string::npos);
+  EXPECT_NE(files_a["ort/README.md"].find("n.domain = \"porttool.custom\""), std::string::npos);
+  EXPECT_NE(files_a["ort/README.md"].find("register_custom_ops_library"), std::string::npos);
+  EXPECT_NE(files_a["ort/exports.lds"].find("global: RegisterCustomOps;"), std::string::npos);
+  EXPECT_NE(files_a["rknn/gelu_rknn.c"].find("rknn_register_custom_ops(ctx"), std::string::npos);
+  EXPECT_NE(files_a["rknn/cstGelu_toolkit.py"].find("def shape_infer(self, node, in_shapes"),
+            std::string::npos);
+  EXPECT_NE(files_a["tensorrt/GeluPlugin.h"].find("kPluginName[] = \"Gelu\""), std::string::npos);
+  EXPECT_NE(files_a["tensorrt/GeluPlugin.h"].find("kPluginVersion[] = \"1\""), std::string::npos);
+  EXPECT_NE(files_a["tflm/gelu_tflm.cc"].find("RegisterOp(Init, Prepare, Invoke)"),
+            std::string::npos);
+  for (const char* root : {"ONNXRUNTIME_ROOT", "RKNN_SDK_ROOT", "TENSORRT_ROOT", "TFLM_ROOT"}) {
+    EXPECT_NE(files_a["CMakeLists.txt"].find(fmt::format("if({})", root)), std::string::npos)
+        << root;
+  }
   EXPECT_EQ(Verdicts(BuildAndRunKitTest(dir / "a", "gelu", /*strict_cxx=*/true)),
             "1 passed, 0 failed|1 passed, 0 failed");
   EXPECT_EQ(files_a["kernel/porttool_custom_op.h"],
@@ -217,6 +254,105 @@ TEST(ScaffoldOpTest, UnknownOpGetsASkeletonThatSaysNotImplemented) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.out.find("not implemented"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("0 passed, 1 failed"), std::string::npos) << run.out;
+}
+
+// The ONNX Runtime adapter for `pkg`: compiled with -Wall -Wextra -Werror against the package's
+// stub of the C API, linked (with the kernel) into a shared library through exports.lds; returns
+// the library's exported symbols, or the failing step.
+std::string OrtAdapterExports(const fs::path& pkg, const std::string& sym) {
+  std::string p = pkg.string();
+  auto kernel = RunShell(fmt::format("{} -fPIC -fvisibility=hidden -I{}/kernel -c {}/kernel/{}.c "
+                                     "-o {}/kernel.o",
+                                     kCFlags, p, p, sym, p));
+  if (kernel.exit_code != 0) return "kernel: " + kernel.err;
+  auto lib = RunShell(fmt::format(
+      "g++ -std=c++17 -O1 -Wall -Wextra -Werror -pedantic -fPIC -fvisibility=hidden -shared "
+      "-DPT_ORT_STUB_COMPILE_ONLY -I{0}/ort/stub -I{0}/kernel {0}/ort/{1}_ort.cc {0}/kernel.o "
+      "-Wl,--version-script={0}/ort/exports.lds -o {0}/lib{1}_ort.so -lm",
+      p, sym));
+  if (lib.exit_code != 0) return "adapter: " + lib.err;
+  // (RunShell redirects the last command's stdin: the pipeline runs in a subshell.)
+  auto nm = RunShell(fmt::format("(nm -D --defined-only {}/lib{}_ort.so | awk '$2 != \"A\" "
+                                 "{{print $3}}' | sed 's/@.*//' | sort)",
+                                 p, sym));
+  return nm.out;
+}
+
+TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCustomOps) {
+  TempDir dir;
+  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0}, dir / "gelu");
+  EXPECT_EQ(OrtAdapterExports(dir / "gelu", "gelu"), "RegisterCustomOps\n");
+
+  // Every attribute type, an optional input (FastGelu's bias) and a static shape rule.
+  io::Model attrs = ActivationModel(dir, "Thing", "porttool.test",
+                                    "<f = 1.5, i = 2, s = \"mode\", fs = [1.0, 2.5], is = [3, 4]>");
+  ScaffoldResult r = ScaffoldOp(attrs, {"act", 0}, dir / "thing");
+  ASSERT_EQ(r.spec.attributes.size(), 5u);
+  EXPECT_EQ(OrtAdapterExports(dir / "thing", "thing"), "RegisterCustomOps\n");
+  // A custom domain is kept: no model patch.
+  EXPECT_NE(testing::ReadFile(dir / "thing/ort/thing_ort.cc").find("kDomain = \"porttool.test\""),
+            std::string::npos);
+  ScaffoldOp(ActivationModel(dir, "FastGelu", "com.microsoft", ""), {"act", 0}, dir / "fast");
+  EXPECT_EQ(OrtAdapterExports(dir / "fast", "fastgelu"), "RegisterCustomOps\n");
+  EXPECT_NE(testing::ReadFile(dir / "fast/ort/fastgelu_ort.cc")
+                .find("kInputOptional[kNumInputs] = {false, true}"),
+            std::string::npos);
+
+  // The static shape rule, through the generator directly.
+  shape::CustomOpSpec spec = r.spec;
+  spec.shape_rule = "static";
+  spec.outputs[0].shape = {2, 105};
+  AdapterFiles ort = GenerateAdapter("ort", spec, {{"sym", "thing"}, {"Op", "Thing"}}, "", false);
+  EXPECT_NE(ort.files["ort/thing_ort.cc"].find("kOutputDims[kNumOutputs] = {{2, 105}}"),
+            std::string::npos);
+
+  // The stub refuses to be mistaken for the SDK.
+  auto bare = RunShell(fmt::format("(echo '#include <onnxruntime_c_api.h>' | g++ -x c++ "
+                                   "-fsyntax-only -I{}/ort/stub -)",
+                                   (dir / "gelu").string()));
+  EXPECT_NE(bare.exit_code, 0);
+  EXPECT_NE(bare.err.find("compile-only"), std::string::npos) << bare.err;
+}
+
+TEST(ScaffoldOpTest, RknnToolkitClassIsValidPython) {
+  if (RunShell("command -v python3 >/dev/null 2>&1").exit_code != 0) GTEST_SKIP() << "no python3";
+  TempDir dir;
+  ScaffoldOp(ActivationModel(dir, "QuickGelu", "com.microsoft", "<alpha = 1.5>"), {"act", 0},
+             dir / "pkg");
+  std::string py = testing::ReadFile(dir / "pkg/rknn/cstQuickGelu_toolkit.py");
+  EXPECT_NE(py.find("_div(x, _add(_c(1.0), _exp(_mul(_c(-p.alpha), x))))"), std::string::npos)
+      << py;
+  EXPECT_NE(py.find("\"alpha\": 1.5"), std::string::npos) << py;
+  auto r = RunShell(
+      fmt::format("python3 -m py_compile {}", (dir / "pkg/rknn/cstQuickGelu_toolkit.py").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(ScaffoldOpTest, TargetsSelectTheAdapters) {
+  TempDir dir;
+  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {"ort"}}, dir / "pkg");
+  EXPECT_TRUE(fs::exists(dir / "pkg/ort/gelu_ort.cc"));
+  for (const char* d : {"rknn", "tensorrt", "tflm"}) {
+    EXPECT_FALSE(fs::exists(dir / "pkg" / d)) << d;
+  }
+  std::string cmake = testing::ReadFile(dir / "pkg/CMakeLists.txt");
+  EXPECT_NE(cmake.find("ONNXRUNTIME_ROOT"), std::string::npos);
+  EXPECT_EQ(cmake.find("TENSORRT_ROOT"), std::string::npos);
+  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {}}, dir / "none");
+  EXPECT_FALSE(fs::exists(dir / "none/ort"));
+
+  EXPECT_EQ(ParseAdapterTargets(""), AdapterTargets());
+  EXPECT_EQ(ParseAdapterTargets("all"), AdapterTargets());
+  EXPECT_EQ(ParseAdapterTargets("tflm,ort,tflm"), (std::vector<std::string>{"ort", "tflm"}));
+  try {
+    ParseAdapterTargets("ort,trt");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("'trt'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ort, rknn, tensorrt, tflm"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ScaffoldOpTest, UnknownNodeIsAUsageErrorWithASuggestion) {
