@@ -5,7 +5,8 @@
 // registers through libonnx and infers the output shape; an unknown op gets a skeleton whose test
 // fails with "not implemented". The SDK adapters: the ONNX Runtime one compiles with -Wall -Wextra
 // -Werror against the package's stub of the C API and links into a library exporting only
-// RegisterCustomOps; the RKNN toolkit class is valid Python; --target selects the adapters.
+// RegisterCustomOps; the NEON path parses for AArch64 and ARMv7 (clang, skipped without it); the
+// RKNN toolkit class is valid Python; --target selects the adapters.
 #include "lib/emit/scaffold_op.h"
 
 #include <fmt/format.h>
@@ -90,6 +91,36 @@ std::string BuildAndRunKitTest(const fs::path& pkg, const std::string& sym,
   return simd.out + "|scalar: " + scalar.out;
 }
 
+bool HaveClang() { return RunShell("command -v clang >/dev/null 2>&1").exit_code == 0; }
+
+// The kernel's NEON path cannot run here; this checks that it parses and type-checks as C99 for
+// AArch64 and for ARMv7 (no vector divide there) with warnings as errors, and that the NEON path
+// is the one compiled. The Arm sysroot is not installed: tiny math.h / string.h shims declare what
+// the kernel uses. "" when fine or when clang is absent.
+std::string NeonSyntaxCheck(const fs::path& pkg, const std::string& sym) {
+  if (!HaveClang()) return "";
+  fs::path shim = pkg / "neon_shim";
+  fs::create_directories(shim);
+  testing::WriteFile(shim / "math.h",
+                     "float fabsf(float);\nfloat expf(float);\nfloat erff(float);\n"
+                     "float tanhf(float);\n");
+  testing::WriteFile(shim / "string.h",
+                     "#include <stddef.h>\nvoid* memset(void*, int, size_t);\n"
+                     "int strcmp(const char*, const char*);\n");
+  testing::WriteFile(shim / "neon_check.c",
+                     fmt::format("#include \"{0}.c\"\n#ifndef {1}_NEON\n#error no NEON path\n"
+                                 "#endif\n",
+                                 sym, ToUpper(sym)));
+  for (const char* target :
+       {"--target=aarch64-linux-gnu", "--target=armv7a-linux-gnueabihf -mfpu=neon"}) {
+    auto r = RunShell(fmt::format(
+        "clang {} -std=c99 -Wall -Wextra -Werror -pedantic -ffreestanding -fsyntax-only "
+        "-isystem {} -I{} {}",
+        target, shim.string(), (pkg / "kernel").string(), (shim / "neon_check.c").string()));
+    if (r.exit_code != 0) return std::string(target) + ": " + r.err;
+  }
+  return "";
+}
 
 // "SIMD verdict|plain C verdict" from BuildAndRunKitTest's output.
 std::string Verdicts(const std::string& out) {
@@ -204,6 +235,7 @@ TEST(ScaffoldOpTest, KnownKernelsPassTheirKitsOnSimdAndPlainC) {
     EXPECT_TRUE(HasKnownKernel(c.op));
     std::string out = BuildAndRunKitTest(dir / "pkg", r.spec.symbol);
     EXPECT_EQ(Verdicts(out), "1 passed, 0 failed|1 passed, 0 failed") << out;
+    EXPECT_EQ(NeonSyntaxCheck(dir / "pkg", r.spec.symbol), "");
   }
 }
 
