@@ -288,6 +288,15 @@ TEST(ScaffoldOpTest, UnknownOpGetsASkeletonThatSaysNotImplemented) {
   EXPECT_NE(run.out.find("0 passed, 1 failed"), std::string::npos) << run.out;
 }
 
+// The dynamic symbols a shared library defines, one per line, sorted (version nodes left out).
+std::string ExportedSymbols(const fs::path& lib) {
+  // (RunShell redirects the last command's stdin: the pipeline runs in a subshell.)
+  auto nm = RunShell(fmt::format("(nm -D --defined-only {} | awk '$2 != \"A\" {{print $3}}' | "
+                                 "sed 's/@.*//' | sort)",
+                                 lib.string()));
+  return nm.out;
+}
+
 // The ONNX Runtime adapter for `pkg`: compiled with -Wall -Wextra -Werror against the package's
 // stub of the C API, linked (with the kernel) into a shared library through exports.lds; returns
 // the library's exported symbols, or the failing step.
@@ -303,11 +312,7 @@ std::string OrtAdapterExports(const fs::path& pkg, const std::string& sym) {
       "-Wl,--version-script={0}/ort/exports.lds -o {0}/lib{1}_ort.so -lm",
       p, sym));
   if (lib.exit_code != 0) return "adapter: " + lib.err;
-  // (RunShell redirects the last command's stdin: the pipeline runs in a subshell.)
-  auto nm = RunShell(fmt::format("(nm -D --defined-only {}/lib{}_ort.so | awk '$2 != \"A\" "
-                                 "{{print $3}}' | sed 's/@.*//' | sort)",
-                                 p, sym));
-  return nm.out;
+  return ExportedSymbols(pkg / ("lib" + sym + "_ort.so"));
 }
 
 TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCustomOps) {
@@ -329,6 +334,19 @@ TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCusto
   EXPECT_NE(testing::ReadFile(dir / "fast/ort/fastgelu_ort.cc")
                 .find("kInputOptional[kNumInputs] = {false, true}"),
             std::string::npos);
+
+  // The package's CMake branch for a real SDK (-DONNXRUNTIME_ROOT) builds lib<op>_ort.so through
+  // exports.lds. No SDK here: a stand-in root holding the stub exercises that branch.
+  fs::create_directories(dir / "fakeort/include");
+  fs::copy_file(dir / "gelu/ort/stub/onnxruntime_c_api.h",
+                dir / "fakeort/include/onnxruntime_c_api.h");
+  auto cmake = RunShell(fmt::format(
+      "cmake -S {0} -B {0}/sdk -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON -DONNXRUNTIME_ROOT={1} "
+      "-DCMAKE_CXX_FLAGS=-DPT_ORT_STUB_COMPILE_ONLY >/dev/null && cmake --build {0}/sdk "
+      "--target gelu_ort",
+      (dir / "gelu").string(), (dir / "fakeort").string()));
+  ASSERT_EQ(cmake.exit_code, 0) << cmake.out << cmake.err;
+  EXPECT_EQ(ExportedSymbols(dir / "gelu/sdk/libgelu_ort.so"), "RegisterCustomOps\n");
 
   // The static shape rule, through the generator directly.
   shape::CustomOpSpec spec = r.spec;
