@@ -616,7 +616,8 @@ VERS_1.0.0 {
 
 constexpr const char* kOrtReadme = R"tpl(# ONNX Runtime adapter: {{ort_domain}}::{{Op}}
 
-Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}` (sha256 `{{sha256}}`).
+Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}`
+(sha256 `{{sha256}}`).
 
 `{{sym}}_ort.cc` is a custom-op library over `kernel/{{sym}}.c`, written against ONNX Runtime's C
 API (`struct OrtCustomOp`, API version 17: ONNX Runtime 1.17 or newer). Its one exported symbol is
@@ -1086,7 +1087,8 @@ class {{rknn_op}}:
 
 constexpr const char* kRknnReadme = R"tpl(# RKNN adapter: {{rknn_op}} ({{domain}}::{{Op}})
 
-Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}` (sha256 `{{sha256}}`).
+Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}`
+(sha256 `{{sha256}}`).
 
 - `{{sym}}_rknn.c` / `{{sym}}_rknn.h`: the runtime's CPU custom op (`rknn_custom_op` with
   `init`/`compute`/`destroy`) over `kernel/{{sym}}.c`. librknnrt hands `compute` NCHW float32
@@ -1102,7 +1104,7 @@ ONNX op: the node becomes `{{rknn_op}}` (the "cst" prefix is Rockchip's conventi
 shapes into `value_info` (porttool infer-shapes) so the toolkit's ONNX shape inference does not
 disagree with `shape_infer`:
 
-    porttool infer-shapes {{model}} {{shape_flags}}-o pinned.onnx
+    porttool infer-shapes {{model}} --custom-op . --input-shape NAME:DIMS -o pinned.onnx
     python3 - <<'PY'
     import onnx
     m = onnx.load("pinned.onnx")
@@ -1209,7 +1211,6 @@ AdapterFiles RknnAdapter(const CustomOpSpec& spec, ScaffoldVars vars, const std:
   vars.push_back({"py_defaults", defaults});
   vars.push_back({"py_shape_infer", infer});
   vars.push_back({"py_compute", compute});
-  vars.push_back({"shape_flags", "--input-shape <name:dims> "});
   AdapterFiles out;
   out.files["rknn/" + spec.symbol + "_rknn.h"] = FillTemplate(kRknnHeader, vars);
   out.files["rknn/" + spec.symbol + "_rknn.c"] = FillTemplate(kRknnAdapter, vars);
@@ -1677,7 +1678,8 @@ constexpr const char* kTrtShapesStatic = R"tpl(  (void)inputs;
 
 constexpr const char* kTrtReadme = R"tpl(# TensorRT adapter: plugin {{Op}} (version "{{trt_version}}", namespace "{{trt_namespace}}")
 
-Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}` (sha256 `{{sha256}}`).
+Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}`
+(sha256 `{{sha256}}`).
 
 `{{Sym}}Plugin.{h,cpp}`: an `IPluginV3` (TensorRT 10+) with its `IPluginCreatorV3One`, over
 `kernel/{{sym}}.c`. The ONNX parser looks a plugin up by (node `op_type`, node attribute
@@ -1988,7 +1990,8 @@ TFLMRegistration* Register_{{SYM}}() {
 
 constexpr const char* kTflmReadme = R"tpl(# TFLite Micro adapter: custom op "{{Op}}"
 
-Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}` (sha256 `{{sha256}}`).
+Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}`
+(sha256 `{{sha256}}`).
 
 `{{sym}}_tflm.{h,cc}`: `{{sym}}_tflm::Register_{{SYM}}()` returns a `TFLMRegistration` (init, prepare,
 invoke) over `kernel/{{sym}}.c`. init reads the attributes from the operator's `custom_options`
