@@ -1897,20 +1897,23 @@ void* Init(TfLiteContext* context, const char* buffer, size_t length) {
       if (copy == nullptr) return nullptr;
       memcpy(copy, s.c_str(), s.length() + 1);
       a.s = copy;
-    } else {
+    } else {  // an array: a typed or an untyped flexbuffer vector
+      const bool typed = r.IsTypedVector();
+      const flexbuffers::TypedVector tv = r.AsTypedVector();
       const flexbuffers::Vector v = r.AsVector();
-      a.count = v.size();
+      const size_t n = typed ? tv.size() : v.size();
+      a.count = static_cast<int64_t>(n);
       if (a.type == PT_ATTR_FLOATS) {
         float* copy = static_cast<float*>(
-            context->AllocatePersistentBuffer(context, sizeof(float) * (v.size() + 1)));
+            context->AllocatePersistentBuffer(context, sizeof(float) * (n + 1)));
         if (copy == nullptr) return nullptr;
-        for (size_t j = 0; j < v.size(); ++j) copy[j] = v[j].AsFloat();
+        for (size_t j = 0; j < n; ++j) copy[j] = (typed ? tv[j] : v[j]).AsFloat();
         a.floats = copy;
       } else {
         int64_t* copy = static_cast<int64_t*>(
-            context->AllocatePersistentBuffer(context, sizeof(int64_t) * (v.size() + 1)));
+            context->AllocatePersistentBuffer(context, sizeof(int64_t) * (n + 1)));
         if (copy == nullptr) return nullptr;
-        for (size_t j = 0; j < v.size(); ++j) copy[j] = v[j].AsInt64();
+        for (size_t j = 0; j < n; ++j) copy[j] = (typed ? tv[j] : v[j]).AsInt64();
         a.ints = copy;
       }
     }

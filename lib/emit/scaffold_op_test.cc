@@ -5,8 +5,9 @@
 // registers through libonnx and infers the output shape; an unknown op gets a skeleton whose test
 // fails with "not implemented". The SDK adapters: the ONNX Runtime one compiles with -Wall -Wextra
 // -Werror against the package's stub of the C API and links into a library exporting only
-// RegisterCustomOps; the NEON path parses for AArch64 and ARMv7 (clang, skipped without it); the
-// RKNN toolkit class is valid Python; --target selects the adapters.
+// RegisterCustomOps; the RKNN callbacks, built against a contract shim, reproduce the kit; the NEON
+// path parses for AArch64 and ARMv7 (clang, skipped without it); the RKNN toolkit class is valid
+// Python; --target selects the adapters.
 #include "lib/emit/scaffold_op.h"
 
 #include <fmt/format.h>
@@ -362,6 +363,132 @@ TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCusto
                                    (dir / "gelu").string()));
   EXPECT_NE(bare.exit_code, 0);
   EXPECT_NE(bare.err.find("compile-only"), std::string::npos) << bare.err;
+}
+
+// A contract shim for the RKNN runtime's custom-op API, written from the documented fields
+// (rknn_custom_op.h / RKNPU user guide 5.5), not a copy of the SDK headers: enough to compile the
+// generated callbacks and drive them with host buffers laid out as librknnrt passes them.
+constexpr const char* kRknnApiShim = R"(#pragma once
+#include <stdint.h>
+#define RKNN_MAX_DIMS 16
+#define RKNN_MAX_NAME_LEN 256
+typedef uint64_t rknn_context;
+typedef enum { RKNN_TENSOR_NCHW = 0, RKNN_TENSOR_NHWC, RKNN_TENSOR_NC1HWC2, RKNN_TENSOR_UNDEFINED }
+    rknn_tensor_format;
+typedef enum { RKNN_TENSOR_FLOAT32 = 0, RKNN_TENSOR_FLOAT16, RKNN_TENSOR_INT8, RKNN_TENSOR_UINT8,
+               RKNN_TENSOR_INT16, RKNN_TENSOR_UINT16, RKNN_TENSOR_INT32, RKNN_TENSOR_UINT32,
+               RKNN_TENSOR_INT64, RKNN_TENSOR_BOOL } rknn_tensor_type;
+typedef struct { uint32_t index, n_dims, dims[RKNN_MAX_DIMS]; char name[RKNN_MAX_NAME_LEN];
+                 uint32_t n_elems, size; rknn_tensor_format fmt; rknn_tensor_type type; }
+    rknn_tensor_attr;
+typedef struct { void* virt_addr; uint64_t phys_addr; int32_t fd; int32_t offset; uint32_t size;
+                 uint32_t flags; void* priv_data; } rknn_tensor_mem;
+)";
+constexpr const char* kRknnCustomOpShim = R"(#pragma once
+#include "rknn_api.h"
+typedef enum { RKNN_TARGET_TYPE_CPU = 1, RKNN_TARGET_TYPE_GPU = 2 } rknn_target_type;
+typedef struct { rknn_target_type target; void* priv_data; } rknn_custom_op_context;
+typedef struct { rknn_tensor_attr attr; rknn_tensor_mem mem; } rknn_custom_op_tensor;
+typedef struct { char name[RKNN_MAX_NAME_LEN]; rknn_tensor_type dtype; uint32_t n_elems;
+                 void* data; } rknn_custom_op_attr;
+typedef int (*rknn_custom_op_fn)(rknn_custom_op_context*, rknn_custom_op_tensor*, uint32_t,
+                                 rknn_custom_op_tensor*, uint32_t);
+typedef struct { uint32_t version; rknn_target_type target; char op_type[RKNN_MAX_NAME_LEN];
+                 char cl_kernel_name[RKNN_MAX_NAME_LEN]; char* cl_kernel_source;
+                 uint64_t cl_source_size; char cl_build_options[RKNN_MAX_NAME_LEN];
+                 rknn_custom_op_fn init, prepare, compute, compute_native;
+                 int (*destroy)(rknn_custom_op_context*); } rknn_custom_op;
+int rknn_register_custom_ops(rknn_context ctx, rknn_custom_op* op, uint32_t custom_op_num);
+void rknn_custom_op_get_op_attr(rknn_custom_op_context* op_ctx, const char* attr_name,
+                                rknn_custom_op_attr* op_attr);
+)";
+
+// Plays librknnrt: registers the op, hands it alpha = ALPHA, runs init/compute/destroy on the
+// kit's NCHW float32 data (base + offset addressing), and checks the output against the kit; an
+// NHWC input must be refused.
+constexpr const char* kRknnDriver = R"(#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "leakyrelu_rknn.h"
+#include "kit/kit.h"
+static rknn_custom_op* registered;
+int rknn_register_custom_ops(rknn_context ctx, rknn_custom_op* op, uint32_t n) {
+  (void)ctx;
+  registered = n == 1 ? op : NULL;
+  return 0;
+}
+static float alpha = ALPHA;
+void rknn_custom_op_get_op_attr(rknn_custom_op_context* c, const char* name,
+                                rknn_custom_op_attr* a) {
+  (void)c;
+  if (strcmp(name, "alpha") == 0) {
+    a->dtype = RKNN_TENSOR_FLOAT32;
+    a->n_elems = 1;
+    a->data = &alpha;
+  }
+}
+static float in_buf[16 + LEAKYRELU_ACT_INPUT_0_COUNT], out_buf[8 + LEAKYRELU_ACT_OUTPUT_0_COUNT];
+static void describe(rknn_custom_op_tensor* t, const int64_t* dims, int rank, void* base,
+                     int32_t offset) {
+  int i;
+  memset(t, 0, sizeof *t);
+  t->attr.n_dims = (uint32_t)rank;
+  for (i = 0; i < rank; ++i) t->attr.dims[i] = (uint32_t)dims[i];
+  t->attr.fmt = RKNN_TENSOR_NCHW;
+  t->attr.type = RKNN_TENSOR_FLOAT32;
+  t->mem.virt_addr = base;
+  t->mem.offset = offset;
+}
+int main(void) {
+  rknn_custom_op_context ctx;
+  rknn_custom_op_tensor in, out;
+  long i, bad = 0;
+  int refused;
+  memset(&ctx, 0, sizeof ctx);
+  if (leakyrelu_rknn_register(1) != 0 || registered == NULL ||
+      strcmp(registered->op_type, "cstLeakyRelu") != 0) return 2;
+  memcpy(in_buf + 16, leakyrelu_act_input_0, sizeof leakyrelu_act_input_0);
+  describe(&in, leakyrelu_act_input_0_dims, LEAKYRELU_ACT_INPUT_0_RANK, in_buf, 16 * 4);
+  describe(&out, leakyrelu_act_output_0_dims, LEAKYRELU_ACT_OUTPUT_0_RANK, out_buf, 8 * 4);
+  if (registered->init(&ctx, &in, 1, &out, 1) != 0) return 3;
+  if (registered->compute(&ctx, &in, 1, &out, 1) != 0) return 4;
+  for (i = 0; i < LEAKYRELU_ACT_OUTPUT_0_COUNT; ++i) {
+    double want = leakyrelu_act_output_0[i], err = fabs(out_buf[8 + i] - want);
+    if (!(err <= LEAKYRELU_ACT_ATOL + LEAKYRELU_ACT_RTOL * fabs(want))) ++bad;
+  }
+  in.attr.fmt = RKNN_TENSOR_NHWC;
+  refused = registered->compute(&ctx, &in, 1, &out, 1) == -1;
+  registered->destroy(&ctx);
+  printf("%d passed, %d failed\n", bad == 0 && refused, !(bad == 0 && refused));
+  return 0;
+}
+)";
+
+TEST(ScaffoldOpTest, RknnCallbacksRunTheKernelThroughAContractShim) {
+  TempDir dir;
+  ScaffoldOp(ActivationModel(dir, "LeakyRelu", "", "<alpha = 0.2>"), {"act", 0}, dir / "pkg");
+  fs::path pkg = dir / "pkg";
+  fs::create_directories(pkg / "shim");
+  testing::WriteFile(pkg / "shim/rknn_api.h", kRknnApiShim);
+  testing::WriteFile(pkg / "shim/rknn_custom_op.h", kRknnCustomOpShim);
+  testing::WriteFile(pkg / "test/rknn_driver.c", kRknnDriver);
+  std::string p = pkg.string();
+  for (const char* alpha : {"0.2f", "0.5f"}) {
+    SCOPED_TRACE(alpha);
+    auto build = RunShell(fmt::format(
+        "{0} -DALPHA={1} -I{2}/shim -I{2}/kernel -I{2}/rknn {2}/test/rknn_driver.c "
+        "{2}/rknn/leakyrelu_rknn.c {2}/rknn/librkcst_leakyrelu.c {2}/kernel/leakyrelu.c "
+        "-o {2}/rknn_driver -lm",
+        kCFlags, alpha, p));
+    ASSERT_EQ(build.exit_code, 0) << build.err;
+    auto run = RunShell(p + "/rknn_driver");
+    ASSERT_EQ(run.exit_code, 0) << run.out;
+    // alpha 0.5 is not the kit's: the attribute read through rknn_custom_op_get_op_attr is used.
+    EXPECT_NE(run.out.find(std::string(alpha) == "0.2f" ? "1 passed, 0 failed"
+                                                        : "0 passed, 1 failed"),
+              std::string::npos)
+        << run.out;
+  }
 }
 
 TEST(ScaffoldOpTest, RknnToolkitClassIsValidPython) {
