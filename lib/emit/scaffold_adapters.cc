@@ -1353,9 +1353,10 @@ constexpr const char* kTrtSource = R"tpl(// TensorRT plugin for {{domain}}::{{Op
 #include <exception>
 
 namespace {{sym}}_trt {
-namespace {
 
 using namespace nvinfer1;
+
+namespace {
 
 struct AttributeSpec {
   const char* name;
