@@ -525,13 +525,22 @@ OrtCustomOpInputOutputCharacteristic ORT_API_CALL GetOutputCharacteristic(const 
                                                                           size_t) noexcept {
   return INPUT_OUTPUT_REQUIRED;
 }
+// ONNX Runtime calls these for any op of version > 12 (memory type) or with a variadic input or
+// output (never here): NULL would crash it, so they return its defaults.
+OrtMemType ORT_API_CALL GetInputMemoryType(const OrtCustomOp*, size_t) noexcept {
+  return OrtMemTypeDefault;
+}
+int ORT_API_CALL GetVariadicMinArity(const OrtCustomOp*) noexcept { return 1; }
+int ORT_API_CALL GetVariadicHomogeneity(const OrtCustomOp*) noexcept { return 1; }
 // Any opset version of the domain the model imports.
 int ORT_API_CALL GetStartVersion(const OrtCustomOp*) noexcept { return 1; }
 int ORT_API_CALL GetEndVersion(const OrtCustomOp*) noexcept { return INT_MAX; }
 
 OrtCustomOp MakeOp() {
   OrtCustomOp op;
-  std::memset(&op, 0, sizeof op);  // members this file does not set stay NULL: ORT's defaults
+  // Members left NULL: the V1 CreateKernel/KernelCompute (V2 is used from version 16) and those
+  // newer than version 17 (ORT does not read them for this version).
+  std::memset(&op, 0, sizeof op);
   op.version = kOrtVersion;
   op.GetName = GetName;
   op.GetExecutionProviderType = GetExecutionProviderType;
@@ -542,6 +551,11 @@ OrtCustomOp MakeOp() {
   op.KernelDestroy = DestroyKernel;
   op.GetInputCharacteristic = GetInputCharacteristic;
   op.GetOutputCharacteristic = GetOutputCharacteristic;
+  op.GetInputMemoryType = GetInputMemoryType;
+  op.GetVariadicInputMinArity = GetVariadicMinArity;
+  op.GetVariadicInputHomogeneity = GetVariadicHomogeneity;
+  op.GetVariadicOutputMinArity = GetVariadicMinArity;
+  op.GetVariadicOutputHomogeneity = GetVariadicHomogeneity;
   op.CreateKernelV2 = CreateKernel;
   op.KernelComputeV2 = Compute;
   op.InferOutputShapeFn = InferOutputShape;

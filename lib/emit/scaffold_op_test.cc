@@ -316,10 +316,63 @@ std::string OrtAdapterExports(const fs::path& pkg, const std::string& sym) {
   return ExportedSymbols(pkg / ("lib" + sym + "_ort.so"));
 }
 
+// A fake ONNX Runtime host, compiled against the stub: RegisterCustomOps must ask for API 17, add
+// one domain holding one op, and fill every OrtCustomOp member ONNX Runtime reads for version 17
+// (it calls GetInputMemoryType for any version > 12 without a null check: custom_ops.cc).
+constexpr const char* kOrtHost = R"(#include <onnxruntime_c_api.h>
+#include <string>
+#include <cstdio>
+#include <cstring>
+extern "C" OrtStatus* RegisterCustomOps(OrtSessionOptions*, const OrtApiBase*);
+static const OrtCustomOp* added = nullptr;
+static std::string domain_name;
+static int domains = 0, requested = 0;
+static OrtApi api;
+static const OrtApi* GetApi(uint32_t v) noexcept { requested = static_cast<int>(v); return &api; }
+int main() {
+  api.CreateCustomOpDomain = [](const char* d, OrtCustomOpDomain** out) noexcept -> OrtStatus* {
+    domain_name = d;
+    *out = reinterpret_cast<OrtCustomOpDomain*>(&domain_name);
+    return nullptr;
+  };
+  api.CustomOpDomain_Add = [](OrtCustomOpDomain*, const OrtCustomOp* op) noexcept -> OrtStatus* {
+    added = op;
+    return nullptr;
+  };
+  api.AddCustomOpDomain = [](OrtSessionOptions*, OrtCustomOpDomain*) noexcept -> OrtStatus* {
+    ++domains;
+    return nullptr;
+  };
+  OrtApiBase base = {GetApi, nullptr};
+  if (RegisterCustomOps(nullptr, &base) != nullptr || added == nullptr) return 2;
+  const OrtCustomOp* op = added;
+  bool all = op->GetName && op->GetExecutionProviderType && op->GetInputType &&
+             op->GetInputTypeCount && op->GetOutputType && op->GetOutputTypeCount &&
+             op->KernelDestroy && op->GetInputCharacteristic && op->GetOutputCharacteristic &&
+             op->GetInputMemoryType && op->GetVariadicInputMinArity &&
+             op->GetVariadicInputHomogeneity && op->GetVariadicOutputMinArity &&
+             op->GetVariadicOutputHomogeneity && op->CreateKernelV2 && op->KernelComputeV2 &&
+             op->InferOutputShapeFn && op->GetStartVersion && op->GetEndVersion;
+  std::printf("api %d version %u domains %d %s::%s inputs %zu type %d memtype %d all %d\n",
+              requested, op->version, domains, domain_name.c_str(), op->GetName(op),
+              op->GetInputTypeCount(op), static_cast<int>(op->GetInputType(op, 0)),
+              static_cast<int>(op->GetInputMemoryType(op, 0)), all ? 1 : 0);
+  return 0;
+}
+)";
+
 TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCustomOps) {
   TempDir dir;
   ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0}, dir / "gelu");
   EXPECT_EQ(OrtAdapterExports(dir / "gelu", "gelu"), "RegisterCustomOps\n");
+  testing::WriteFile(dir / "gelu/ort_host.cc", kOrtHost);
+  auto host = RunShell(fmt::format(
+      "g++ -std=c++17 -Wall -Wextra -Werror -DPT_ORT_STUB_COMPILE_ONLY -I{0}/ort/stub {0}/ort_host.cc "
+      "-L{0} -lgelu_ort -Wl,-rpath,{0} -o {0}/ort_host && {0}/ort_host",
+      (dir / "gelu").string()));
+  ASSERT_EQ(host.exit_code, 0) << host.out << host.err;
+  EXPECT_EQ(host.out,
+            "api 17 version 17 domains 1 porttool.custom::Gelu inputs 1 type 1 memtype 0 all 1\n");
 
   // Every attribute type, an optional input (FastGelu's bias) and a static shape rule.
   io::Model attrs = ActivationModel(dir, "Thing", "porttool.test",
