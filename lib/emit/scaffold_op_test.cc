@@ -6,8 +6,8 @@
 // fails with "not implemented". The SDK adapters: the ONNX Runtime one compiles with -Wall -Wextra
 // -Werror against the package's stub of the C API and links into a library exporting only
 // RegisterCustomOps; the RKNN callbacks, built against a contract shim, reproduce the kit; the NEON
-// path parses for AArch64 and ARMv7 (clang, skipped without it); the RKNN toolkit class is valid
-// Python; --target selects the adapters.
+// path parses for AArch64 and ARMv7 (clang, skipped without it); the TensorRT plugin compiles
+// against a contract shim; the RKNN toolkit class is valid Python; --target selects the adapters.
 #include "lib/emit/scaffold_op.h"
 
 #include <fmt/format.h>
@@ -542,6 +542,85 @@ TEST(ScaffoldOpTest, RknnCallbacksRunTheKernelThroughAContractShim) {
               std::string::npos)
         << run.out;
   }
+}
+
+// TensorRT 10's plugin interfaces as documented (IPluginV3 + IPluginV3One{Core,Build,Runtime},
+// IPluginCreatorV3One, PluginField), reduced to what the plugin uses: written here, not copied
+// from NvInfer headers, which are not installed. It catches template regressions, not API drift.
+constexpr const char* kCudaShim = R"(#pragma once
+#include <cstddef>
+typedef struct CUstream_st* cudaStream_t;
+enum cudaError_t { cudaSuccess = 0 };
+enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
+cudaError_t cudaMemcpyAsync(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
+cudaError_t cudaStreamSynchronize(cudaStream_t);
+)";
+constexpr const char* kTrtShim = R"(#pragma once
+#include <cstdint>
+#include <cstddef>
+#include "cuda_runtime_api.h"
+namespace nvinfer1 {
+using AsciiChar = char;
+enum class DataType : int32_t { kFLOAT, kHALF, kINT8, kINT32, kBOOL, kUINT8, kFP8, kBF16, kINT64, kINT4 };
+enum class TensorFormat : int32_t { kLINEAR };
+enum class PluginFieldType : int32_t { kFLOAT16, kFLOAT32, kFLOAT64, kINT8, kINT16, kINT32, kCHAR, kDIMS, kUNKNOWN, kBF16, kINT64 };
+enum class PluginCapabilityType : int32_t { kCORE, kBUILD, kRUNTIME };
+enum class TensorRTPhase : int32_t { kBUILD, kRUNTIME };
+struct Dims { int32_t nbDims; int64_t d[8]; };
+class IDimensionExpr {};
+struct DimsExprs { int32_t nbDims; IDimensionExpr const* d[8]; };
+class IExprBuilder { public: IDimensionExpr const* constant(int64_t); };
+struct PluginTensorDesc { Dims dims; DataType type; TensorFormat format; float scale; };
+struct DynamicPluginTensorDesc { PluginTensorDesc desc; Dims min, max, opt; };
+struct PluginField { AsciiChar const* name; void const* data; PluginFieldType type; int32_t length;
+  PluginField(AsciiChar const* n = nullptr, void const* d = nullptr, PluginFieldType t = PluginFieldType::kUNKNOWN, int32_t l = 0) : name(n), data(d), type(t), length(l) {} };
+struct PluginFieldCollection { int32_t nbFields; PluginField const* fields; };
+class IPluginCapability { public: virtual ~IPluginCapability() = default; };
+class IPluginResourceContext {};
+class ILoggerFinder {};
+class IPluginV3 { public: virtual ~IPluginV3() = default;
+  virtual IPluginCapability* getCapabilityInterface(PluginCapabilityType) noexcept = 0;
+  virtual IPluginV3* clone() noexcept = 0; };
+class IPluginV3OneCore : public IPluginCapability { public:
+  virtual char const* getPluginName() const noexcept = 0;
+  virtual char const* getPluginVersion() const noexcept = 0;
+  virtual char const* getPluginNamespace() const noexcept = 0; };
+class IPluginV3OneBuild : public IPluginCapability { public:
+  virtual int32_t configurePlugin(DynamicPluginTensorDesc const*, int32_t, DynamicPluginTensorDesc const*, int32_t) noexcept = 0;
+  virtual int32_t getOutputDataTypes(DataType*, int32_t, DataType const*, int32_t) const noexcept = 0;
+  virtual int32_t getOutputShapes(DimsExprs const*, int32_t, DimsExprs const*, int32_t, DimsExprs*, int32_t, IExprBuilder&) noexcept = 0;
+  virtual bool supportsFormatCombination(int32_t, DynamicPluginTensorDesc const*, int32_t, int32_t) noexcept = 0;
+  virtual int32_t getNbOutputs() const noexcept = 0;
+  virtual size_t getWorkspaceSize(DynamicPluginTensorDesc const*, int32_t, DynamicPluginTensorDesc const*, int32_t) const noexcept { return 0; } };
+class IPluginV3OneRuntime : public IPluginCapability { public:
+  virtual int32_t setTactic(int32_t) noexcept { return 0; }
+  virtual int32_t onShapeChange(PluginTensorDesc const*, int32_t, PluginTensorDesc const*, int32_t) noexcept = 0;
+  virtual int32_t enqueue(PluginTensorDesc const*, PluginTensorDesc const*, void const* const*, void* const*, void*, cudaStream_t) noexcept = 0;
+  virtual IPluginV3* attachToContext(IPluginResourceContext*) noexcept = 0;
+  virtual PluginFieldCollection const* getFieldsToSerialize() noexcept = 0; };
+class IPluginCreatorInterface { public: virtual ~IPluginCreatorInterface() = default; };
+class IPluginCreatorV3One : public IPluginCreatorInterface { public:
+  virtual IPluginV3* createPlugin(AsciiChar const*, PluginFieldCollection const*, TensorRTPhase) noexcept = 0;
+  virtual PluginFieldCollection const* getFieldNames() noexcept = 0;
+  virtual AsciiChar const* getPluginName() const noexcept = 0;
+  virtual AsciiChar const* getPluginVersion() const noexcept = 0;
+  virtual AsciiChar const* getPluginNamespace() const noexcept = 0; };
+class IPluginRegistry { public: bool registerCreator(IPluginCreatorInterface&, AsciiChar const*) noexcept; };
+}
+extern "C" nvinfer1::IPluginRegistry* getPluginRegistry() noexcept;
+)";
+
+TEST(ScaffoldOpTest, TensorRtPluginCompilesAgainstAContractShim) {
+  TempDir dir;
+  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {"tensorrt"}}, dir / "pkg");
+  std::string p = (dir / "pkg").string();
+  fs::create_directories(dir / "pkg/shim");
+  testing::WriteFile(dir / "pkg/shim/cuda_runtime_api.h", kCudaShim);
+  testing::WriteFile(dir / "pkg/shim/NvInferRuntime.h", kTrtShim);
+  auto build = RunShell(fmt::format("{} -fsyntax-only -I{}/shim -I{}/kernel -I{}/tensorrt "
+                                    "{}/tensorrt/GeluPlugin.cpp",
+                                    kCxxFlags, p, p, p, p));
+  EXPECT_EQ(build.exit_code, 0) << build.err;
 }
 
 TEST(ScaffoldOpTest, RknnToolkitClassIsValidPython) {
