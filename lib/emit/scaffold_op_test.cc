@@ -6,8 +6,9 @@
 // fails with "not implemented". The SDK adapters: the ONNX Runtime one compiles with -Wall -Wextra
 // -Werror against the package's stub of the C API and links into a library exporting only
 // RegisterCustomOps; the RKNN callbacks, built against a contract shim, reproduce the kit; the NEON
-// path parses for AArch64 and ARMv7 (clang, skipped without it); the TensorRT plugin compiles
-// against a contract shim; the RKNN toolkit class is valid Python; --target selects the adapters.
+// path parses for AArch64 and ARMv7 (clang, skipped without it); the TensorRT plugin and the TFLite
+// Micro registration compile against contract shims; the RKNN toolkit class is valid Python;
+// --target selects the adapters.
 #include "lib/emit/scaffold_op.h"
 
 #include <fmt/format.h>
@@ -619,6 +620,108 @@ TEST(ScaffoldOpTest, TensorRtPluginCompilesAgainstAContractShim) {
   testing::WriteFile(dir / "pkg/shim/NvInferRuntime.h", kTrtShim);
   auto build = RunShell(fmt::format("{} -fsyntax-only -I{}/shim -I{}/kernel -I{}/tensorrt "
                                     "{}/tensorrt/GeluPlugin.cpp",
+                                    kCxxFlags, p, p, p, p));
+  EXPECT_EQ(build.exit_code, 0) << build.err;
+}
+
+// TFLite Micro's kernel API and flexbuffers as documented (TFLMRegistration, RegisterOp,
+// GetEvalInput/Output, MicroContext temp tensors, the arena calls of TfLiteContext), reduced to
+// what the adapter uses: like the TensorRT shim, it keeps the template compiling, no more.
+constexpr const char* kTflmKernelUtilShim = R"(#pragma once
+#include <stddef.h>
+#include <stdint.h>
+typedef enum { kTfLiteOk = 0, kTfLiteError = 1 } TfLiteStatus;
+typedef enum { kTfLiteNoType = 0, kTfLiteFloat32 = 1, kTfLiteInt32 = 2, kTfLiteUInt8 = 3,
+               kTfLiteInt64 = 4, kTfLiteInt8 = 9 } TfLiteType;
+typedef struct { int size; int data[1]; } TfLiteIntArray;
+typedef union { void* data; float* f; } TfLitePtrUnion;
+typedef struct { TfLiteType type; TfLitePtrUnion data; TfLiteIntArray* dims; } TfLiteTensor;
+typedef struct { TfLitePtrUnion data; TfLiteIntArray* dims; TfLiteType type; } TfLiteEvalTensor;
+typedef struct { TfLiteIntArray* inputs; TfLiteIntArray* outputs; void* user_data; } TfLiteNode;
+typedef struct TfLiteContext {
+  void* (*AllocatePersistentBuffer)(struct TfLiteContext* ctx, size_t bytes);
+  TfLiteStatus (*RequestScratchBufferInArena)(struct TfLiteContext* ctx, size_t bytes, int* index);
+  void* (*GetScratchBuffer)(struct TfLiteContext* ctx, int index);
+  void (*ReportError)(struct TfLiteContext*, const char* format, ...);
+} TfLiteContext;
+#define TF_LITE_ENSURE(context, a) do { if (!(a)) { (void)(context); return kTfLiteError; } } while (0)
+#define TF_LITE_ENSURE_MSG(context, a, msg) do { if (!(a)) { (void)(context); (void)(msg); return kTfLiteError; } } while (0)
+#define TF_LITE_ENSURE_EQ(context, a, b) TF_LITE_ENSURE(context, (a) == (b))
+#define TF_LITE_ENSURE_STATUS(a) do { if ((a) != kTfLiteOk) return kTfLiteError; } while (0)
+typedef struct {
+  void* (*init)(TfLiteContext*, const char*, size_t);
+  void (*free)(TfLiteContext*, void*);
+  TfLiteStatus (*prepare)(TfLiteContext*, TfLiteNode*);
+  TfLiteStatus (*invoke)(TfLiteContext*, TfLiteNode*);
+  void (*reset)(TfLiteContext*, void*);
+  int32_t builtin_code;
+  const char* custom_name;
+} TFLMRegistration;
+namespace tflite {
+namespace micro {
+TFLMRegistration RegisterOp(void* (*init)(TfLiteContext*, const char*, size_t),
+                            TfLiteStatus (*prepare)(TfLiteContext*, TfLiteNode*),
+                            TfLiteStatus (*invoke)(TfLiteContext*, TfLiteNode*),
+                            void (*free)(TfLiteContext*, void*) = nullptr,
+                            void (*reset)(TfLiteContext*, void*) = nullptr);
+const TfLiteEvalTensor* GetEvalInput(const TfLiteContext* context, const TfLiteNode* node, int index);
+TfLiteEvalTensor* GetEvalOutput(const TfLiteContext* context, const TfLiteNode* node, int index);
+}  // namespace micro
+}  // namespace tflite
+)";
+constexpr const char* kTflmMicroContextShim = R"(#pragma once
+#include "tensorflow/lite/micro/kernels/kernel_util.h"
+namespace tflite {
+class MicroContext {
+ public:
+  TfLiteTensor* AllocateTempInputTensor(const TfLiteNode* node, int index);
+  void DeallocateTempTfLiteTensor(TfLiteTensor* tensor);
+};
+MicroContext* GetMicroContext(const TfLiteContext* context);
+}  // namespace tflite
+)";
+constexpr const char* kTflmMicroLogShim = R"(#pragma once
+void MicroPrintf(const char* format, ...);
+)";
+constexpr const char* kFlexbuffersShim = R"(#pragma once
+#include <stddef.h>
+#include <stdint.h>
+namespace flexbuffers {
+class String { public: size_t length() const; const char* c_str() const; };
+class Reference;
+class Vector { public: size_t size() const; Reference operator[](size_t i) const; };
+class TypedVector { public: size_t size() const; Reference operator[](size_t i) const; };
+class Reference {
+ public:
+  bool IsNull() const;
+  bool IsTypedVector() const;
+  float AsFloat() const;
+  int64_t AsInt64() const;
+  String AsString() const;
+  Vector AsVector() const;
+  TypedVector AsTypedVector() const;
+  class Map AsMap() const;
+};
+class Map { public: Reference operator[](const char* key) const; };
+Reference GetRoot(const uint8_t* buffer, size_t size);
+}  // namespace flexbuffers
+// Map from a Reference, as flexbuffers' Reference::AsMap() returns.
+)";
+
+TEST(ScaffoldOpTest, TfliteMicroRegistrationCompilesAgainstAContractShim) {
+  TempDir dir;
+  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {"tflm"}}, dir / "pkg");
+  std::string p = (dir / "pkg").string();
+  fs::create_directories((dir / "pkg/shim" / "tensorflow/lite/micro/kernels/kernel_util.h").parent_path());
+  testing::WriteFile(dir / "pkg/shim" / "tensorflow/lite/micro/kernels/kernel_util.h", kTflmKernelUtilShim);
+  fs::create_directories((dir / "pkg/shim" / "tensorflow/lite/micro/micro_context.h").parent_path());
+  testing::WriteFile(dir / "pkg/shim" / "tensorflow/lite/micro/micro_context.h", kTflmMicroContextShim);
+  fs::create_directories((dir / "pkg/shim" / "tensorflow/lite/micro/micro_log.h").parent_path());
+  testing::WriteFile(dir / "pkg/shim" / "tensorflow/lite/micro/micro_log.h", kTflmMicroLogShim);
+  fs::create_directories((dir / "pkg/shim" / "flatbuffers/flexbuffers.h").parent_path());
+  testing::WriteFile(dir / "pkg/shim" / "flatbuffers/flexbuffers.h", kFlexbuffersShim);
+  auto build = RunShell(fmt::format("{} -fsyntax-only -I{}/shim -I{}/kernel -I{}/tflm "
+                                    "{}/tflm/gelu_tflm.cc",
                                     kCxxFlags, p, p, p, p));
   EXPECT_EQ(build.exit_code, 0) << build.err;
 }
