@@ -30,8 +30,9 @@ namespace fs = std::filesystem;
 using shape::CustomOpSpec;
 
 // A kernel porttool can write. `formula` is one expression in `x` and `p->attr`, written with
-// @-functions that expand to the scalar (pt_s_*) or the SSE2 (pt_v_*) helpers, so both paths
-// compute the same formula. Constants go through @c().
+// @-functions that expand to the scalar (pt_s_*), the SIMD (pt_v_*: SSE2 or NEON) or the numpy
+// (_*, RKNN toolkit class) helpers, so all paths compute the same formula. Constants go through
+// @c().
 struct KnownKernel {
   const char* op;
   const char* formula;
@@ -243,9 +244,16 @@ static inline int64_t {{sym}}_count(const pt_tensor* t) {
 )tpl";
 
 constexpr const char* kElementwiseBody = R"tpl(
-#if (defined(__SSE2__) || defined(_M_X64)) && !defined(PT_NO_SIMD)
+/* SIMD: SSE2 on x86-64, NEON on Arm (AArch64, or ARMv7 with -mfpu=neon); -DPT_NO_SIMD forces the
+ * plain C path. Both SIMD paths compute the same formula with the same approximations. */
+#if !defined(PT_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64))
+#define {{SYM}}_SSE2 1
 #define {{SYM}}_SIMD 1
 #include <emmintrin.h>
+#elif !defined(PT_NO_SIMD) && (defined(__ARM_NEON) || defined(__ARM_NEON__))
+#define {{SYM}}_NEON 1
+#define {{SYM}}_SIMD 1
+#include <arm_neon.h>
 #endif
 
 /* Scalar helpers: the plain C fallback, and the tail of the SIMD loop. */
@@ -268,9 +276,12 @@ static float {{sym}}_scalar(float x, const {{sym}}_params* p) {
   return {{scalar_formula}};
 }
 
-#ifdef {{SYM}}_SIMD
+#ifdef {{SYM}}_SSE2
 /* SSE2 helpers. exp: Cephes range reduction + degree-5 polynomial (about 1 ulp); erf:
  * Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7); tanh from exp. Within the kit's atol of 1e-4. */
+typedef __m128 pt_vec;
+static inline pt_vec pt_v_load(const float* p) { return _mm_loadu_ps(p); }
+static inline void pt_v_store(float* p, pt_vec v) { _mm_storeu_ps(p, v); }
 static inline __m128 pt_v_c(float v) { return _mm_set1_ps(v); }
 static inline __m128 pt_v_add(__m128 a, __m128 b) { return _mm_add_ps(a, b); }
 static inline __m128 pt_v_sub(__m128 a, __m128 b) { return _mm_sub_ps(a, b); }
@@ -321,7 +332,77 @@ static inline __m128 pt_v_tanh(__m128 x) {
                     _mm_div_ps(_mm_set1_ps(2.0f), _mm_add_ps(e, _mm_set1_ps(1.0f))));
 }
 
-static __m128 {{sym}}_vector(__m128 x, const {{sym}}_params* p) {
+#elif defined({{SYM}}_NEON)
+/* NEON helpers: the same algorithms as the SSE2 path (exp: Cephes; erf: Abramowitz-Stegun
+ * 7.1.26; tanh from exp). ARMv7 has no vector divide: reciprocal estimate + 2 Newton steps. */
+typedef float32x4_t pt_vec;
+static inline pt_vec pt_v_load(const float* p) { return vld1q_f32(p); }
+static inline void pt_v_store(float* p, pt_vec v) { vst1q_f32(p, v); }
+static inline pt_vec pt_v_c(float v) { return vdupq_n_f32(v); }
+static inline pt_vec pt_v_add(pt_vec a, pt_vec b) { return vaddq_f32(a, b); }
+static inline pt_vec pt_v_sub(pt_vec a, pt_vec b) { return vsubq_f32(a, b); }
+static inline pt_vec pt_v_mul(pt_vec a, pt_vec b) { return vmulq_f32(a, b); }
+#if defined(__aarch64__)
+static inline pt_vec pt_v_div(pt_vec a, pt_vec b) { return vdivq_f32(a, b); }
+#else
+static inline pt_vec pt_v_div(pt_vec a, pt_vec b) {
+  pt_vec r = vrecpeq_f32(b);
+  r = vmulq_f32(vrecpsq_f32(b, r), r);
+  r = vmulq_f32(vrecpsq_f32(b, r), r);
+  return vmulq_f32(a, r);
+}
+#endif
+static inline pt_vec pt_v_max(pt_vec a, pt_vec b) { return vmaxq_f32(a, b); }
+static inline pt_vec pt_v_min(pt_vec a, pt_vec b) { return vminq_f32(a, b); }
+static inline pt_vec pt_v_neg(pt_vec a) { return vnegq_f32(a); }
+static inline pt_vec pt_v_abs(pt_vec a) { return vabsq_f32(a); }
+static inline pt_vec pt_v_gtsel(pt_vec a, pt_vec t) {
+  return vreinterpretq_f32_u32(vandq_u32(vcgtq_f32(a, t), vreinterpretq_u32_f32(a)));
+}
+static inline pt_vec pt_v_exp(pt_vec x) {
+  pt_vec fx, tmp, y, z;
+  int32x4_t n;
+  x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.3f)), vdupq_n_f32(88.3f));
+  fx = vaddq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)), vdupq_n_f32(0.5f));
+  tmp = vcvtq_f32_s32(vcvtq_s32_f32(fx));
+  fx = vsubq_f32(tmp, vreinterpretq_f32_u32(vandq_u32(vcgtq_f32(tmp, fx),
+                                                      vreinterpretq_u32_f32(vdupq_n_f32(1.0f)))));
+  x = vsubq_f32(x, vmulq_f32(fx, vdupq_n_f32(0.693359375f)));
+  x = vsubq_f32(x, vmulq_f32(fx, vdupq_n_f32(-2.12194440e-4f)));
+  z = vmulq_f32(x, x);
+  y = vdupq_n_f32(1.9875691500e-4f);
+  y = vaddq_f32(vmulq_f32(y, x), vdupq_n_f32(1.3981999507e-3f));
+  y = vaddq_f32(vmulq_f32(y, x), vdupq_n_f32(8.3334519073e-3f));
+  y = vaddq_f32(vmulq_f32(y, x), vdupq_n_f32(4.1665795894e-2f));
+  y = vaddq_f32(vmulq_f32(y, x), vdupq_n_f32(1.6666665459e-1f));
+  y = vaddq_f32(vmulq_f32(y, x), vdupq_n_f32(5.0000001201e-1f));
+  y = vaddq_f32(vaddq_f32(vmulq_f32(y, z), x), vdupq_n_f32(1.0f));
+  n = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(fx), vdupq_n_s32(127)), 23);
+  return vmulq_f32(y, vreinterpretq_f32_s32(n));
+}
+static inline pt_vec pt_v_erf(pt_vec x) {
+  uint32x4_t sign = vandq_u32(vreinterpretq_u32_f32(x), vdupq_n_u32(0x80000000u));
+  pt_vec a = vabsq_f32(x);
+  pt_vec t = pt_v_div(vdupq_n_f32(1.0f),
+                      vaddq_f32(vdupq_n_f32(1.0f), vmulq_f32(vdupq_n_f32(0.3275911f), a)));
+  pt_vec poly = vdupq_n_f32(1.061405429f);
+  pt_vec y;
+  poly = vaddq_f32(vmulq_f32(poly, t), vdupq_n_f32(-1.453152027f));
+  poly = vaddq_f32(vmulq_f32(poly, t), vdupq_n_f32(1.421413741f));
+  poly = vaddq_f32(vmulq_f32(poly, t), vdupq_n_f32(-0.284496736f));
+  poly = vaddq_f32(vmulq_f32(poly, t), vdupq_n_f32(0.254829592f));
+  poly = vmulq_f32(poly, t);
+  y = vsubq_f32(vdupq_n_f32(1.0f), vmulq_f32(poly, pt_v_exp(vnegq_f32(vmulq_f32(a, a)))));
+  return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(y), sign));
+}
+static inline pt_vec pt_v_tanh(pt_vec x) {
+  pt_vec e = pt_v_exp(vmulq_f32(x, vdupq_n_f32(2.0f)));
+  return vsubq_f32(vdupq_n_f32(1.0f), pt_v_div(vdupq_n_f32(2.0f), vaddq_f32(e, vdupq_n_f32(1.0f))));
+}
+#endif
+
+#ifdef {{SYM}}_SIMD
+static pt_vec {{sym}}_vector(pt_vec x, const {{sym}}_params* p) {
   (void)p;
   return {{vector_formula}};
 }
@@ -348,7 +429,7 @@ int32_t {{sym}}_compute(const {{sym}}_params* params, const pt_tensor* inputs, i
   x = (const float*)inputs[0].data;
   y = (float*)outputs[0].data;
 {{bias_block}}#ifdef {{SYM}}_SIMD
-  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, {{sym}}_vector(_mm_loadu_ps(x + i), params));
+  for (; i + 4 <= n; i += 4) pt_v_store(y + i, {{sym}}_vector(pt_v_load(x + i), params));
 #endif
   for (; i < n; ++i) y[i] = {{sym}}_scalar(x[i], params);
   return PT_OK;
@@ -615,13 +696,13 @@ constexpr const char* kReadme = R"tpl(# {{domain}}::{{Op}} custom-op package
 Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}` (sha256 `{{sha256}}`).
 `op.json` describes the op; every file here follows from it.
 
-- `kernel/{{sym}}.{h,c}`: the C99 kernel (NCHW float32, no heap, SSE2 path + plain C fallback;
-  {{kernel_state}}).
+- `kernel/{{sym}}.{h,c}`: the C99 kernel (NCHW float32, no heap, SSE2 / NEON paths + plain C
+  fallback; {{kernel_state}}).
 - `kernel/{{sym}}_porttool.c`: the porttool custom-op ABI entry (`porttool_custom_op_v1`).
 - `schema/{{sym}}_schema.cc`: the ONNX OpSchema with shape inference, registered through libonnx.
 - `test/kit/`: the op's test kit (ONNX backend layout + `kit.h`); `test/{{sym}}_test.c` runs the
   kernel on it and prints `N passed, N failed`.
-
+{{adapters_doc}}
 Build and test:
 
     cmake -S . -B build && cmake --build build && ctest --test-dir build
@@ -630,7 +711,7 @@ Run a model with this kernel in porttool's executor, or compare it against the b
 
     porttool run MODEL --custom-op . --random-inputs
     porttool compare MODEL MODEL --custom-op .   # MODEL_B uses this kernel
-)tpl";
+{{adapters_build}})tpl";
 
 using Vars = std::vector<std::pair<std::string, std::string>>;
 
@@ -935,10 +1016,36 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
   std::string kit_prefix = FindKnown(spec.op_type)
                                ? WriteKit(model, options, out_dir, result, num_inputs)
                                : std::string();
+  const KnownKernel* known = FindKnown(spec.op_type);
+  std::map<std::string, std::string> adapter_files;
+  std::string adapter_cmake, adapters_doc, adapters_build;
+  static const std::map<std::string, std::string> kAdapterDoc = {
+      {"ort", "- `ort/`: ONNX Runtime custom-op library (`RegisterCustomOps`, C API), "
+              "`-DONNXRUNTIME_ROOT=`; without it, compile-checked against `ort/stub/`."},
+      {"rknn", "- `rknn/`: RKNN runtime custom op (`rknn_custom_op` compute callback), rknn_server "
+               "plugin, RKNN-Toolkit2 Python class; `-DRKNN_SDK_ROOT=`."},
+      {"tensorrt", "- `tensorrt/`: TensorRT IPluginV3 plugin and creator; `-DTENSORRT_ROOT=`."},
+      {"tflm", "- `tflm/`: TFLite Micro registration (init/prepare/invoke); `-DTFLM_ROOT=`."},
+  };
+  for (const auto& target : options.targets) {
+    AdapterFiles a = GenerateAdapter(target, spec, vars, known ? known->formula : "",
+                                     known && known->bias);
+    adapter_files.insert(a.files.begin(), a.files.end());
+    adapter_cmake += a.cmake;
+    adapters_doc += kAdapterDoc.at(target) + " Load step and model patch: `" + target +
+                    "/README.md`.\n";
+  }
+  if (!options.targets.empty()) {
+    adapters_build =
+        "\nSDK adapters build when their SDK root is given to CMake (see each README), e.g.\n\n"
+        "    cmake -S . -B build -DONNXRUNTIME_ROOT=/opt/onnxruntime\n";
+  }
+  vars.push_back({"adapters_doc", adapters_doc});
+  vars.push_back({"adapters_build", adapters_build});
   std::map<std::string, std::string> files = {
       {"op.json", OpSpecToJson(spec).dump(2) + "\n"},
       {"README.md", Fill(kReadme, vars)},
-      {"CMakeLists.txt", Fill(kCMake, vars)},
+      {"CMakeLists.txt", Fill(kCMake, vars) + adapter_cmake},
       {"kernel/porttool_custom_op.h", runtime::CustomOpAbiHeader()},
       {"kernel/" + spec.symbol + ".h", Fill(kKernelHeader, vars)},
       {"kernel/" + spec.symbol + ".c", KernelSource(spec, vars)},
@@ -947,6 +1054,7 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
       {"schema/" + spec.symbol + "_schema_test.cc", SchemaTestSource(spec, vars)},
       {"test/" + spec.symbol + "_test.c", TestSource(spec, kit_prefix, num_inputs, vars)},
   };
+  files.insert(adapter_files.begin(), adapter_files.end());
   for (const auto& [name, text] : files) {
     fs::create_directories((out_dir / name).parent_path());
     io::WriteFileAtomic(out_dir / name, text);

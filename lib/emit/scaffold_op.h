@@ -1,11 +1,12 @@
 // scaffold-op: the whole custom-operator package for one node of a model, generated from one
 // description (op.json: domain, type, inputs/outputs with dtype and rank, attributes with types
 // and defaults, the shape rule, the layout). The package holds a C99 kernel without heap use
-// (scratch passed in and sized by a generated function; an SSE2 path behind #if and a plain C
-// fallback), real for the activations porttool knows and an explicit not-implemented skeleton
-// otherwise; the porttool custom-op ABI glue that `--custom-op DIR` loads; an ONNX OpSchema
-// registered through libonnx with its own shape-inference test; the op's test kit and a C test
-// program printing "N passed, N failed"; and a CMakeLists.txt building all of it. Output is
+// (scratch passed in and sized by a generated function; SSE2 and NEON paths behind #if and a
+// plain C fallback), real for the activations porttool knows and an explicit not-implemented
+// skeleton otherwise; the porttool custom-op ABI glue that `--custom-op DIR` loads; an ONNX
+// OpSchema registered through libonnx with its own shape-inference test; the op's test kit and a
+// C test program printing "N passed, N failed"; the SDK adapters (scaffold_adapters.h); and a
+// CMakeLists.txt building all of it (the adapters only when their SDK root is given). Output is
 // deterministic (no dates, no absolute paths) and names the source model's sha256.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/emit/scaffold_adapters.h"
 #include "lib/io/model.h"
 #include "lib/runtime/kernel.h"
 #include "lib/shape/custom_op_schema.h"
@@ -23,6 +25,8 @@ namespace porttool::emit {
 struct ScaffoldOptions {
   std::string node;   // the node to scaffold (main graph)
   uint64_t seed = 0;  // for the kit's random model inputs
+  // SDK adapters to generate (AdapterTargets() names): ort, rknn, tensorrt, tflm.
+  std::vector<std::string> targets = AdapterTargets();
 };
 
 struct ScaffoldResult {

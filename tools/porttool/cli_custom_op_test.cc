@@ -65,6 +65,10 @@ TEST_F(CustomOpCliTest, ClosedLoopOnTheDemoModel) {
                   pkg));
   ASSERT_EQ(build.exit_code, 0) << build.out << build.err;
   EXPECT_NE(build.out.find("100% tests passed"), std::string::npos) << build.out;
+  // Without ONNXRUNTIME_ROOT the package compiles its ONNX Runtime adapter against ort/stub
+  // (-Wall -Wextra -Werror); the other SDK adapters are skipped.
+  EXPECT_TRUE(fs::exists(Package() / "build/CMakeFiles/gelu_ort_stub_check.dir/ort/gelu_ort.cc.o"));
+  EXPECT_FALSE(fs::exists(Package() / "build/librkcst_gelu.so"));
 
   auto compare =
       RunPorttool(fmt::format("compare {0} {0} --custom-op {1} {2} --json", Demo(), pkg, kShape));
@@ -77,6 +81,26 @@ TEST_F(CustomOpCliTest, ClosedLoopOnTheDemoModel) {
   auto run =
       RunPorttool(fmt::format("run {} --custom-op {} {} --random-inputs", Demo(), pkg, kShape));
   EXPECT_EQ(run.exit_code, 0) << run.err;
+}
+
+TEST_F(CustomOpCliTest, TargetSelectsAdaptersAndABadOneIsAUsageError) {
+  TempDir dir;
+  auto r = RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort,tflm -o {} "
+                                   "--json",
+                                   Demo(), kShape, (dir / "pkg").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["targets"], (std::vector<std::string>{"ort", "tflm"}));
+  EXPECT_TRUE(fs::exists(dir / "pkg/ort/README.md"));
+  EXPECT_TRUE(fs::exists(dir / "pkg/tflm/README.md"));
+  EXPECT_FALSE(fs::exists(dir / "pkg/rknn"));
+
+  r = RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort,trt -o {}",
+                              Demo(), kShape, (dir / "bad").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("unknown --target 'trt'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ort, rknn, tensorrt, tflm"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "bad"));
 }
 
 TEST_F(CustomOpCliTest, AWrongKernelMakesCompareFail) {

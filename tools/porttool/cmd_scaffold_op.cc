@@ -1,5 +1,6 @@
 // `porttool scaffold-op`: generates the custom-operator package (op.json, C99 kernel, porttool ABI
-// glue, ONNX schema, test kit and C test, CMakeLists.txt) for one node of a model.
+// glue, ONNX schema, test kit and C test, CMakeLists.txt, and the SDK adapters chosen with
+// --target) for one node of a model.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -17,20 +18,24 @@ struct ScaffoldOpOptions {
   std::string node;
   std::vector<std::string> input_shapes;
   std::string output;
+  std::string targets = "ort,rknn,tensorrt,tflm";
   uint64_t seed = kDefaultSeed;
   bool json = false;
 };
 
 int RunScaffoldOp(const ScaffoldOpOptions& o) {
+  // Checked first: a typo in --target is exit 2 before any work.
+  std::vector<std::string> targets = emit::ParseAdapterTargets(o.targets);
   io::Model model = io::Load(o.model);
   if (!o.input_shapes.empty())
     shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
-  emit::ScaffoldResult result = emit::ScaffoldOp(model, {o.node, o.seed}, o.output);
+  emit::ScaffoldResult result = emit::ScaffoldOp(model, {o.node, o.seed, targets}, o.output);
   for (const auto& note : result.notes) spdlog::warn("{}", note);
   const auto& spec = result.spec;
   if (o.json) {
     PrintJson({{"dir", o.output},
                {"op", shape::OpSpecToJson(spec)},
+               {"targets", targets},
                {"files", result.files},
                {"notes", result.notes}});
     return kExitOk;
@@ -55,12 +60,17 @@ void RegisterScaffoldOp(CLI::App& app, RunFn& run) {
       "Example:\n  porttool scaffold-op testdata/demo_detector.onnx --node Custom_GELU_0 "
       "--input-shape images:1x3x64x64 -o gelu_op\n"
       "  cmake -S gelu_op -B gelu_op/build && cmake --build gelu_op/build\n"
+      "  (adapters: -DONNXRUNTIME_ROOT=, -DRKNN_SDK_ROOT=, -DTENSORRT_ROOT=, -DTFLM_ROOT=; "
+      "see gelu_op/<target>/README.md)\n"
       "  porttool compare testdata/demo_detector.onnx testdata/demo_detector.onnx "
       "--custom-op gelu_op --input-shape images:1x3x64x64");
   AddModelArg(*cmd, opts->model);
   cmd->add_option("--node", opts->node, "Name of the node to scaffold")->required();
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_option("-o,--output", opts->output, "Package directory to write")->required();
+  cmd->add_option("--target", opts->targets,
+                  "SDK adapters to generate, comma-separated: ort, rknn, tensorrt, tflm (or all)")
+      ->capture_default_str();
   AddSeedOption(*cmd, opts->seed, "the kit's random model inputs");
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunScaffoldOp(*opts); }; });
