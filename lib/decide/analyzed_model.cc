@@ -58,17 +58,6 @@ void ForEachNodeDeep(const onnx::GraphProto& graph,
   }
 }
 
-template <typename T>
-std::vector<double> ToDoubles(std::span<const uint8_t> bytes) {
-  std::vector<double> out(bytes.size() / sizeof(T));
-  for (size_t i = 0; i < out.size(); ++i) {
-    T v;
-    std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
-    out[i] = static_cast<double>(v);
-  }
-  return out;
-}
-
 }  // namespace
 
 bool TensorInfo::IsStatic() const {
@@ -162,19 +151,7 @@ std::optional<std::vector<double>> AnalyzedModel::ConstantValues(const std::stri
   const onnx::TensorProto& t = *it->second;
   int64_t count = ir::ElementCount({t.dims().begin(), t.dims().end()});
   if (count > 4096) return std::nullopt;
-  io::TensorBytes bytes = io::ReadTensorBytes(model_, t);
-  switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      return ToDoubles<float>(bytes.bytes);
-    case onnx::TensorProto::DOUBLE:
-      return ToDoubles<double>(bytes.bytes);
-    case onnx::TensorProto::INT64:
-      return ToDoubles<int64_t>(bytes.bytes);
-    case onnx::TensorProto::INT32:
-      return ToDoubles<int32_t>(bytes.bytes);
-    default:
-      return std::nullopt;
-  }
+  return ir::ConstantAsDoubles(model_, t);
 }
 
 void AnalyzedModel::DeriveFacts() {

@@ -40,16 +40,7 @@ int RenameCaptures(onnx::GraphProto& body, const std::string& from, const std::s
       ++count;
     }
   }
-  for (auto& node : *body.mutable_node()) {
-    for (auto& input : *node.mutable_input()) {
-      if (input == from) {
-        input = to;
-        ++count;
-      }
-    }
-    ForEachSubgraph(node, [&](onnx::GraphProto& g) { count += RenameCaptures(g, from, to); });
-  }
-  return count;
+  return count + ReplaceAllUses(body, from, to);  // the body's nodes and its own subgraphs
 }
 
 void AddCount(std::unordered_map<std::string, int>& counts, const onnx::NodeProto& node, int d) {

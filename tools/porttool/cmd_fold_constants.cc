@@ -13,8 +13,7 @@ namespace {
 struct FoldConstantsOptions {
   std::string model;
   std::vector<std::string> input_shapes;
-  uint64_t max_tensor_bytes = uint64_t{1} << 20;
-  int max_rounds = 8;
+  FoldLimits limits;
   ModelOutputOptions output;
   bool json = false;
 };
@@ -23,9 +22,7 @@ int RunFoldConstants(const FoldConstantsOptions& o) {
   std::map<std::string, std::string> options;
   if (!o.input_shapes.empty()) options["input-shape"] = util::Join(o.input_shapes, ",");
   io::Model model = io::Load(o.model);
-  passes::PassContext context = LoggingContext();
-  context.max_tensor_bytes = o.max_tensor_bytes;
-  context.max_rounds = o.max_rounds;
+  passes::PassContext context = LoggingContext(o.limits);
   auto report = passes::Transform(model, {{"fold-constants", passes::PassOptions(options)}},
                                   /*fixed_point=*/false, context);
   for (const auto& note : report.steps.back().result.notes) {
@@ -49,11 +46,7 @@ void RegisterFoldConstants(CLI::App& app, RunFn& run) {
   AddModelArg(*cmd, opts->model);
   AddModelOutputOptions(*cmd, opts->output, /*required=*/true);
   AddInputShapeOption(*cmd, opts->input_shapes);
-  cmd->add_option("--max-tensor-bytes", opts->max_tensor_bytes, "Largest tensor folding creates")
-      ->capture_default_str();
-  cmd->add_option("--max-rounds", opts->max_rounds, "Cap on infer-fold-cleanup rounds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  AddFoldLimitOptions(*cmd, opts->limits, "Cap on infer-fold-cleanup rounds");
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunFoldConstants(*opts); }; });
 }

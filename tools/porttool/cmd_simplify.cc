@@ -13,17 +13,14 @@ namespace {
 struct SimplifyOptions {
   std::string model;
   std::vector<std::string> input_shapes;
-  uint64_t max_tensor_bytes = uint64_t{1} << 20;
-  int max_rounds = 8;
+  FoldLimits limits;
   ModelOutputOptions output;
   bool json = false;
 };
 
 int RunSimplify(const SimplifyOptions& o) {
   io::Model model = io::Load(o.model);
-  passes::PassContext context = LoggingContext();
-  context.max_tensor_bytes = o.max_tensor_bytes;
-  context.max_rounds = o.max_rounds;
+  passes::PassContext context = LoggingContext(o.limits);
   auto report = passes::Simplify(model, util::Join(o.input_shapes, ","), context);
   WarnIfCapped(report, "--max-rounds");
   return FinishTransform(model, report, o.output, o.json);
@@ -43,11 +40,7 @@ void RegisterSimplify(CLI::App& app, RunFn& run) {
   AddModelArg(*cmd, opts->model);
   AddModelOutputOptions(*cmd, opts->output, /*required=*/true);
   AddInputShapeOption(*cmd, opts->input_shapes);
-  cmd->add_option("--max-tensor-bytes", opts->max_tensor_bytes, "Largest tensor folding creates")
-      ->capture_default_str();
-  cmd->add_option("--max-rounds", opts->max_rounds, "Cap on fixed-point rounds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  AddFoldLimitOptions(*cmd, opts->limits, "Cap on fixed-point rounds");
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunSimplify(*opts); }; });
 }

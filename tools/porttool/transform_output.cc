@@ -83,8 +83,18 @@ int FinishTransform(io::Model& model, const passes::TransformReport& report,
   return report.failed ? kExitCheckFailed : kExitOk;
 }
 
-passes::PassContext LoggingContext() {
+void AddFoldLimitOptions(CLI::App& cmd, FoldLimits& limits, const std::string& rounds_help) {
+  cmd.add_option("--max-tensor-bytes", limits.max_tensor_bytes, "Largest tensor folding creates")
+      ->capture_default_str();
+  cmd.add_option("--max-rounds", limits.max_rounds, rounds_help)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+passes::PassContext LoggingContext(const FoldLimits& limits) {
   passes::PassContext context;
+  context.max_tensor_bytes = limits.max_tensor_bytes;
+  context.max_rounds = limits.max_rounds;
   context.note_sink = [](const std::string& pass, const std::string& note) {
     spdlog::debug("{}: {}", pass, note);
   };

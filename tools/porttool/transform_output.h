@@ -17,7 +17,14 @@ void WarnIfCapped(const passes::TransformReport& report, const std::string& flag
 int FinishTransform(io::Model& model, const passes::TransformReport& report,
                     const ModelOutputOptions& output, bool json);
 
-// A PassContext whose notes go to the debug log (-v shows them as they happen).
-passes::PassContext LoggingContext();
+// The folding limits fold-constants and simplify share, as options.
+struct FoldLimits {
+  uint64_t max_tensor_bytes = uint64_t{1} << 20;
+  int max_rounds = 8;
+};
+void AddFoldLimitOptions(CLI::App& cmd, FoldLimits& limits, const std::string& rounds_help);
+
+// A PassContext whose notes go to the debug log (-v shows them as they happen), with `limits`.
+passes::PassContext LoggingContext(const FoldLimits& limits = {});
 
 }  // namespace porttool::cli
