@@ -9,7 +9,6 @@
 #include <mutex>
 #include <thread>
 
-#include "lib/runtime/parallel.h"
 #include "lib/util/error.h"
 
 namespace porttool::quant {
@@ -81,9 +80,8 @@ void MergeInto(StatsMap& into, const StatsMap& part) {
 StatsMap CollectStats(const io::Model& model, const SampleSet& set, int threads,
                       const ProgressFn& progress) {
   threads = std::max(1, std::min<int>(threads, static_cast<int>(set.size())));
-  // Parallelism is across samples; kernels then run single-threaded so they do not fight for
-  // the same cores.
-  if (threads > 1) runtime::SetNumThreads(1);
+  // Parallelism is across samples; the program should run kernels single-threaded then
+  // (runtime::ApplyProcessSettings({1}), as the CLI does) so they do not fight for the cores.
   std::vector<StatsMap> parts(threads);
   std::atomic<size_t> next{0}, done{0};
   std::atomic<bool> failed{false};

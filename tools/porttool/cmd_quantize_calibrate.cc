@@ -10,6 +10,7 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/quant/quantize_calibrate.h"
+#include "lib/runtime/process_settings.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
@@ -131,6 +132,8 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   }
   std::string table_in = o.data.empty() ? o.table : "";
   io::Model model = io::Load(o.model);
+  // Samples run in parallel threads; kernels then stay single-threaded so they do not compete.
+  if (o.threads > 1) runtime::ApplyProcessSettings({1});
   quant::QuantizeCalibrateRequest req;
   req.data_dir = o.data;
   req.eval_dir = o.eval_data;
