@@ -51,6 +51,13 @@ inline const std::filesystem::path& ScratchDir() {
         std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
     auto d = base / ("porttool-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
+    // libFuzzer's fork mode starts a process per job: each removes its directory when it ends
+    // (a copy of the path that static destructors, which run first, leave alone).
+    static const auto* doomed = new std::filesystem::path(d);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(*doomed, ec);
+    });
     return d;
   }();
   return dir;
