@@ -182,7 +182,7 @@ std::string NodeLabel(const onnx::NodeProto& node, int index) {
 class BlockerFinder {
  public:
   BlockerFinder(const onnx::ModelProto& model, const ir::GraphView& view)
-      : model_(model), view_(view) {
+      : view_(view) {
     for (const auto& op : model.opset_import()) {
       opsets_[op.domain() == "ai.onnx" ? "" : op.domain()] = static_cast<int>(op.version());
     }
@@ -286,7 +286,6 @@ class BlockerFinder {
            "compute (shape arithmetic it does not follow); the executor computes it";
   }
 
-  const onnx::ModelProto& model_;
   const ir::GraphView& view_;
   std::unordered_map<std::string, int> opsets_;
   std::unordered_map<int, Blocker> memo_;
