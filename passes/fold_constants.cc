@@ -223,6 +223,8 @@ PassResult FoldConstantsPass::Run(io::Model& model, const PassOptions& options,
   for (; changed && round < max_rounds; ++round) {
     try {
       shape::InferShapes(model, infer);
+    } catch (const io::ResourceClaimError&) {
+      throw;  // a tensor of 1 TiB or more: the model is refused (exit 3), not folded around
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kUsage) throw;
       result.notes.push_back(std::string("shape inference failed, shapes not used: ") + e.what());

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target (tools/fuzz/fuzz_*.cc) for SECONDS each, all at once at nice 19, and
-# keeps every crashing, leaking, hanging or out-of-memory input in testdata/fuzz-regressions/
-# <target>/, which the normal build replays under ctest (porttool_fuzz_regressions).
+# Runs every libFuzzer target (tools/fuzz/fuzz_*.cc) for SECONDS each, one after the other (the
+# machines this runs on have 2 cores: targets run together would each get a fraction of one), at
+# nice $FUZZ_NICE (default 10), and keeps every crashing, leaking, hanging or out-of-memory input
+# in testdata/fuzz-regressions/<target>/, which the normal build replays under ctest
+# (porttool_fuzz_regressions).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     default 60 s, every target
+# Each target is (re)built just before it runs, so a fix made while earlier targets ran is in.
+# Per target: build-fuzz/logs/<target>.log (libFuzzer's output, final stats included) and one
+# line in build-fuzz/logs/summary.txt (executions, cov, ft, seconds, findings).
 # Needs clang-14 and libclang-rt-14-dev (scripts/setup.sh --fuzz). Builds build-fuzz/ with
 # AddressSanitizer + UndefinedBehaviorSanitizer. Seeds: testdata/fuzz-corpus/ (committed, small),
 # the libonnx-testdata node-test models and tensors, the rules/ JSON files, the hostile models
@@ -12,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
+NICE=${FUZZ_NICE:-10}
 scripts/setup.sh --fuzz
 
 B=build-fuzz
@@ -24,7 +30,6 @@ else
   targets=()
   for f in tools/fuzz/fuzz_*.cc; do targets+=("$(basename "$f" .cc)"); done
 fi
-nice -n 19 cmake --build $B -j2 --target "${targets[@]}" >/dev/null
 
 # ---- seeds ----
 NODE=/usr/share/libonnx-testdata/data/node
@@ -65,10 +70,13 @@ seed_dir() {
   esac
 }
 
-# ---- run ----
+# ---- run, one target at a time ----
 mkdir -p $B/logs
-pids=()
+summary=$B/logs/summary.txt
+printf '%-22s %12s %8s %8s %8s %9s\n' target executions cov ft seconds findings | tee -a $summary
 for t in "${targets[@]}"; do
+  nice -n "$NICE" cmake --build $B -j2 --target "$t" >"$B/logs/$t.build.log" 2>&1 ||
+    { echo "$t: build failed, see $B/logs/$t.build.log" | tee -a $summary; continue; }
   corpus=$B/corpus/$t
   artifacts=$B/artifacts/$t
   regress=testdata/fuzz-regressions/$t
@@ -76,27 +84,24 @@ for t in "${targets[@]}"; do
   extra=$(seed_dir "$t")
   # -fork keeps fuzzing after a finding so every target gets its full time; findings land in
   # the artifact directory. Small-memory limits: refusing huge allocations is what is tested.
-  (cd $B && nice -n 19 "./$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
+  t0=$(date +%s)
+  (cd $B && nice -n "$NICE" "./$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
     -max_total_time="$SECS" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -dict=../tools/fuzz/onnx.dict -artifact_prefix="artifacts/$t/" -print_final_stats=1 \
-    "corpus/$t" ${extra:+"../$extra"} "../$regress" >"logs/$t.log" 2>&1) &
-  pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || true; done
-
-# ---- findings and summary ----
-printf '%-22s %12s %8s %8s %9s\n' target executions cov ft findings
-for t in "${targets[@]}"; do
+    "corpus/$t" ${extra:+"../$extra"} "../$regress" >"logs/$t.log" 2>&1) || true
+  secs=$(($(date +%s) - t0))
   kept=0
-  for f in $B/artifacts/$t/*; do
+  for f in "$artifacts"/*; do
     [ -f "$f" ] || continue
-    cp "$f" "testdata/fuzz-regressions/$t/$(basename "$f")"
+    cp "$f" "$regress/$(basename "$f")"
     kept=$((kept + 1))
   done
+  # Fork mode's progress lines: "#N: cov: C ft: F corp: ... oom/timeout/crash: a/b/c time: ...".
   last=$(grep -E '^#[0-9]+' "$B/logs/$t.log" | tail -1 || true)
   execs=$(echo "$last" | sed -nE 's/^#([0-9]+).*/\1/p')
   cov=$(echo "$last" | sed -nE 's/.*cov: ([0-9]+).*/\1/p')
   ft=$(echo "$last" | sed -nE 's/.*ft: ([0-9]+).*/\1/p')
-  printf '%-22s %12s %8s %8s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$kept"
+  printf '%-22s %12s %8s %8s %8s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$secs" "$kept" |
+    tee -a $summary
 done
 echo "logs: $B/logs/  kept inputs: testdata/fuzz-regressions/<target>/"

@@ -88,6 +88,8 @@ AnalyzedModel::AnalyzedModel(const io::Model& model, const shape::InputShapes& s
     runtime::ShapeCompletion completion = runtime::CompleteShapes(model_, shapes);
     facts_.notes = completion.inference.notes;
     if (!completion.unresolved.empty()) incomplete = completion.Summary();
+  } catch (const io::ResourceClaimError&) {
+    throw;  // a tensor of 1 TiB or more is no fact to report: the model is refused (exit 3)
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kUsage) throw;
     incomplete = std::string("shape inference failed: ") + e.what();

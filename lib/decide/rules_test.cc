@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "lib/decide/rules_dir.h"
+#include "lib/decide/target.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
 
@@ -347,6 +349,43 @@ TEST(RuleFileErrors, TypoInFieldNameIsRejected) {
       LoadError(TableWithRule(R"({"id": "r", "outcome": "onnx", "reason": "x", "whem": {}})"));
   EXPECT_NE(e.find("unknown field \"whem\""), std::string::npos) << e;
   EXPECT_NE(e.find("did you mean \"when\""), std::string::npos) << e;
+}
+
+// Rule, target and facts files are checked for nesting depth on the raw text, before parsing: a
+// file nested 100000 deep (quadratic pointer index, deep recursion) is bad input naming the file,
+// line and column, through every loader; 64 levels are still read.
+TEST(RuleFileErrors, NestingPastSixtyFourLevelsIsRefusedByEveryLoader) {
+  auto nested = [](int levels) {
+    return "{\"schema\": " + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  EXPECT_NO_THROW(JsonFile::FromText(nested(64), "ok.json"));
+  testing::TempDir dir;
+  const auto path = dir / "deep.json";
+  testing::WriteFile(path, nested(100000));
+  FactCatalog catalog =
+      FactCatalog::Load(testing::SourceDir() / "rules" / "decision" / "facts.json");
+  const std::vector<std::pair<const char*, std::function<void()>>> loaders = {
+      {"fact catalog", [&] { FactCatalog::Load(path); }},
+      {"decision table", [&] { LoadDecisionTable(JsonFile::Load(path), catalog); }},
+      {"target profile", [&] { LoadTargetFile(path); }},
+      {"user facts",
+       [&] {
+         Facts facts;
+         LoadUserFacts(path, catalog, facts);
+       }},
+  };
+  for (const auto& [what, load] : loaders) {
+    try {
+      load();
+      ADD_FAILURE() << what << ": a 100000-deep file was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << what;
+      EXPECT_NE(std::string(e.what()).find("deep.json:1:"), std::string::npos)
+          << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("JSON nested deeper than 64 levels"), std::string::npos)
+          << what << ": " << e.what();
+    }
+  }
 }
 
 TEST(UserFacts, NestedAndDottedKeysWithTypeErrors) {

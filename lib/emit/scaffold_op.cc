@@ -976,7 +976,7 @@ CustomOpSpec DescribeNode(const io::Model& source, const std::string& node_name)
   if (known) {
     for (const auto& [name, value] : known->float_attrs) {
       bool present = std::any_of(spec.attributes.begin(), spec.attributes.end(),
-                                 [&](const auto& a) { return a.name == name; });
+                                 [&name = name](const auto& a) { return a.name == name; });
       if (!present) spec.attributes.push_back({name, onnx::AttributeProto::FLOAT, value});
     }
   }

@@ -183,5 +183,46 @@ TEST(BadInput, LoadingAFileOverTwoGigabytesIsBadInput) {
   ExpectBadInput(dir / "huge.onnx", {"2 GB"});
 }
 
+// If/Loop/Scan bodies nest at most kMaxSubgraphDepth (16) levels: every graph walk (checks, shape
+// inference, the executor, the passes) recurses per level, so a file nesting deeper is refused at
+// load, naming the graph where the limit was crossed, before any stage walks it.
+Model NestedIfs(int levels) {
+  Model m = ParseText(kTiny);
+  onnx::GraphProto* g = m.proto.mutable_graph();
+  for (int i = 1; i <= levels; ++i) {
+    auto* node = g->add_node();
+    node->set_op_type("If");
+    node->set_name("if" + std::to_string(i));
+    node->add_input("x");
+    node->add_output("o" + std::to_string(i));
+    auto* attr = node->add_attribute();
+    attr->set_name("then_branch");
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    g = attr->mutable_g();
+    g->set_name("level" + std::to_string(i));
+  }
+  return m;
+}
+
+TEST(BadInput, SubgraphsNestedPastTheLimitAreRefusedAtLoad) {
+  TempDir dir;
+  WriteFile(dir / "deep16.onnx", NestedIfs(kMaxSubgraphDepth).proto.SerializeAsString());
+  EXPECT_NO_THROW(Load(dir / "deep16.onnx"));
+  WriteFile(dir / "deep17.onnx", NestedIfs(kMaxSubgraphDepth + 1).proto.SerializeAsString());
+  try {
+    Load(dir / "deep17.onnx");
+    FAIL() << "expected bad input";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("nest deeper than 16 levels (at graph 'level17')"),
+              std::string::npos)
+        << e.what();
+  }
+  ExpectBadInput(dir / "deep17.onnx", {"deep17.onnx", "nest deeper than 16 levels"});
+  // Far deeper than protobuf's own recursion limit: the parser refuses it, also as bad input.
+  WriteFile(dir / "deep200.onnx", NestedIfs(200).proto.SerializeAsString());
+  ExpectBadInput(dir / "deep200.onnx", {"deep200.onnx"});
+}
+
 }  // namespace
 }  // namespace porttool::io

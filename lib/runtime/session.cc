@@ -1,8 +1,10 @@
 #include "lib/runtime/session.h"
 
 #include <fmt/format.h>
+#include <onnx/defs/schema.h>
 
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_set>
@@ -25,6 +27,7 @@ struct Session::Plan {
   std::vector<int> order;                             // node indices
   std::vector<const KernelFn*> kernels;               // per step
   std::vector<int> opsets;                            // per step
+  std::vector<const onnx::OpSchema*> schemas;         // per step; nullptr for unknown ops
   std::vector<std::shared_ptr<const void>> prepared;  // per step: the kernel's prepare result
   std::vector<std::vector<std::string>> frees;        // per step: local values dead after it
   std::unordered_map<std::string, Tensor> constants;  // initializers
@@ -53,6 +56,50 @@ std::string OpLabel(const onnx::NodeProto& node, int opset) {
   std::string domain = CanonicalDomain(node.domain());
   return fmt::format("op '{}' (domain '{}', opset {}) of node '{}'", node.op_type(),
                      domain.empty() ? "ai.onnx" : domain, opset, node.name());
+}
+
+// The op schema's type constraints over the actual inputs: each input's dtype is one its formal
+// parameter allows, and inputs sharing a type parameter (Clip's T for input, min and max) share
+// the dtype. Kernels read inputs at the dtype the constraints promise; a model that breaks them
+// (Clip of a float by an int64 bound) is malformed, and is refused here as bad input naming the
+// input rather than failing inside the kernel as a porttool bug.
+void CheckInputTypes(const onnx::OpSchema& schema, const onnx::NodeProto& node, int opset,
+                     const std::vector<const Tensor*>& args) {
+  const auto& formals = schema.inputs();
+  std::map<std::string, size_t> first_of;  // type parameter -> first input bound to it
+  for (size_t i = 0; i < args.size() && !formals.empty(); ++i) {
+    const auto& formal = formals[std::min(i, formals.size() - 1)];
+    const bool variadic = formal.GetOption() == onnx::OpSchema::Variadic;
+    if (i >= formals.size() && !variadic) break;  // extra inputs: not for this check
+    if (args[i] == nullptr) continue;
+    onnx::TypeProto type;
+    type.mutable_tensor_type()->set_elem_type(args[i]->dtype());
+    onnx::DataType actual = nullptr;
+    try {
+      actual = onnx::Utils::DataTypeUtils::ToType(type);
+    } catch (const std::exception&) {
+      continue;  // a dtype ONNX has no name for: the kernel's own dispatch refuses it
+    }
+    const auto& allowed = formal.GetTypes();
+    auto input_name = [&](size_t k) { return node.input(static_cast<int>(k)); };
+    if (!allowed.empty() && !allowed.count(actual)) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("{}: input {} ('{}') is {}, which the op does not accept there",
+                              OpLabel(node, opset), i, input_name(i), *actual),
+                  node.name(), input_name(i));
+    }
+    if (variadic && !formal.GetIsHomogeneous()) continue;
+    auto [it, first] = first_of.emplace(formal.GetTypeStr(), i);
+    if (!first && args[it->second]->dtype() != args[i]->dtype()) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("{}: input {} ('{}') is {} but input {} ('{}') is {}; the op "
+                              "needs both of type {}",
+                              OpLabel(node, opset), i, input_name(i),
+                              ir::DtypeName(args[i]->dtype()), it->second, input_name(it->second),
+                              ir::DtypeName(args[it->second]->dtype()), formal.GetTypeStr()),
+                  node.name(), input_name(i));
+    }
+  }
 }
 
 InputSpec SpecOf(const onnx::ValueInfoProto& vi) {
@@ -171,8 +218,18 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
                                   : " (no kernel for this op)"),
                   node.name());
     }
+    // A node declaring more outputs than its op has (Relu with two) is a malformed model; left
+    // to run, the kernel would leave the extra output empty, which looks like a kernel bug.
+    const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, domain);
+    if (schema && node.output_size() > schema->max_output()) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("{} declares {} outputs; the op has at most {}", OpLabel(node, opset),
+                              node.output_size(), schema->max_output()),
+                  node.name());
+    }
     plan->kernels.push_back(fn);
     plan->opsets.push_back(opset);
+    plan->schemas.push_back(schema);
     const PrepareFn* prepare = registry.FindPrepare(domain, node.op_type(), opset);
     plan->prepared.push_back(prepare ? Prepare(*prepare, node, opset, *plan) : nullptr);
     for (const auto& out : node.output()) {
@@ -367,6 +424,7 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
       }
       args.push_back(t);
     }
+    if (plan.schemas[step]) CheckInputTypes(*plan.schemas[step], node, plan.opsets[step], args);
     KernelContext ctx(node, plan.opsets[step], std::move(args));
     ctx.set_model(&model_);
     ctx.set_prepared(plan.prepared[step]);

@@ -236,9 +236,17 @@ Tensor ReadNpy(const std::filesystem::path& path) {
         "numpy.ascontiguousarray(a) first",
         file);
   }
+  // A quoted dtype string such as '<f4' (fuzz_tensor_readers found "'descr':," with no value,
+  // which used to throw std::out_of_range from substr).
+  if (descr.size() < 2 || descr.front() != '\'' || descr.back() != '\'') {
+    ThrowBadInput("{}: .npy header's 'descr' is {}, not a quoted dtype such as '<f4'", file,
+                  descr.empty() ? "empty" : descr);
+  }
   descr = descr.substr(1, descr.size() - 2);
-  if (descr.size() < 3 || descr[0] == '>' ||
-      (descr[0] != '<' && descr[0] != '|' && descr[0] != '=')) {
+  if (descr.size() < 3) {
+    ThrowBadInput("{}: .npy dtype '{}' is not a dtype such as '<f4'", file, descr);
+  }
+  if (descr[0] == '>' || (descr[0] != '<' && descr[0] != '|' && descr[0] != '=')) {
     ThrowBadInput("{}: .npy dtype '{}' is not little-endian; convert with a.astype('<{}')", file,
                   descr, descr.substr(1));
   }

@@ -48,6 +48,14 @@ TEST(NpyReader, MalformedHeadersAreBadInput) {
                    .empty());
   EXPECT_FALSE(NpyError(dir, Npy("{'descr': '<f4")).empty());
   EXPECT_FALSE(NpyError(dir, "\x93NUMPY\x01").empty());
+  // Found by fuzz_tensor_readers: a 'descr' with no value (or an unquoted, or an empty one) threw
+  // std::out_of_range from substr instead of a bad-input error.
+  for (const char* descr : {"", "x", "''", "'<'", "<f4"}) {
+    std::string header =
+        std::string("{'descr': ") + descr + ", 'fortran_order': False, 'shape': (4,), }";
+    EXPECT_NE(NpyError(dir, Npy(header, std::string(4, '\0'))).find("dtype"), std::string::npos)
+        << header;
+  }
 }
 
 TEST(NpyReader, ClaimsLargerThanTheFileAreRefusedBeforeAllocating) {

@@ -95,6 +95,39 @@ g (float[2,3,4] x) => (float[N,M] y) {
   EXPECT_FALSE(m.proto.graph().initializer(0).has_raw_data());
 }
 
+// Found by fuzz_passes: ONNX 1.12's data propagation segfaults on Shape(X) when nothing before
+// the node defines X (X defined nowhere, or by a later node: an unsorted graph). Such graphs
+// are inferred without data propagation instead.
+TEST(InferShapes, ShapeOfAValueNotYetDefinedDoesNotCrash) {
+  io::Model unsorted = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] inp) => (int64[?] s) {
+  s = Shape(x)
+  x = Relu(inp)
+})");
+  InferShapes(unsorted);
+  io::Model undefined = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] inp) => (int64[?] s) {
+  s = Shape(x)
+})");
+  InferShapes(undefined);
+  // A sorted graph still gets data propagation: the Reshape target comes from Shape's value.
+  io::Model sorted = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] inp) => (float[?, ?] y) {
+  s = Shape(inp)
+  y = Reshape(inp, s)
+})");
+  InferShapes(sorted);
+  ir::GraphView view(sorted.proto.graph());
+  const auto* y = view.ValueInfo("y");
+  ASSERT_NE(y, nullptr);
+  ASSERT_EQ(y->type().tensor_type().shape().dim_size(), 2);
+  EXPECT_EQ(y->type().tensor_type().shape().dim(0).dim_value(), 2);
+  EXPECT_EQ(y->type().tensor_type().shape().dim(1).dim_value(), 3);
+}
+
 TEST(InferShapes, BadInputShapeIsUsageError) {
   io::Model m = io::Load(porttool::testing::TestData("demo_detector.onnx"));
   InferOptions o;

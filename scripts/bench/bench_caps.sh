@@ -24,9 +24,9 @@ worst_t=0
 worst_m=0
 for f in "$WORK"/*.onnx; do
   m=$(basename "$f" .onnx)
-  for c in check infer-shapes run split emit-header decide; do
+  for c in check infer-shapes run split emit-header decide fold-constants; do
     case $c in
-      infer-shapes) args="-o $WORK/out.onnx" ;; run) args="--random-inputs" ;;
+      infer-shapes | fold-constants) args="-o $WORK/out.onnx" ;; run) args="--random-inputs" ;;
       split) args="--at $(node_of "$m") -o $WORK/out.split" ;; emit-header) args="-o $WORK/out.h" ;;
       *) args="" ;;
     esac

@@ -1,11 +1,7 @@
-// Bytes -> `porttool infer-shapes` (fixed point with data propagation and contrib schemas).
-#include "lib/shape/infer.h"
-#include "tools/fuzz/fuzz_util.h"
+// libFuzzer entry point; the body (FuzzInferShapes) is in targets.cc, shared with the
+// replay test of the normal build. A finding aborts so libFuzzer keeps the input.
+#include "tools/fuzz/targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace porttool;
-  return fuzz::Guard([&] {
-    io::Model model = fuzz::LoadBytes(fuzz::AsView(data, size));
-    shape::InferShapes(model);
-  });
+  return porttool::fuzz::AbortOnFinding(porttool::fuzz::FuzzInferShapes(data, size));
 }

@@ -1,12 +1,7 @@
-// Bytes -> `porttool inspect` facts (histogram, params, MACs), which never read weights.
-#include "lib/analysis/macs.h"
-#include "lib/analysis/model_facts.h"
-#include "tools/fuzz/fuzz_util.h"
+// libFuzzer entry point; the body (FuzzInspect) is in targets.cc, shared with the
+// replay test of the normal build. A finding aborts so libFuzzer keeps the input.
+#include "tools/fuzz/targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace porttool;
-  return fuzz::Guard([&] {
-    io::Model model = fuzz::LoadBytes(fuzz::AsView(data, size));
-    analysis::CollectFacts(model);
-  });
+  return porttool::fuzz::AbortOnFinding(porttool::fuzz::FuzzInspect(data, size));
 }

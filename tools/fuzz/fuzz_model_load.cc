@@ -1,7 +1,7 @@
-// Bytes -> io::Load: protobuf parsing, structural checks, external-data path validation.
-#include "tools/fuzz/fuzz_util.h"
+// libFuzzer entry point; the body (FuzzModelLoad) is in targets.cc, shared with the
+// replay test of the normal build. A finding aborts so libFuzzer keeps the input.
+#include "tools/fuzz/targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace porttool;
-  return fuzz::Guard([&] { fuzz::LoadBytes(fuzz::AsView(data, size)); });
+  return porttool::fuzz::AbortOnFinding(porttool::fuzz::FuzzModelLoad(data, size));
 }

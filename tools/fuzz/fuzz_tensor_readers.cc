@@ -1,4 +1,5 @@
-// libFuzzer entry point of tensor_readers; the body is FuzzTensorReaders in targets.cc.
+// libFuzzer entry point; the body (FuzzTensorReaders) is in targets.cc, shared with the
+// replay test of the normal build. A finding aborts so libFuzzer keeps the input.
 #include "tools/fuzz/targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

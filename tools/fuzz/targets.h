@@ -31,6 +31,19 @@ struct Target {
 // Every target, for the replay test.
 const std::vector<Target>& Targets();
 
+// The targets themselves (bodies and what each covers in targets.cc), called by the libFuzzer
+// entry points fuzz_<name>.cc.
+std::optional<std::string> FuzzCheck(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzEmitHeader(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzExecutor(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzInferShapes(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzInspect(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzJsonLoaders(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzModelLoad(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzPasses(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzSplit(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzTensorReaders(const uint8_t* data, size_t size);
+
 // The library reads files, not buffers: a per-process scratch directory (in /dev/shm when there).
 inline const std::filesystem::path& ScratchDir() {
   static const std::filesystem::path dir = [] {
@@ -38,6 +51,13 @@ inline const std::filesystem::path& ScratchDir() {
         std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
     auto d = base / ("porttool-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
+    // libFuzzer's fork mode starts a process per job: each removes its directory when it ends
+    // (a copy of the path that static destructors, which run first, leave alone).
+    static const auto* doomed = new std::filesystem::path(d);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(*doomed, ec);
+    });
     return d;
   }();
   return dir;

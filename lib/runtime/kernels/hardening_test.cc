@@ -170,6 +170,91 @@ TEST(KernelHardening, NegativeDimIsBadInputNotInternal) {
   }
 }
 
+// Found by fuzz_executor: integer reductions accumulated in int64 with plain arithmetic (signed
+// overflow is UB) and ReduceLogSumExp cast exp(v) to int64 (UB past 2^63). They wrap like ONNX
+// Runtime's accumulators and saturate exp instead.
+TEST(KernelHardening, IntegerReductionsOfHugeValuesHaveNoUndefinedBehaviour) {
+  Tensor x = Int64Tensor({3}, {INT64_MAX, INT64_MAX, INT64_MIN});
+  auto sum = RunOp(NodeBuilder("ReduceSum", 1).Int("keepdims", 0).node(), 13, {&x});
+  EXPECT_EQ(sum[0].data<int64_t>()[0], INT64_MAX - 1);  // wraps: MAX + MAX + MIN = MAX - 1
+  auto prod = RunOp(NodeBuilder("ReduceProd", 1).Int("keepdims", 0).node(), 13, {&x});
+  EXPECT_EQ(prod[0].rank(), 0);
+  auto l1 = RunOp(NodeBuilder("ReduceL1", 1).Int("keepdims", 0).node(), 13, {&x});
+  EXPECT_EQ(l1[0].rank(), 0);
+  Tensor big = Int64Tensor({1}, {1000});
+  auto lse = RunOp(NodeBuilder("ReduceLogSumExp", 1).Int("keepdims", 0).node(), 13, {&big});
+  EXPECT_EQ(lse[0].data<int64_t>()[0], INT64_MAX);  // exp(1000) saturates
+  Tensor u = Tensor(TP::UINT64, {2});
+  u.mutable_data<uint64_t>()[0] = UINT64_MAX;
+  u.mutable_data<uint64_t>()[1] = UINT64_MAX;
+  auto mean = RunOp(NodeBuilder("ReduceMean", 1).Int("keepdims", 0).node(), 13, {&u});
+  EXPECT_EQ(mean[0].dtype(), TP::UINT64);
+}
+
+// Found by fuzz_executor: a NonZero node declaring two outputs ran, left the second empty and
+// the session reported an internal error ("please report"); the model is malformed: bad input.
+TEST(KernelHardening, NodeDeclaringMoreOutputsThanItsOpHasIsBadInput) {
+  io::Model model = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (int64[a, b] y, int64[c] z) {
+  y, z = NonZero(x)
+})");
+  model.proto.mutable_graph()->mutable_node(0)->set_name("nz");
+  try {
+    Session session(model);
+    session.Run({{"x", FloatTensor({2}, {0, 1})}});
+    FAIL() << "NonZero with two outputs ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+    EXPECT_EQ(e.node(), "nz");
+    EXPECT_NE(std::string(e.what()).find("declares 2 outputs; the op has at most 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Found by fuzz_executor: Clip of a float by an int64 bound read the bound as float64 and failed
+// inside the kernel as an internal error. Inputs that break the op's type constraints are bad
+// input naming the input, checked before the kernel runs.
+TEST(KernelHardening, InputsBreakingTheOpsTypeConstraintsAreBadInput) {
+  io::Model model = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] y) {
+  lo = Constant <value = int64 {0}> ()
+  y = Clip(x, lo)
+})");
+  model.proto.mutable_graph()->mutable_node(1)->set_name("clip");
+  try {
+    Session session(model);
+    session.Run({{"x", FloatTensor({2}, {-1, 1})}});
+    FAIL() << "Clip with an int64 bound ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+    EXPECT_EQ(e.node(), "clip");
+    EXPECT_EQ(e.tensor(), "lo");
+    EXPECT_NE(std::string(e.what()).find("input 1 ('lo') is int64 but input 0 ('x') is float32"),
+              std::string::npos)
+        << e.what();
+  }
+  // A dtype the formal parameter does not allow at all: Relu of a bool.
+  io::Model relu = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 14]>
+g (bool[2] x) => (bool[2] y) {
+  y = Relu(x)
+})");
+  try {
+    Session session(relu);
+    Tensor b(TP::BOOL, {2});
+    session.Run({{"x", b}});
+    FAIL() << "Relu of a bool ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is tensor(bool), which the op does not accept"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 class ResourceLimitsTest : public ::testing::Test {
  protected:
   void TearDown() override { SetResourceLimits({}); }

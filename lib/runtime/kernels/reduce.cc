@@ -50,6 +50,25 @@ ReduceSpec PlanReduce(KernelContext& ctx, const Tensor& x, int input_opset) {
   return spec;
 }
 
+// Integer accumulation wraps (two's complement, as ONNX Runtime's does) instead of overflowing,
+// which is undefined behaviour for int64: sums and products of model data are unbounded.
+template <typename Acc>
+Acc AccAdd(Acc a, Acc b) {
+  if constexpr (std::is_integral_v<Acc>) {
+    return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename Acc>
+Acc AccMul(Acc a, Acc b) {
+  if constexpr (std::is_integral_v<Acc>) {
+    return static_cast<Acc>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  } else {
+    return a * b;
+  }
+}
+
 template <typename T, typename Acc>
 void ReduceT(const Tensor& x, const ReduceSpec& spec, Reduction kind, Tensor& out) {
   const int rank = x.rank();
@@ -83,20 +102,21 @@ void ReduceT(const Tensor& x, const ReduceSpec& spec, Reduction kind, Tensor& ou
         a = std::min(a, v);
         break;
       case Reduction::kProd:
-        a *= v;
+        a = AccMul(a, v);
         break;
       case Reduction::kL1:
-        a += v < 0 ? -v : v;
+        a = AccAdd(a, v < 0 ? AccMul(v, Acc(-1)) : v);
         break;
       case Reduction::kL2:
       case Reduction::kSumSquare:
-        a += v * v;
+        a = AccAdd(a, AccMul(v, v));
         break;
       case Reduction::kLogSumExp:
-        a += static_cast<Acc>(std::exp(static_cast<double>(v)));
+        // exp of an integer input overflows int64 from 44 on: saturate (a plain cast is UB).
+        a = AccAdd(a, SaturateCast<Acc>(std::exp(static_cast<double>(v))));
         break;
       default:
-        a += v;
+        a = AccAdd(a, v);
     }
     for (int d = rank; d-- > 0;) {
       o += out_strides[d];
@@ -123,7 +143,7 @@ void ReduceT(const Tensor& x, const ReduceSpec& spec, Reduction kind, Tensor& ou
         break;
     }
     po[j] = std::is_integral_v<T> && kind != Reduction::kMean ? static_cast<T>(acc[j])
-                                                              : static_cast<T>(a);
+                                                              : SaturateCast<T>(a);
   }
 }
 
