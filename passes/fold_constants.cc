@@ -15,7 +15,6 @@
 //     constant inputs it replaces: folding must never grow the model (Tile/Expand/ConstantOfShape).
 // Why: exporters leave shape arithmetic and constant subgraphs that NPU converters reject or count
 // as layers; onnx-simplifier's main job. Numerics are the executor's (the single source).
-#include "passes/input_shape_spec.h"
 #include "passes/fold_constants.h"
 
 #include <fmt/format.h>
@@ -34,6 +33,7 @@
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "passes/constant_to_initializer.h"
+#include "passes/input_shape_spec.h"
 #include "passes/pattern_util.h"
 
 namespace porttool::passes {

@@ -27,8 +27,12 @@ std::string Replace(std::string text, const std::string& from, const std::string
 // op registered there is never the one that runs, so the adapter uses a domain of its own and the
 // model patch moves the node into it.
 std::string OrtDomain(const std::string& domain) {
-  static const char* const kOwned[] = {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.training",
-                                       "ai.onnx.preview.training", "com.microsoft",
+  static const char* const kOwned[] = {"",
+                                       "ai.onnx",
+                                       "ai.onnx.ml",
+                                       "ai.onnx.training",
+                                       "ai.onnx.preview.training",
+                                       "com.microsoft",
                                        "com.microsoft.nchwc"};
   for (const char* d : kOwned) {
     if (domain == d) return "porttool.custom";
@@ -45,12 +49,18 @@ struct DtypeNames {
 
 const DtypeNames& Names(int32_t dtype) {
   static const DtypeNames kNames[] = {
-      {1, "FLOAT", "float32", "kFLOAT"},    {2, "UINT8", "uint8", "kUINT8"},
-      {3, "INT8", "int8", "kINT8"},         {4, "UINT16", "uint16", ""},
-      {5, "INT16", "int16", ""},            {6, "INT32", "int32", "kINT32"},
-      {7, "INT64", "int64", "kINT64"},      {9, "BOOL", "bool_", "kBOOL"},
-      {10, "FLOAT16", "float16", "kHALF"},  {11, "DOUBLE", "float64", ""},
-      {12, "UINT32", "uint32", ""},         {13, "UINT64", "uint64", ""},
+      {1, "FLOAT", "float32", "kFLOAT"},
+      {2, "UINT8", "uint8", "kUINT8"},
+      {3, "INT8", "int8", "kINT8"},
+      {4, "UINT16", "uint16", ""},
+      {5, "INT16", "int16", ""},
+      {6, "INT32", "int32", "kINT32"},
+      {7, "INT64", "int64", "kINT64"},
+      {9, "BOOL", "bool_", "kBOOL"},
+      {10, "FLOAT16", "float16", "kHALF"},
+      {11, "DOUBLE", "float64", ""},
+      {12, "UINT32", "uint32", ""},
+      {13, "UINT64", "uint64", ""},
       {16, "BFLOAT16", "float32", "kBF16"},
   };
   for (const auto& n : kNames) {
@@ -61,11 +71,16 @@ const DtypeNames& Names(int32_t dtype) {
 
 const char* PtAttrType(int32_t type) {
   switch (type) {
-    case onnx::AttributeProto::FLOAT: return "PT_ATTR_FLOAT";
-    case onnx::AttributeProto::INT: return "PT_ATTR_INT";
-    case onnx::AttributeProto::STRING: return "PT_ATTR_STRING";
-    case onnx::AttributeProto::FLOATS: return "PT_ATTR_FLOATS";
-    default: return "PT_ATTR_INTS";
+    case onnx::AttributeProto::FLOAT:
+      return "PT_ATTR_FLOAT";
+    case onnx::AttributeProto::INT:
+      return "PT_ATTR_INT";
+    case onnx::AttributeProto::STRING:
+      return "PT_ATTR_STRING";
+    case onnx::AttributeProto::FLOATS:
+      return "PT_ATTR_FLOATS";
+    default:
+      return "PT_ATTR_INTS";
   }
 }
 
@@ -591,7 +606,8 @@ extern "C" PT_ORT_EXPORT OrtStatus* ORT_API_CALL RegisterCustomOps(OrtSessionOpt
 }
 )tpl";
 
-constexpr const char* kOrtInferSame = R"tpl(// Shape rule same_as_input: every output has the type and shape of input {{shape_input}}.
+constexpr const char* kOrtInferSame =
+    R"tpl(// Shape rule same_as_input: every output has the type and shape of input {{shape_input}}.
 OrtStatus* ORT_API_CALL InferOutputShape(const OrtCustomOp*, OrtShapeInferContext* context) noexcept {
   const OrtApi* api = Api();
   OrtTensorTypeAndShapeInfo* input = nullptr;  // owned by the context: not released here
@@ -603,7 +619,8 @@ OrtStatus* ORT_API_CALL InferOutputShape(const OrtCustomOp*, OrtShapeInferContex
 }
 )tpl";
 
-constexpr const char* kOrtInferStatic = R"tpl(// Shape rule static: the output shapes recorded in op.json.
+constexpr const char* kOrtInferStatic =
+    R"tpl(// Shape rule static: the output shapes recorded in op.json.
 OrtStatus* ORT_API_CALL InferOutputShape(const OrtCustomOp*, OrtShapeInferContext* context) noexcept {
   const OrtApi* api = Api();
   for (size_t i = 0; i < kNumOutputs; ++i) {
@@ -621,7 +638,8 @@ OrtStatus* ORT_API_CALL InferOutputShape(const OrtCustomOp*, OrtShapeInferContex
 }
 )tpl";
 
-constexpr const char* kOrtExports = R"tpl(/* Exports only RegisterCustomOps from lib{{sym}}_ort.so (everything else stays local). */
+constexpr const char* kOrtExports =
+    R"tpl(/* Exports only RegisterCustomOps from lib{{sym}}_ort.so (everything else stays local). */
 VERS_1.0.0 {
   global: RegisterCustomOps;
   local: *;
@@ -725,14 +743,16 @@ AdapterFiles OrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
   std::string patch;
   if (ort_domain != spec.domain) {
     patch = FillTemplate(
-        "ONNX Runtime owns the domain `{{domain}}` (its built-in or contrib ops run there, never a\n"
+        "ONNX Runtime owns the domain `{{domain}}` (its built-in or contrib ops run there, never "
+        "a\n"
         "library's), so the library registers `{{ort_domain}}::{{Op}}` and the model's node moves\n"
         "to that domain, with an `opset_import` for it:\n\n"
         "    import onnx\n"
         "    from onnx import helper\n"
         "    m = onnx.load(\"{{model}}\")\n"
         "    for n in m.graph.node:\n"
-        "        if n.name == \"{{node}}\":  # every {{domain}}::{{Op}} node that should use the library\n"
+        "        if n.name == \"{{node}}\":  # every {{domain}}::{{Op}} node that should use the "
+        "library\n"
         "            n.domain = \"{{ort_domain}}\"\n"
         "    if not any(o.domain == \"{{ort_domain}}\" for o in m.opset_import):\n"
         "        m.opset_import.append(helper.make_opsetid(\"{{ort_domain}}\", 1))\n"
@@ -754,9 +774,9 @@ AdapterFiles OrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
   vars.push_back({"attribute_table", AttributeTable(spec, "nullptr")});
   vars.push_back({"shape_input", std::to_string(spec.shape_input)});
   vars.push_back({"shape_rule", spec.shape_rule});
-  vars.push_back({"ort_output_dims", same ? fmt::format("output_dims[i] = input_dims[{}];",
-                                                        spec.shape_input)
-                                          : "output_dims[i] = kOutputDims[i];"});
+  vars.push_back(
+      {"ort_output_dims", same ? fmt::format("output_dims[i] = input_dims[{}];", spec.shape_input)
+                               : "output_dims[i] = kOutputDims[i];"});
   vars.push_back({"ort_infer", FillTemplate(same ? kOrtInferSame : kOrtInferStatic, vars)});
   AdapterFiles out;
   out.files["ort/" + spec.symbol + "_ort.cc"] = FillTemplate(kOrtAdapter, vars);
@@ -771,7 +791,8 @@ AdapterFiles OrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
 // RKNN
 // ---------------------------------------------------------------------------------------------
 
-constexpr const char* kRknnHeader = R"tpl(/* RKNN adapter for {{domain}}::{{Op}} (RKNN op type {{rknn_op}}), scaffolded by porttool
+constexpr const char* kRknnHeader =
+    R"tpl(/* RKNN adapter for {{domain}}::{{Op}} (RKNN op type {{rknn_op}}), scaffolded by porttool
  * scaffold-op (source sha256 {{sha256}}). */
 #ifndef {{SYM}}_RKNN_H_
 #define {{SYM}}_RKNN_H_
@@ -797,7 +818,8 @@ int {{sym}}_rknn_register(rknn_context ctx);
 #endif /* {{SYM}}_RKNN_H_ */
 )tpl";
 
-constexpr const char* kRknnAdapter = R"tpl(/* RKNN runtime adapter for {{domain}}::{{Op}} (RKNN op type {{rknn_op}}), scaffolded by porttool
+constexpr const char* kRknnAdapter =
+    R"tpl(/* RKNN runtime adapter for {{domain}}::{{Op}} (RKNN op type {{rknn_op}}), scaffolded by porttool
  * scaffold-op from node {{node}} of {{model}} (sha256 {{sha256}}).
  * librknnrt calls compute() with NCHW (UNDEFINED below 4-D) float32 tensors at
  * mem.virt_addr + mem.offset and preallocated outputs; this file turns them into pt_tensors and
@@ -988,7 +1010,8 @@ int {{sym}}_rknn_register(rknn_context ctx) {
 }
 )tpl";
 
-constexpr const char* kRknnPlugin = R"tpl(/* rknn_server plugin for {{rknn_op}} ({{domain}}::{{Op}}): build as librkcst_{{sym}}.so and install
+constexpr const char* kRknnPlugin =
+    R"tpl(/* rknn_server plugin for {{rknn_op}} ({{domain}}::{{Op}}): build as librkcst_{{sym}}.so and install
  * to /usr/lib/rknpu/op_plugins/ (Linux) or /vendor/lib64/ (Android arm64). One op per library.
  * Scaffolded by porttool scaffold-op (source sha256 {{sha256}}). */
 #include "{{sym}}_rknn.h"
@@ -1008,7 +1031,8 @@ RKNN_CUSTOM_OP_EXPORT rknn_custom_op* get_rknn_custom_op(void) { return {{sym}}_
 #endif
 )tpl";
 
-constexpr const char* kRknnToolkit = R"tpl("""RKNN-Toolkit2 conversion-time class for {{rknn_op}} ({{domain}}::{{Op}}), scaffolded by porttool
+constexpr const char* kRknnToolkit =
+    R"tpl("""RKNN-Toolkit2 conversion-time class for {{rknn_op}} ({{domain}}::{{Op}}), scaffolded by porttool
 scaffold-op from node {{node}} of {{model}} (sha256 {{sha256}}).
 
 shape_infer follows op.json's shape rule ({{shape_rule}}); compute is a numpy transcription of
@@ -1211,7 +1235,8 @@ AdapterFiles RknnAdapter(const CustomOpSpec& spec, ScaffoldVars vars, const std:
         "kernel/{{sym}}.c)\")\n",
         vars);
   } else {
-    compute = "        p = self._params(node)\n        x = np.asarray(inputs[0], dtype=np.float32)\n";
+    compute =
+        "        p = self._params(node)\n        x = np.asarray(inputs[0], dtype=np.float32)\n";
     if (bias) {
       compute +=
           "        if len(inputs) > 1 and inputs[1] is not None:\n"
@@ -1239,7 +1264,8 @@ AdapterFiles RknnAdapter(const CustomOpSpec& spec, ScaffoldVars vars, const std:
 // TensorRT
 // ---------------------------------------------------------------------------------------------
 
-constexpr const char* kTrtHeader = R"tpl(// TensorRT plugin for {{domain}}::{{Op}}, scaffolded by porttool scaffold-op from node {{node}} of
+constexpr const char* kTrtHeader =
+    R"tpl(// TensorRT plugin for {{domain}}::{{Op}}, scaffolded by porttool scaffold-op from node {{node}} of
 // {{model}} (sha256 {{sha256}}). IPluginV3 (TensorRT 10+). The ONNX parser finds a plugin by
 // (name = node op_type, version = node attribute plugin_version or "1", namespace = node attribute
 // plugin_namespace or ""): here "{{Op}}", "{{trt_version}}", "{{trt_namespace}}".
@@ -1355,7 +1381,8 @@ bool Register{{Sym}}PluginCreator();
 }  // namespace {{sym}}_trt
 )tpl";
 
-constexpr const char* kTrtSource = R"tpl(// TensorRT plugin for {{domain}}::{{Op}}: a thin layer over kernel/{{sym}}.c, scaffolded by porttool
+constexpr const char* kTrtSource =
+    R"tpl(// TensorRT plugin for {{domain}}::{{Op}}: a thin layer over kernel/{{sym}}.c, scaffolded by porttool
 // scaffold-op (source sha256 {{sha256}}). The kernel runs on the host: enqueue copies the inputs
 // from the device, computes, and copies the outputs back (correct first; for speed, replace the
 // body of enqueue with a CUDA kernel that mirrors kernel/{{sym}}.c and keep the rest).
@@ -1691,7 +1718,8 @@ constexpr const char* kTrtShapesStatic = R"tpl(  (void)inputs;
   return 0;
 )tpl";
 
-constexpr const char* kTrtReadme = R"tpl(# TensorRT adapter: plugin {{Op}} (version "{{trt_version}}", namespace "{{trt_namespace}}")
+constexpr const char* kTrtReadme =
+    R"tpl(# TensorRT adapter: plugin {{Op}} (version "{{trt_version}}", namespace "{{trt_namespace}}")
 
 Scaffolded by `porttool scaffold-op` from node `{{node}}` of `{{model}}`
 (sha256 `{{sha256}}`).
@@ -1781,9 +1809,10 @@ AdapterFiles TrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
   vars.push_back({"attribute_table", AttributeTable(spec, "nullptr")});
   vars.push_back({"shape_input", std::to_string(spec.shape_input)});
   vars.push_back({"shape_rule", spec.shape_rule});
-  vars.push_back({"trt_static_dims",
-                  same ? "" : "const std::vector<int64_t> kOutputDims[kNumOutputs] = {" +
-                                  Join(StaticDims(spec), ", ") + "};\n"});
+  vars.push_back(
+      {"trt_static_dims", same ? ""
+                               : "const std::vector<int64_t> kOutputDims[kNumOutputs] = {" +
+                                     Join(StaticDims(spec), ", ") + "};\n"});
   vars.push_back({"trt_shapes", FillTemplate(same ? kTrtShapesSame : kTrtShapesStatic, vars)});
   vars.push_back({"trt_model", spec.source_model});
   vars.push_back(
@@ -1808,7 +1837,8 @@ AdapterFiles TrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
 // TFLite Micro
 // ---------------------------------------------------------------------------------------------
 
-constexpr const char* kTflmHeader = R"tpl(// TFLite Micro registration for the custom op "{{Op}}" ({{domain}}::{{Op}}), scaffolded by porttool
+constexpr const char* kTflmHeader =
+    R"tpl(// TFLite Micro registration for the custom op "{{Op}}" ({{domain}}::{{Op}}), scaffolded by porttool
 // scaffold-op (source sha256 {{sha256}}).
 #pragma once
 
@@ -1825,7 +1855,8 @@ TFLMRegistration* Register_{{SYM}}();
 }  // namespace {{sym}}_tflm
 )tpl";
 
-constexpr const char* kTflmSource = R"tpl(// TFLite Micro adapter for "{{Op}}" over kernel/{{sym}}.c, scaffolded by porttool scaffold-op from
+constexpr const char* kTflmSource =
+    R"tpl(// TFLite Micro adapter for "{{Op}}" over kernel/{{sym}}.c, scaffolded by porttool scaffold-op from
 // node {{node}} of {{model}} (sha256 {{sha256}}). No heap: the attribute copies live in the
 // persistent arena, the kernel's scratch in the scratch arena (requested in prepare).
 // Layout: the kernel indexes NCHW; a .tflite converted from NCHW ONNX usually holds NHWC tensors.

@@ -1020,20 +1020,22 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
   std::map<std::string, std::string> adapter_files;
   std::string adapter_cmake, adapters_doc, adapters_build;
   static const std::map<std::string, std::string> kAdapterDoc = {
-      {"ort", "- `ort/`: ONNX Runtime custom-op library (`RegisterCustomOps`, C API), "
-              "`-DONNXRUNTIME_ROOT=`; without it, compile-checked against `ort/stub/`."},
-      {"rknn", "- `rknn/`: RKNN runtime custom op (`rknn_custom_op` compute callback), rknn_server "
-               "plugin, RKNN-Toolkit2 Python class; `-DRKNN_SDK_ROOT=`."},
+      {"ort",
+       "- `ort/`: ONNX Runtime custom-op library (`RegisterCustomOps`, C API), "
+       "`-DONNXRUNTIME_ROOT=`; without it, compile-checked against `ort/stub/`."},
+      {"rknn",
+       "- `rknn/`: RKNN runtime custom op (`rknn_custom_op` compute callback), rknn_server "
+       "plugin, RKNN-Toolkit2 Python class; `-DRKNN_SDK_ROOT=`."},
       {"tensorrt", "- `tensorrt/`: TensorRT IPluginV3 plugin and creator; `-DTENSORRT_ROOT=`."},
       {"tflm", "- `tflm/`: TFLite Micro registration (init/prepare/invoke); `-DTFLM_ROOT=`."},
   };
   for (const auto& target : options.targets) {
-    AdapterFiles a = GenerateAdapter(target, spec, vars, known ? known->formula : "",
-                                     known && known->bias);
+    AdapterFiles a =
+        GenerateAdapter(target, spec, vars, known ? known->formula : "", known && known->bias);
     adapter_files.insert(a.files.begin(), a.files.end());
     adapter_cmake += a.cmake;
-    adapters_doc += kAdapterDoc.at(target) + " Load step and model patch: `" + target +
-                    "/README.md`.\n";
+    adapters_doc +=
+        kAdapterDoc.at(target) + " Load step and model patch: `" + target + "/README.md`.\n";
   }
   if (!options.targets.empty()) {
     adapters_build =

@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "lib/emit/c_names.h"
 #include "lib/runtime/custom_op_library.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
-#include "lib/emit/c_names.h"
 #include "lib/util/testing.h"
 
 namespace porttool::emit {
@@ -169,11 +169,11 @@ TEST(ScaffoldOpTest, DemoGeluPackageDescribesTheNodeAndIsDeterministic) {
   }
   EXPECT_NE(files_a["kernel/gelu.c"].find(spec.source_sha256), std::string::npos);
   const char* adapter_files[] = {
-      "ort/gelu_ort.cc",      "ort/exports.lds",       "ort/stub/onnxruntime_c_api.h",
-      "ort/README.md",        "rknn/gelu_rknn.c",      "rknn/gelu_rknn.h",
-      "rknn/librkcst_gelu.c", "rknn/cstGelu_toolkit.py", "rknn/README.md",
+      "ort/gelu_ort.cc",       "ort/exports.lds",         "ort/stub/onnxruntime_c_api.h",
+      "ort/README.md",         "rknn/gelu_rknn.c",        "rknn/gelu_rknn.h",
+      "rknn/librkcst_gelu.c",  "rknn/cstGelu_toolkit.py", "rknn/README.md",
       "tensorrt/GeluPlugin.h", "tensorrt/GeluPlugin.cpp", "tensorrt/README.md",
-      "tflm/gelu_tflm.h",     "tflm/gelu_tflm.cc",     "tflm/README.md"};
+      "tflm/gelu_tflm.h",      "tflm/gelu_tflm.cc",       "tflm/README.md"};
   for (const char* f : adapter_files) {
     ASSERT_TRUE(files_a.count(f)) << f;
     if (fs::path(f).filename() != "exports.lds" && fs::path(f).parent_path() != "ort/stub") {
@@ -293,9 +293,10 @@ TEST(ScaffoldOpTest, UnknownOpGetsASkeletonThatSaysNotImplemented) {
 // The dynamic symbols a shared library defines, one per line, sorted (version nodes left out).
 std::string ExportedSymbols(const fs::path& lib) {
   // (RunShell redirects the last command's stdin: the pipeline runs in a subshell.)
-  auto nm = RunShell(fmt::format("(nm -D --defined-only {} | awk '$2 != \"A\" {{print $3}}' | "
-                                 "sed 's/@.*//' | sort)",
-                                 lib.string()));
+  auto nm =
+      RunShell(fmt::format("(nm -D --defined-only {} | awk '$2 != \"A\" {{print $3}}' | "
+                           "sed 's/@.*//' | sort)",
+                           lib.string()));
   return nm.out;
 }
 
@@ -304,9 +305,10 @@ std::string ExportedSymbols(const fs::path& lib) {
 // the library's exported symbols, or the failing step.
 std::string OrtAdapterExports(const fs::path& pkg, const std::string& sym) {
   std::string p = pkg.string();
-  auto kernel = RunShell(fmt::format("{} -fPIC -fvisibility=hidden -I{}/kernel -c {}/kernel/{}.c "
-                                     "-o {}/kernel.o",
-                                     kCFlags, p, p, sym, p));
+  auto kernel =
+      RunShell(fmt::format("{} -fPIC -fvisibility=hidden -I{}/kernel -c {}/kernel/{}.c "
+                           "-o {}/kernel.o",
+                           kCFlags, p, p, sym, p));
   if (kernel.exit_code != 0) return "kernel: " + kernel.err;
   auto lib = RunShell(fmt::format(
       "g++ -std=c++17 -O1 -Wall -Wextra -Werror -pedantic -fPIC -fvisibility=hidden -shared "
@@ -367,10 +369,11 @@ TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCusto
   ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0}, dir / "gelu");
   EXPECT_EQ(OrtAdapterExports(dir / "gelu", "gelu"), "RegisterCustomOps\n");
   testing::WriteFile(dir / "gelu/ort_host.cc", kOrtHost);
-  auto host = RunShell(fmt::format(
-      "g++ -std=c++17 -Wall -Wextra -Werror -DPT_ORT_STUB_COMPILE_ONLY -I{0}/ort/stub {0}/ort_host.cc "
-      "-L{0} -lgelu_ort -Wl,-rpath,{0} -o {0}/ort_host && {0}/ort_host",
-      (dir / "gelu").string()));
+  auto host =
+      RunShell(fmt::format("g++ -std=c++17 -Wall -Wextra -Werror -DPT_ORT_STUB_COMPILE_ONLY "
+                           "-I{0}/ort/stub {0}/ort_host.cc "
+                           "-L{0} -lgelu_ort -Wl,-rpath,{0} -o {0}/ort_host && {0}/ort_host",
+                           (dir / "gelu").string()));
   ASSERT_EQ(host.exit_code, 0) << host.out << host.err;
   EXPECT_EQ(host.out,
             "api 17 version 17 domains 1 porttool.custom::Gelu inputs 1 type 1 memtype 0 all 1\n");
@@ -412,9 +415,10 @@ TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCusto
             std::string::npos);
 
   // The stub refuses to be mistaken for the SDK.
-  auto bare = RunShell(fmt::format("(echo '#include <onnxruntime_c_api.h>' | g++ -x c++ "
-                                   "-fsyntax-only -I{}/ort/stub -)",
-                                   (dir / "gelu").string()));
+  auto bare =
+      RunShell(fmt::format("(echo '#include <onnxruntime_c_api.h>' | g++ -x c++ "
+                           "-fsyntax-only -I{}/ort/stub -)",
+                           (dir / "gelu").string()));
   EXPECT_NE(bare.exit_code, 0);
   EXPECT_NE(bare.err.find("compile-only"), std::string::npos) << bare.err;
 }
@@ -538,9 +542,9 @@ TEST(ScaffoldOpTest, RknnCallbacksRunTheKernelThroughAContractShim) {
     auto run = RunShell(p + "/rknn_driver");
     ASSERT_EQ(run.exit_code, 0) << run.out;
     // alpha 0.5 is not the kit's: the attribute read through rknn_custom_op_get_op_attr is used.
-    EXPECT_NE(run.out.find(std::string(alpha) == "0.2f" ? "1 passed, 0 failed"
-                                                        : "0 passed, 1 failed"),
-              std::string::npos)
+    EXPECT_NE(
+        run.out.find(std::string(alpha) == "0.2f" ? "1 passed, 0 failed" : "0 passed, 1 failed"),
+        std::string::npos)
         << run.out;
   }
 }
@@ -618,9 +622,10 @@ TEST(ScaffoldOpTest, TensorRtPluginCompilesAgainstAContractShim) {
   fs::create_directories(dir / "pkg/shim");
   testing::WriteFile(dir / "pkg/shim/cuda_runtime_api.h", kCudaShim);
   testing::WriteFile(dir / "pkg/shim/NvInferRuntime.h", kTrtShim);
-  auto build = RunShell(fmt::format("{} -fsyntax-only -I{}/shim -I{}/kernel -I{}/tensorrt "
-                                    "{}/tensorrt/GeluPlugin.cpp",
-                                    kCxxFlags, p, p, p, p));
+  auto build =
+      RunShell(fmt::format("{} -fsyntax-only -I{}/shim -I{}/kernel -I{}/tensorrt "
+                           "{}/tensorrt/GeluPlugin.cpp",
+                           kCxxFlags, p, p, p, p));
   EXPECT_EQ(build.exit_code, 0) << build.err;
 }
 
@@ -712,17 +717,22 @@ TEST(ScaffoldOpTest, TfliteMicroRegistrationCompilesAgainstAContractShim) {
   TempDir dir;
   ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {"tflm"}}, dir / "pkg");
   std::string p = (dir / "pkg").string();
-  fs::create_directories((dir / "pkg/shim" / "tensorflow/lite/micro/kernels/kernel_util.h").parent_path());
-  testing::WriteFile(dir / "pkg/shim" / "tensorflow/lite/micro/kernels/kernel_util.h", kTflmKernelUtilShim);
-  fs::create_directories((dir / "pkg/shim" / "tensorflow/lite/micro/micro_context.h").parent_path());
-  testing::WriteFile(dir / "pkg/shim" / "tensorflow/lite/micro/micro_context.h", kTflmMicroContextShim);
+  fs::create_directories(
+      (dir / "pkg/shim" / "tensorflow/lite/micro/kernels/kernel_util.h").parent_path());
+  testing::WriteFile(dir / "pkg/shim" / "tensorflow/lite/micro/kernels/kernel_util.h",
+                     kTflmKernelUtilShim);
+  fs::create_directories(
+      (dir / "pkg/shim" / "tensorflow/lite/micro/micro_context.h").parent_path());
+  testing::WriteFile(dir / "pkg/shim" / "tensorflow/lite/micro/micro_context.h",
+                     kTflmMicroContextShim);
   fs::create_directories((dir / "pkg/shim" / "tensorflow/lite/micro/micro_log.h").parent_path());
   testing::WriteFile(dir / "pkg/shim" / "tensorflow/lite/micro/micro_log.h", kTflmMicroLogShim);
   fs::create_directories((dir / "pkg/shim" / "flatbuffers/flexbuffers.h").parent_path());
   testing::WriteFile(dir / "pkg/shim" / "flatbuffers/flexbuffers.h", kFlexbuffersShim);
-  auto build = RunShell(fmt::format("{} -fsyntax-only -I{}/shim -I{}/kernel -I{}/tflm "
-                                    "{}/tflm/gelu_tflm.cc",
-                                    kCxxFlags, p, p, p, p));
+  auto build =
+      RunShell(fmt::format("{} -fsyntax-only -I{}/shim -I{}/kernel -I{}/tflm "
+                           "{}/tflm/gelu_tflm.cc",
+                           kCxxFlags, p, p, p, p));
   EXPECT_EQ(build.exit_code, 0) << build.err;
 }
 

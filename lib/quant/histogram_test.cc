@@ -62,7 +62,8 @@ TEST(RangeStats, OrderAndSplitIndependent) {
 }
 
 // The vectorised scan and the interleaved binning agree with binning one value at a time, on
-// lengths that are not multiples of the lanes, with NaN, infinities and huge finite values mixed in.
+// lengths that are not multiples of the lanes, with NaN, infinities and huge finite values mixed
+// in.
 TEST(RangeStats, BulkAddEqualsOneValueAtATime) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.f, 3.f);

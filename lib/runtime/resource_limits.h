@@ -4,8 +4,8 @@
 // limits before allocating and throws Error(kBadInput) with the claimed size, which the Session
 // completes with the node and tensor names. A Loop's iterations are capped the same way: PyTorch
 // exports `while` loops with a trip count of 2^63-1, so the trip count alone cannot be trusted and
-// a condition that never turns false would otherwise run forever. The limits are set once by the CLI (like the thread
-// count) and default to fractions of the machine's physical memory.
+// a condition that never turns false would otherwise run forever. The limits are set once by the
+// CLI (like the thread count) and default to fractions of the machine's physical memory.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,8 @@ namespace porttool::runtime {
 struct ResourceLimits {
   uint64_t tensor_bytes = 0;  // one tensor; 0: the default (physical memory / 4)
   uint64_t total_bytes = 0;   // all live tensors together; 0: the default (physical memory / 2)
-  uint64_t loop_iterations = 0;  // iterations of one Loop node; 0: the default (kDefaultLoopIterations)
+  uint64_t loop_iterations =
+      0;  // iterations of one Loop node; 0: the default (kDefaultLoopIterations)
 };
 
 // Far above what detection, OCR or decoding loops run (tens to thousands of steps), low enough

@@ -428,14 +428,15 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
     KernelContext ctx(node, plan.opsets[step], std::move(args));
     ctx.set_model(&model_);
     ctx.set_prepared(plan.prepared[step]);
-    ctx.set_subgraph_runner([this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
-      Scope child;
-      child.plan = &PlanFor(g);
-      child.parent = &scope;
-      for (size_t i = 0; i < in.size(); ++i)
-        child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
-      return Execute(*child.plan, child, observer, true);
-    });
+    ctx.set_subgraph_runner(
+        [this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
+          Scope child;
+          child.plan = &PlanFor(g);
+          child.parent = &scope;
+          for (size_t i = 0; i < in.size(); ++i)
+            child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
+          return Execute(*child.plan, child, observer, true);
+        });
     auto bound = nested ? std::nullopt : FindBoundOutput(node);
     {
       std::optional<ScopedOutputBuffer> in_caller_memory;

@@ -181,8 +181,7 @@ std::string NodeLabel(const onnx::NodeProto& node, int index) {
 // and why. Nodes are visited in topological order so a node's blockers are known before it.
 class BlockerFinder {
  public:
-  BlockerFinder(const onnx::ModelProto& model, const ir::GraphView& view)
-      : view_(view) {
+  BlockerFinder(const onnx::ModelProto& model, const ir::GraphView& view) : view_(view) {
     for (const auto& op : model.opset_import()) {
       opsets_[op.domain() == "ai.onnx" ? "" : op.domain()] = static_cast<int>(op.version());
     }

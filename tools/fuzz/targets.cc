@@ -4,7 +4,6 @@
 
 #include <cstring>
 
-#include "porttool_build_config.h"
 #include "lib/analysis/check.h"
 #include "lib/analysis/macs.h"
 #include "lib/analysis/model_facts.h"
@@ -21,6 +20,7 @@
 #include "lib/runtime/tensor_io.h"
 #include "lib/shape/infer.h"
 #include "passes/pipeline.h"
+#include "porttool_build_config.h"
 
 namespace porttool::fuzz {
 
@@ -252,8 +252,8 @@ std::optional<std::string> FuzzInspect(const uint8_t* data, size_t size) {
 // table, target profile or user facts (the last two checked against the shipped catalog).
 std::optional<std::string> FuzzJsonLoaders(const uint8_t* data, size_t size) {
   using namespace porttool::decide;
-  static const FactCatalog catalog = FactCatalog::Load(
-      std::filesystem::path(PORTTOOL_SOURCE_DIR) / "rules" / "decision" / "facts.json");
+  static const FactCatalog catalog = FactCatalog::Load(std::filesystem::path(PORTTOOL_SOURCE_DIR) /
+                                                       "rules" / "decision" / "facts.json");
   uint8_t which = Selector(data, size) % 4;
   return Guard([&] {
     std::string text(AsView(data, size));

@@ -85,9 +85,10 @@ TEST_F(CustomOpCliTest, ClosedLoopOnTheDemoModel) {
 
 TEST_F(CustomOpCliTest, TargetSelectsAdaptersAndABadOneIsAUsageError) {
   TempDir dir;
-  auto r = RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort,tflm -o {} "
-                                   "--json",
-                                   Demo(), kShape, (dir / "pkg").string()));
+  auto r =
+      RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort,tflm -o {} "
+                              "--json",
+                              Demo(), kShape, (dir / "pkg").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["targets"], (std::vector<std::string>{"ort", "tflm"}));

@@ -98,8 +98,7 @@ int RunKit(const KitCliOptions& o) {
   int selectors = !o.node.empty() + !o.op.empty() + o.all;
   if (selectors != 1) ThrowUsage("give exactly one of --node NAME, --op TYPE, --all");
   io::Model model = io::Load(o.positional[0]);
-  if (!o.input_shapes.empty())
-    shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
+  if (!o.input_shapes.empty()) shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
   emit::KitOptions options;
   options.select = o.all            ? emit::KitOptions::Select::kAll

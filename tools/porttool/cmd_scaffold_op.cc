@@ -27,8 +27,7 @@ int RunScaffoldOp(const ScaffoldOpOptions& o) {
   // Checked first: a typo in --target is exit 2 before any work.
   std::vector<std::string> targets = emit::ParseAdapterTargets(o.targets);
   io::Model model = io::Load(o.model);
-  if (!o.input_shapes.empty())
-    shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
+  if (!o.input_shapes.empty()) shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
   emit::ScaffoldResult result = emit::ScaffoldOp(model, {o.node, o.seed, targets}, o.output);
   for (const auto& note : result.notes) spdlog::warn("{}", note);
   const auto& spec = result.spec;

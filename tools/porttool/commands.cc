@@ -102,14 +102,14 @@ int Main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--max-loop-iterations", limits.loop_iterations,
                  "Iterations one Loop node may run before the run is refused as a runaway loop "
-                 "(default: " + std::to_string(runtime::kDefaultLoopIterations) + ")");
+                 "(default: " +
+                     std::to_string(runtime::kDefaultLoopIterations) + ")");
   RunFn run;
-  for (auto* reg :
-       {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain, &RegisterSplit,
-        &RegisterExtract, &RegisterRun, &RegisterCompare, &RegisterEmitHeader, &RegisterEmitRunner,
-        &RegisterDecide, &RegisterRules, &RegisterPasses, &RegisterQuantizeCalibrate,
-        &RegisterFoldConstants, &RegisterSimplify, &RegisterRewrite, &RegisterScaffoldOp,
-        &RegisterKit}) {
+  for (auto* reg : {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain,
+                    &RegisterSplit, &RegisterExtract, &RegisterRun, &RegisterCompare,
+                    &RegisterEmitHeader, &RegisterEmitRunner, &RegisterDecide, &RegisterRules,
+                    &RegisterPasses, &RegisterQuantizeCalibrate, &RegisterFoldConstants,
+                    &RegisterSimplify, &RegisterRewrite, &RegisterScaffoldOp, &RegisterKit}) {
     reg(app, run);
   }
   bool json = WantsJson(argc, argv);

@@ -13,10 +13,10 @@
 
 #include "lib/decide/target.h"
 #include "lib/io/model.h"
+#include "lib/runtime/custom_op_library.h"
 #include "lib/runtime/session.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
-#include "lib/runtime/custom_op_library.h"
 
 namespace porttool::cli {
 
