@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "lib/emit/split_writer.h"
 #include "lib/io/model.h"
 #include "lib/ir/split.h"
 #include "lib/shape/infer.h"
@@ -112,7 +113,7 @@ fs::path WriteDemoSplit(const fs::path& dir) {
   ir::SplitOptions options;
   options.infer_types = shape::TypeInference();
   auto split = ir::SplitAtNodes(model, {"Custom_GELU_0"}, options);
-  ir::WriteSplit(split, model, dir);
+  emit::WriteSplit(split, model, dir);
   return dir / "pipeline.json";
 }
 

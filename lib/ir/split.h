@@ -9,17 +9,15 @@
 // them), and refer to external weights by the original location/offset/length so that writing
 // them copies no weight bytes. The same sub-model builder serves `extract` (lib/ir/extract.h).
 // Advice on cheaper cut points is an analysis (lib/analysis/cut_advice.h); the CLI prints the
-// table. Still here: writing the directory and pipeline.json (see docs/DESIGN-NOTES.md).
+// table; lib/emit/split_writer.h writes the segment directory and pipeline.json.
 #pragma once
 
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -88,13 +86,12 @@ struct SplitOptions {
 };
 
 struct SplitResult {
-  std::vector<Segment> segments;  // execution order
-  std::vector<Bridge> bridges;    // in production order
-  std::vector<CutAdvice> advice;  // filled by the caller (analysis::AdviseCuts); in pipeline.json
+  std::vector<Segment> segments;             // execution order
+  std::vector<Bridge> bridges;               // in production order
+  std::vector<CutAdvice> advice;             // filled by the caller (analysis::AdviseCuts)
   std::map<std::string, int> graph_outputs;  // original graph output -> producing segment
   std::vector<std::string> notes;            // warnings worth showing (e.g. untyped tensors)
   int source_nodes = 0;
-  nlohmann::json annotations = nlohmann::json::object();  // extra top-level pipeline.json fields
 };
 
 // Splits at the nodes named by the user (`--at`): each becomes (part of) a host segment.
@@ -111,33 +108,6 @@ SplitResult SplitModel(const io::Model& model, const std::vector<bool>& host,
 
 // Resolves --at names to node indices (the checks listed at SplitAtNodes).
 std::vector<int> ResolveCutNodes(const GraphView& view, const std::vector<std::string>& names);
-
-struct WriteSplitOptions {
-  // Self-contained segments holding only their own weights: inline, or in a data file per
-  // segment when a segment's weights exceed protobuf's 2 GB limit. Default: zero-copy.
-  bool copy_weights = false;
-};
-
-struct WriteSplitResult {
-  std::filesystem::path dir;
-  std::vector<std::string> notes;  // e.g. a data file copied across file systems
-  nlohmann::json manifest;         // what pipeline.json holds
-};
-
-// The default output directory for a model: "<model stem>.split" in the current directory.
-std::filesystem::path DefaultSplitDir(const std::filesystem::path& model_path);
-
-// Writes every segment and DIR/pipeline.json. The directory appears complete or not at all: it
-// is built beside DIR and renamed into place; an existing DIR is replaced only when it holds a
-// previous split (a pipeline.json) or is empty. The source's data files are hard-linked, never
-// rewritten; the manifest hashes the .onnx file only (weights are not read in zero-copy mode).
-WriteSplitResult WriteSplit(SplitResult& result, const io::Model& source,
-                            const std::filesystem::path& dir,
-                            const WriteSplitOptions& options = {});
-
-// The pipeline.json document (see README "split"): source, segments, bridges, outputs, advice.
-nlohmann::json PipelineManifest(const SplitResult& result, const io::Model& source,
-                                const std::string& source_sha256, const std::string& weights_mode);
 
 // ---- Shared with extract ----
 

@@ -2,22 +2,17 @@
 
 #include <gtest/gtest.h>
 #include <onnx/checker.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <set>
 
-#include "lib/io/external_data.h"
 #include "lib/ir/dtype.h"
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
-#include "lib/util/sha256.h"
 #include "lib/util/testing.h"
 
 namespace porttool::ir {
 namespace {
-
-namespace fs = std::filesystem;
 
 void NameNodes(onnx::GraphProto& graph) {
   for (auto& node : *graph.mutable_node()) {
@@ -383,120 +378,6 @@ TEST(Split, HostFlagsEntryPointMergesRunsInTopologicalOrder) {
   ExpectChained(m, r);
   EXPECT_EQ(Roles(r), (std::vector<std::string>{"accelerator", "host", "accelerator", "host"}));
   EXPECT_THROW(SplitHost(m, {true}), Error);
-}
-
-TEST(Split, ManifestListsSegmentsBridgesAndOutputs) {
-  io::Model m = Parse(kChain);
-  SplitResult r = SplitAt(m, {"n_b"});
-  nlohmann::json doc = PipelineManifest(r, m, "abc", "zero-copy");
-  ASSERT_EQ(doc["segments"].size(), 3u);
-  EXPECT_EQ(doc["segments"][1]["role"], "host");
-  EXPECT_EQ(doc["segments"][1]["host_nodes"][0], "n_b");
-  EXPECT_EQ(doc["segments"][1]["inputs"][0]["name"], "a");
-  EXPECT_EQ(doc["segments"][1]["inputs"][0]["dtype"], "float32");
-  EXPECT_EQ(doc["segments"][1]["inputs"][0]["shape"], nlohmann::json::array({1, 4}));
-  EXPECT_EQ(doc["segments"][1]["inputs"][0]["bytes"], 16);
-  EXPECT_EQ(doc["bridges"][0]["tensor"], "a");
-  EXPECT_EQ(doc["bridges"][0]["consumers"], nlohmann::json::array({1}));
-  EXPECT_EQ(doc["graph_outputs"]["y"], 2);
-}
-
-// ---- writing ----
-
-struct ExternalModel {
-  testing::TempDir dir;
-  fs::path path;
-  io::Model model;
-};
-
-// A chain whose two weights live in an external data file.
-std::unique_ptr<ExternalModel> MakeExternalModel() {
-  auto out = std::make_unique<ExternalModel>();
-  io::Model m = Parse(R"(
-<ir_version: 8, opset_import: ["" : 17]>
-g (float[256] x) => (float[256] y)
-<float[256] w1 = {1.0}, float[256] w2 = {2.0}>
-{
-  a = Add(x, w1)
-  b = Neg(a)
-  y = Mul(b, w2)
-}
-)");
-  for (auto& t : *m.proto.mutable_graph()->mutable_initializer()) {
-    float v = t.float_data(0);
-    t.clear_float_data();
-    for (int i = 0; i < 256; ++i) t.add_float_data(v);
-  }
-  fs::create_directories(out->dir / "src");
-  out->path = out->dir / "src" / "model.onnx";
-  io::SaveOptions options;
-  options.external_data = true;
-  options.external_file = "model.data";
-  io::Save(m, out->path, options);
-  out->model = io::Load(out->path);
-  return out;
-}
-
-TEST(SplitWrite, ZeroCopyHardLinksTheDataFileAndLeavesTheInputUntouched) {
-  auto src = MakeExternalModel();
-  std::string before = util::Sha256File(src->dir / "src" / "model.data");
-  SplitResult r = SplitAt(src->model, {"n_b"});
-  fs::path out = src->dir / "out.split";
-  WriteSplitResult w = WriteSplit(r, src->model, out);
-  EXPECT_TRUE(w.notes.empty());
-  struct stat a {
-  }, b{};
-  ASSERT_EQ(::stat((src->dir / "src" / "model.data").c_str(), &a), 0);
-  ASSERT_EQ(::stat((out / "model.data").c_str(), &b), 0);
-  EXPECT_EQ(a.st_ino, b.st_ino);
-  EXPECT_EQ(util::Sha256File(src->dir / "src" / "model.data"), before);
-  for (const auto& file : {"00_accelerator.onnx", "01_host.onnx", "02_accelerator.onnx"}) {
-    io::Model seg = io::Load(out / file);  // Load validates every location
-    io::ForEachTensor(seg.proto.graph(), [&](const onnx::TensorProto& t) {
-      ASSERT_TRUE(io::IsExternal(t));
-      EXPECT_EQ(io::ParseExternalRef(t).location, "model.data");
-    });
-  }
-  nlohmann::json doc = nlohmann::json::parse(testing::ReadFile(out / "pipeline.json"));
-  EXPECT_EQ(doc["weights"], "zero-copy");
-  EXPECT_EQ(doc["source"]["sha256"], util::Sha256File(src->path));
-  // No temp directories are left beside the output.
-  int entries = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(src->dir.path())) ++entries;
-  EXPECT_EQ(entries, 2);  // src/ and out.split/
-}
-
-TEST(SplitWrite, CopyWeightsWritesSelfContainedSegmentsWithOnlyTheirWeights) {
-  auto src = MakeExternalModel();
-  SplitResult r = SplitAt(src->model, {"n_b"});
-  fs::path out = src->dir / "copy.split";
-  WriteSplit(r, src->model, out, {.copy_weights = true});
-  EXPECT_FALSE(fs::exists(out / "model.data"));
-  io::Model first = io::Load(out / "00_accelerator.onnx");
-  ASSERT_EQ(first.proto.graph().initializer_size(), 1);
-  const auto& w1 = first.proto.graph().initializer(0);
-  EXPECT_FALSE(io::IsExternal(w1));
-  io::TensorBytes bytes = io::ReadTensorBytes(first, w1);
-  ASSERT_EQ(bytes.bytes.size(), 1024u);
-  EXPECT_EQ(reinterpret_cast<const float*>(bytes.bytes.data())[255], 1.0f);
-  nlohmann::json doc = nlohmann::json::parse(testing::ReadFile(out / "pipeline.json"));
-  EXPECT_EQ(doc["weights"], "copy");
-}
-
-TEST(SplitWrite, ReplacesAPreviousSplitButNothingElse) {
-  auto src = MakeExternalModel();
-  SplitResult r = SplitAt(src->model, {"n_b"});
-  fs::path out = src->dir / "out.split";
-  WriteSplit(r, src->model, out);
-  SplitResult again = SplitAt(src->model, {"n_a"});
-  WriteSplit(again, src->model, out);
-  EXPECT_FALSE(fs::exists(out / "02_accelerator.onnx"));  // the old third segment is gone
-  EXPECT_TRUE(fs::exists(out / "01_accelerator.onnx"));
-  fs::create_directories(src->dir / "other");
-  testing::WriteFile(src->dir / "other" / "keep.txt", "x");
-  EXPECT_THROW(WriteSplit(again, src->model, src->dir / "other"), Error);
-  EXPECT_TRUE(fs::exists(src->dir / "other" / "keep.txt"));
-  EXPECT_THROW(WriteSplit(again, src->model, src->dir / "src"), Error);  // holds the input
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "lib/decide/rules_dir.h"
 #include "lib/decide/target.h"
 #include "lib/emit/emit_header.h"
+#include "lib/emit/split_writer.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/split.h"
 #include "lib/runtime/resource_limits.h"
@@ -308,7 +309,7 @@ std::optional<std::string> FuzzSplit(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < host.size(); ++i) host[i] = (pattern >> (i % 16)) & 1;
     ir::SplitResult result = ir::SplitModel(model, host);
     auto dir = ScratchDir() / "split";
-    ir::WriteSplit(result, model, dir);
+    emit::WriteSplit(result, model, dir);
   });
 }
 

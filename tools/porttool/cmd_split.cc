@@ -9,6 +9,7 @@
 #include "lib/analysis/cut_advice.h"
 #include "lib/decide/partition.h"
 #include "lib/decide/scan.h"
+#include "lib/emit/split_writer.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/split.h"
 #include "lib/runtime/shape_completion.h"
@@ -83,7 +84,6 @@ ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o,
     partition = decide::PlanAutoSplit(model, LoadTargetFlag(o.rules_dir, o.target),
                                       {o.min_segment_nodes, o.max_segments});
     result = ir::SplitModel(model, partition->chosen.host, options);
-    result.annotations["estimate"] = decide::PartitionToJson(*partition);
   }
   result.advice = analysis::AdviseCuts(model, result, {.bridge_warn_bytes = o.bridge_warn_bytes});
   return result;
@@ -106,7 +106,7 @@ io::Model CompletedModel(const io::Model& model, const SplitOptions& o) {
 
 // The ONNX checker on every written segment: a segment a converter would reject is not a
 // verified split, whatever the outputs say.
-bool CheckSegments(const ir::SplitResult& result, const ir::WriteSplitResult& written) {
+bool CheckSegments(const ir::SplitResult& result, const emit::WriteSplitResult& written) {
   bool ok = true;
   for (const auto& segment : result.segments) {
     analysis::CheckReport report;
@@ -123,7 +123,7 @@ bool CheckSegments(const ir::SplitResult& result, const ir::WriteSplitResult& wr
 // bit-identical (the executor is deterministic).
 // The segments are re-read from disk, so what is verified is what was written.
 bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
-                    const ir::WriteSplitResult& written, const SplitOptions& o) {
+                    const emit::WriteSplitResult& written, const SplitOptions& o) {
   io::Model pinned = model;
   shape::ApplyInputShapes(pinned, ParseShapeFlags(o.input_shapes));
   std::vector<io::Model> segments;
@@ -147,7 +147,7 @@ bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
 // A verification that could not run (an op without a kernel) must not hide that the split itself
 // was written: say so, and keep the error's own exit code (1 means "ran and differed").
 std::optional<bool> TryVerify(const io::Model& model, const ir::SplitResult& result,
-                              const ir::WriteSplitResult& written, const SplitOptions& o,
+                              const emit::WriteSplitResult& written, const SplitOptions& o,
                               int& exit_code) {
   try {
     return VerifySegments(model, result, written, o);
@@ -172,10 +172,11 @@ int RunSplit(const SplitOptions& o) {
   std::optional<decide::Partition> partition;
   ir::SplitResult result = PlanSplit(model, o, partition);
   std::filesystem::path dir =
-      o.output.empty() ? ir::DefaultSplitDir(o.model) : std::filesystem::path(o.output);
-  ir::WriteSplitOptions write_options;
+      o.output.empty() ? emit::DefaultSplitDir(o.model) : std::filesystem::path(o.output);
+  emit::WriteSplitOptions write_options;
   write_options.copy_weights = o.copy_weights;
-  ir::WriteSplitResult written = ir::WriteSplit(result, model, dir, write_options);
+  if (partition) write_options.annotations["estimate"] = decide::PartitionToJson(*partition);
+  emit::WriteSplitResult written = emit::WriteSplit(result, model, dir, write_options);
   int exit_code = kExitOk;
   std::optional<bool> verify_ran =
       o.verify ? TryVerify(model, result, written, o, exit_code) : std::optional<bool>(true);

@@ -1,0 +1,47 @@
+// Writes a split (lib/ir/split.h) to disk: one .onnx file per segment and DIR/pipeline.json, the
+// manifest that `emit-runner` and the generated runner read back. It sits with the other outputs
+// (headers, kits, runners) so that lib/ir stays free of file layouts and JSON.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "lib/io/model.h"
+#include "lib/ir/split.h"
+
+namespace porttool::emit {
+
+struct WriteSplitOptions {
+  // Self-contained segments holding only their own weights: inline, or in a data file per
+  // segment when a segment's weights exceed protobuf's 2 GB limit. Default: zero-copy.
+  bool copy_weights = false;
+  // Extra top-level pipeline.json fields (split --auto adds its cost estimate as "estimate").
+  nlohmann::json annotations = nlohmann::json::object();
+};
+
+struct WriteSplitResult {
+  std::filesystem::path dir;
+  std::vector<std::string> notes;  // e.g. a data file copied across file systems
+  nlohmann::json manifest;         // what pipeline.json holds
+};
+
+// The default output directory for a model: "<model stem>.split" in the current directory.
+std::filesystem::path DefaultSplitDir(const std::filesystem::path& model_path);
+
+// Writes every segment and DIR/pipeline.json. The directory appears complete or not at all: it
+// is built beside DIR and renamed into place; an existing DIR is replaced only when it holds a
+// previous split (a pipeline.json) or is empty. The source's data files are hard-linked, never
+// rewritten; the manifest hashes the .onnx file only (weights are not read in zero-copy mode).
+WriteSplitResult WriteSplit(ir::SplitResult& result, const io::Model& source,
+                            const std::filesystem::path& dir,
+                            const WriteSplitOptions& options = {});
+
+// The pipeline.json document (see README "split"): source, segments, bridges, outputs, advice,
+// then `annotations`.
+nlohmann::json PipelineManifest(const ir::SplitResult& result, const io::Model& source,
+                                const std::string& source_sha256, const std::string& weights_mode,
+                                const nlohmann::json& annotations = nlohmann::json::object());
+
+}  // namespace porttool::emit
