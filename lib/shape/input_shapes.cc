@@ -12,7 +12,7 @@ std::string RealInputList(const io::Model& model) {
   std::vector<std::string> names;
   ir::GraphView view(model.proto.graph());
   for (const auto* vi : view.RealInputs()) {
-    names.push_back(vi->name() + " [" + ir::ShapeToString(vi->type()) + "]");
+    names.push_back(vi->name() + " " + ir::ShapeToString(vi->type()));
   }
   return names.empty() ? "(none)" : util::Join(names, ", ");
 }
