@@ -1,8 +1,8 @@
-// Per-tensor CompareModels runs the reference and the candidate in lockstep: these tests cover
-// what the hand-over must get right besides memory (which cli_run_test measures): execution orders
-// that differ (the reference's tensors spilled to disk and read back, then removed), the first
-// divergent tensor in the candidate's order, and a reference that fails mid-run (reported, no
-// hang).
+// Per-tensor CompareModels runs the reference first, its tensors going to a temporary file, then
+// the candidate against them: these tests cover execution orders that differ (nothing left
+// behind), the first divergent tensor in the candidate's order, a run that fails, the tensor
+// memory held (no more than one run's), statistics read back from disk equal to in-memory ones,
+// and a full disk.
 #include "lib/runtime/compare.h"
 
 #include <gtest/gtest.h>
