@@ -1,11 +1,12 @@
 // Numerical comparison of tensors and of two models run on the same inputs: max, mean and median
 // abs and relative error, cosine similarity and SQNR (dB), and a tolerance test in numpy.allclose
-// form (tolerances per output). Per-tensor comparison of two models runs them in lockstep: the
-// reference on a worker thread hands each tensor (shared, not copied) to the candidate, which
-// compares it as it produces its own, so memory is the two runs' live tensors plus a bounded
-// hand-over, whatever the model's size; the first divergent tensor is found in the candidate's
-// topological order. A reference can also be recorded into a TensorStore (a directory of .npy
-// files) and compared later, or elsewhere (a board, another runtime), one tensor at a time.
+// form (tolerances per output). Per-tensor comparison of two models runs the reference first and
+// writes the tensors both models produce to a temporary file as it goes, then runs the candidate
+// and compares each tensor as it is produced against the reference's copy, read back a chunk at a
+// time: memory is one run's live tensors whatever the model's size (the disk holds the shared
+// tensors meanwhile), and the first divergent tensor is found in the candidate's topological
+// order. A reference can also be recorded into a TensorStore (a directory of .npy files) and
+// compared later, or elsewhere (a board, another runtime), one tensor at a time.
 #pragma once
 
 #include <cstdint>
@@ -71,12 +72,11 @@ struct CompareOptions {
   // The candidate's (B's) kernels when they differ from the reference's (custom kernels under
   // test against built-in ones).
   const KernelRegistry* kernels_b = nullptr;
-  // Where CompareModels streams the reference's outputs, and where per-tensor comparison spills
-  // what the reference produced ahead of the candidate beyond `lockstep_budget` (a fresh
-  // subdirectory, removed after).
+  // Where CompareModels streams the reference's outputs (a fresh subdirectory, removed after)
+  // and, per tensor, every tensor the two models share (a temporary file, unlinked at once): it
+  // needs room for all of them; a full disk is Error(kBadInput) naming the directory.
   std::filesystem::path scratch_dir;
-  // Per-tensor CompareModels: bytes of reference tensors the candidate has not reached yet that
-  // may stay in memory. Larger lets the two runs overlap more; the rest is spilled to disk.
+  // Ignored: the two runs no longer overlap (kept so that callers setting it still build).
   size_t lockstep_budget = size_t{4} << 20;
 
   const Tolerance& For(const std::string& name) const;
@@ -101,8 +101,9 @@ void RecordRun(const io::Model& model, const TensorMap& inputs, const SessionOpt
 ModelComparison CompareWithStore(const io::Model& candidate, const TensorMap& inputs,
                                  const TensorStore& reference, const CompareOptions& options);
 
-// A (reference) and B on the same `inputs`: RecordRun into a temporary store under
-// options.scratch_dir, then CompareWithStore.
+// A (reference) and B on the same `inputs`, one after the other. Outputs only: RecordRun into a
+// temporary store under options.scratch_dir, then CompareWithStore. Per tensor: A's shared tensors
+// go to a temporary file under options.scratch_dir, and B's are compared with them as B runs.
 ModelComparison CompareModels(const io::Model& a, const io::Model& b, const TensorMap& inputs,
                               const CompareOptions& options);
 

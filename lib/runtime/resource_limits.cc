@@ -19,6 +19,13 @@ std::atomic<uint64_t> g_tensor_bytes{0};
 std::atomic<uint64_t> g_total_bytes{0};
 std::atomic<uint64_t> g_loop_iterations{0};
 std::atomic<uint64_t> g_live_bytes{0};
+std::atomic<uint64_t> g_peak_bytes{0};
+
+void RaisePeak(uint64_t live) {
+  uint64_t peak = g_peak_bytes.load();
+  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
+  }
+}
 
 }  // namespace
 
@@ -39,12 +46,17 @@ ResourceLimits GetResourceLimits() {
 
 uint64_t LiveTensorBytes() { return g_live_bytes.load(); }
 
+uint64_t PeakTensorBytes() { return g_peak_bytes.load(); }
+
+void ResetPeakTensorBytes() { g_peak_bytes = g_live_bytes.load(); }
+
 bool ReserveTensorBytes(uint64_t bytes) {
   uint64_t cap = GetResourceLimits().total_bytes;
   uint64_t live = g_live_bytes.load();
   do {
     if (bytes > cap || live > cap - bytes) return false;
   } while (!g_live_bytes.compare_exchange_weak(live, live + bytes));
+  RaisePeak(live + bytes);
   return true;
 }
 

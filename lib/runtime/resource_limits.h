@@ -29,5 +29,10 @@ void SetResourceLimits(const ResourceLimits& limits);
 ResourceLimits GetResourceLimits();
 // Bytes held by live executor tensors right now (views of mapped weights are not counted).
 uint64_t LiveTensorBytes();
+// The most LiveTensorBytes() has been since the last ResetPeakTensorBytes() (or the start): what
+// a stage held at once, which tests use to show that memory does not grow with a model.
+uint64_t PeakTensorBytes();
+// Starts a new peak at the bytes live now.
+void ResetPeakTensorBytes();
 
 }  // namespace porttool::runtime

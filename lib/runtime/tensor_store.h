@@ -1,9 +1,9 @@
 // A directory of named tensors: one .npy file per tensor plus DIR/tensors.json, which lists, in
 // the order they were produced, each tensor's name, role (input, output, intermediate), file,
-// dtype and shape. `compare` streams the reference run's tensors into one (a temporary directory
-// for --per-tensor, so memory stays flat however many intermediates there are; a kept one for
-// --save-outputs), and reads one back for --load-outputs, so that a run elsewhere (a board,
-// another runtime) can be compared by writing the same layout.
+// dtype and shape. `compare` streams the reference run's outputs into one (a temporary directory
+// without --per-tensor; a kept one, intermediates too, for --save-outputs), and reads one back for
+// --load-outputs, so that a run elsewhere (a board, another runtime) can be compared by writing
+// the same layout.
 #pragma once
 
 #include <filesystem>

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `compare --per-tensor` against the same comparison of outputs only (the anchor), on PP-OCRv4 det
 # at several input sizes: peak RSS (/usr/bin/time %M) and wall time side by side, and their
-# ratios. Per-tensor comparison runs the two models in lockstep and hands each tensor over as it
-# is produced, so the RSS ratio should stay flat (about 2x at most: both runs' live tensors) as the
-# input grows, not grow with it. Prints figures only; never fails on time.
+# ratios. Per-tensor comparison runs the reference first, its tensors going to a temporary file,
+# then the candidate against them read back a block at a time, so its RSS should stay that of one
+# run (ratio near 1x) as the input grows, not grow with it; the time ratio is the price (writing
+# and reading the shared tensors, and their statistics). Prints figures only; never fails on time.
 #
 # Usage: scripts/bench/bench_compare.sh [SIZES...]   (default: 320 640 960)
 #   PORTTOOL_BIN  porttool binary (default build/porttool); give an older build to compare

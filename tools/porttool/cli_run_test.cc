@@ -395,11 +395,12 @@ int64_t PeakRssKb(const TempDir& dir, const std::string& args) {
   return std::stoll(testing::ReadFile(report));
 }
 
-// Issue 16: `compare --per-tensor` memory must not grow with the model. Both runs go in lockstep,
-// so its peak is the two runs' live tensors (at most twice the outputs-only comparison's) plus a
-// few MB of hand-over, however many intermediates there are. Before, the reference's tensors went
-// through a scratch directory and the heap grew with every tensor read back: 214 MB against
-// 72 MB (3.0x) on this model; now 79 MB against 43 MB (1.8x).
+// Issue 16: `compare --per-tensor` memory must not grow with the model. The reference runs first
+// and its tensors wait in a temporary file, so the peak is one run's live tensors plus a few MB of
+// buffers, however many intermediates there are. A scratch directory of .npy files read back
+// whole made the heap grow with every tensor: 214 MB against 72 MB (3.0x) on this model; running
+// the two in lockstep held both runs' tensors: 79 MB against 43 MB (1.8x); now 48 MB against
+// 46 MB. (compare_test checks the tensor memory itself without RSS.)
 TEST(CliCompare, PerTensorMemoryStaysWithinTwiceAndAHalfOfOutputsOnly) {
   TempDir dir;
   auto model = WriteUNet(dir, 8);

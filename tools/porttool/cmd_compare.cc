@@ -238,8 +238,9 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_flag("--per-tensor", opts->per_tensor,
                 "Also compare every intermediate tensor both runs produce, in execution order, "
-                "and name the first that diverges (the two models run in lockstep, each tensor "
-                "compared as both runs produce it, so memory does not grow with the model)");
+                "and name the first that diverges (MODEL_A runs first and its tensors wait in "
+                "a temporary file under $TMPDIR, so memory stays that of one run; the disk "
+                "needs room for them)");
   cmd->add_option("--top", opts->top, "With --per-tensor: rows to print")->capture_default_str();
   cmd->add_option("--rtol", opts->rtol,
                   "Relative tolerance, VALUE (default 1e-3) or OUTPUT:VALUE for one output; "
