@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every kit under KITS_DIR in ONNX Runtime (npm onnxruntime-node via scripts/ort_run.js) on
-# its test_data_set_0 inputs and judges the outputs with `porttool kit --check`. Kits whose op
+# its test_data_set_0 inputs and judges the outputs with `porttool kit --check` (each kit.json's
+# tolerance, the same numbers kit.h gives the C test program). Kits whose op
 # ONNX Runtime lacks are listed, not failed.
 #   scripts/check_kits_ort.sh KITS_DIR [OUT_DIR]
 #   e.g. build/porttool kit ../shared/models/ch_PP-OCRv4_det_infer.onnx --all \

@@ -104,12 +104,19 @@ const std::set<std::string> kTranscendental = {"Sigmoid",
                                                "ReduceLogSumExp",
                                                "Resize"};
 
+// Ops whose every output element is a sum of K products (+ a bias): float accumulation error grows
+// with K and with the size of the terms, not with the result, so a near-cancelling element (a
+// small sum of large terms) needs an atol scaled by the terms (see WithReductionBound).
+const std::set<std::string> kReduction = {"Conv", "ConvTranspose", "MatMul", "Gemm"};
+
 bool IsFloat(int32_t dtype) {
   return dtype == TP::FLOAT || dtype == TP::DOUBLE || dtype == TP::FLOAT16 || dtype == TP::BFLOAT16;
 }
 
 struct KitPlan {
   int node_index = -1;
+  int64_t reduction_length = 0;       // kReduction ops only
+  std::vector<double> max_abs_terms;  // per output, the largest over every test_data_set
   std::string dir;
   fs::path path;
   io::Model model;  // the single-node model
@@ -133,6 +140,64 @@ onnx::ValueInfoProto ValueInfoFor(const std::string& name, const Tensor& t) {
   auto* shape = tt->mutable_shape();
   for (int64_t d : t.shape()) shape->add_dim()->set_dim_value(d);
   return vi;
+}
+
+int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return a.i();
+  }
+  return fallback;
+}
+
+// K, the number of products summed into one output element, +1 for a bias or Gemm's C. An upper
+// bound where padding or ConvTranspose strides leave taps out, which only loosens the bound.
+int64_t ReductionLength(const onnx::NodeProto& node, const std::vector<const Tensor*>& inputs) {
+  auto dims = [&](size_t i) {
+    return i < inputs.size() && inputs[i] ? inputs[i]->shape() : std::vector<int64_t>{};
+  };
+  const std::string& op = node.op_type();
+  int64_t k = 1;
+  if (op == "Conv" || op == "ConvTranspose") {
+    // Conv W: [M, C/group, taps...]; ConvTranspose W: [C, M/group, taps...] sums over C/group.
+    auto w = dims(1);
+    for (size_t i = 2; i < w.size(); ++i) k *= w[i];
+    if (w.size() >= 2) {
+      k *= op == "Conv" ? w[1] : w[0] / std::max<int64_t>(1, IntAttribute(node, "group", 1));
+    }
+  } else if (op == "MatMul") {
+    auto a = dims(0);
+    k = a.empty() ? 1 : a.back();
+  } else if (op == "Gemm") {
+    auto a = dims(0);
+    if (a.size() == 2) k = a[IntAttribute(node, "transA", 0) ? 0 : 1];
+  }
+  bool bias = inputs.size() > 2 && inputs[2] != nullptr;
+  return k + (bias ? 1 : 0);
+}
+
+// Through the raw bytes: the typed accessors refuse an unsigned view of a float tensor.
+template <typename T>
+void ClearSignBits(Tensor& t, T mask) {
+  T* v = static_cast<T*>(t.mutable_raw());
+  for (int64_t i = 0; i < t.size(); ++i) v[i] &= mask;
+}
+
+// |t| for a float tensor, by clearing the IEEE sign bit (also bfloat16's); other dtypes as they
+// are.
+Tensor AbsFloat(const Tensor& t) {
+  if (!IsFloat(t.dtype())) return t;
+  Tensor out = t.Clone();
+  switch (t.dtype()) {
+    case TP::FLOAT:
+      ClearSignBits<uint32_t>(out, 0x7fffffffu);
+      break;
+    case TP::DOUBLE:
+      ClearSignBits<uint64_t>(out, 0x7fffffffffffffffull);
+      break;
+    default:  // FLOAT16, BFLOAT16
+      ClearSignBits<uint16_t>(out, 0x7fffu);
+  }
+  return out;
 }
 
 // The single-node model: real inputs become graph inputs, constants stay initializers.
@@ -162,6 +227,61 @@ io::Model SingleNodeModel(const io::Model& source, const onnx::NodeProto& node,
     if (!out.empty()) g->add_output()->set_name(out);
   }
   return kit;
+}
+
+// The kit's model with every float constant and float attribute (Gemm's alpha and beta) replaced
+// by its absolute value. Each kReduction op is linear in each input, so this model run on |inputs|
+// gives, per output element, the sum of the absolute values of the terms that element adds up.
+io::Model AbsTermsModel(const io::Model& kit) {
+  io::Model out = kit;
+  auto* g = out.proto.mutable_graph();
+  for (auto& init : *g->mutable_initializer()) {
+    Tensor abs = AbsFloat(runtime::TensorFromProto(kit, init));
+    init = runtime::TensorToProto(abs, init.name());
+  }
+  for (auto& node : *g->mutable_node()) {
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.type() == onnx::AttributeProto::FLOAT) a.set_f(std::fabs(a.f()));
+    }
+  }
+  return out;
+}
+
+// Per output: the largest sum of |terms| over its elements, for one set of inputs.
+std::vector<double> MaxAbsTerms(const io::Model& kit, const runtime::TensorMap& feeds,
+                                const runtime::KernelRegistry* kernels) {
+  runtime::TensorMap abs_feeds;
+  for (const auto& [name, t] : feeds) abs_feeds[name] = AbsFloat(t);
+  const io::Model abs_model = AbsTermsModel(kit);  // the session keeps a reference
+  runtime::Session session(abs_model, {false, kernels});
+  std::vector<double> out;
+  for (const auto& o : session.Run(abs_feeds)) out.push_back(runtime::SummarizeValues(o.value).max);
+  return out;
+}
+
+// Set 0's tensors read back from the kit: the header needs the final tolerance, known only once
+// every set has run, and holding each kit's tensors until then would hold the model's activations.
+std::vector<runtime::NamedTensor> ReadSet0(const fs::path& kit, const char* role, size_t count) {
+  std::vector<runtime::NamedTensor> out;
+  for (size_t i = 0; i < count; ++i) {
+    std::string name;
+    Tensor t = runtime::ReadPb(kit / "test_data_set_0" / fmt::format("{}_{}.pb", role, i), &name);
+    out.push_back({name, std::move(t)});
+  }
+  return out;
+}
+
+double UnitRoundoff(int32_t dtype) {
+  switch (dtype) {
+    case TP::DOUBLE:
+      return std::ldexp(1.0, -53);
+    case TP::FLOAT16:
+      return std::ldexp(1.0, -11);
+    case TP::BFLOAT16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
+  }
 }
 
 json TensorInfo(const std::string& name, const Tensor& t) {
@@ -240,6 +360,12 @@ void AppendArray(std::string& out, const std::string& prefix, const std::string&
   out += t.size() == 0 ? "0};\n\n" : "\n};\n\n";
 }
 
+// The shortest literal that reads back as `v` (the number kit.json holds), always a double.
+std::string CDouble(double v) {
+  std::string s = fmt::format("{}", v);
+  return s.find_first_of(".e") == std::string::npos ? s + ".0" : s;
+}
+
 std::string KitHeader(const KitPlan& kit, const std::vector<runtime::NamedTensor>& inputs,
                       const std::vector<runtime::NamedTensor>& outputs) {
   std::string prefix = SanitizeCIdentifier(ToLower(kit.dir));
@@ -248,7 +374,9 @@ std::string KitHeader(const KitPlan& kit, const std::vector<runtime::NamedTensor
   std::string out = fmt::format(
       "/* Test kit {} (op {}, node {}), generated by porttool kit from a model with sha256 {}.\n"
       " * Inputs and expected outputs of test_data_set_0 as aligned arrays, for boards without a\n"
-      " * file system. Compare with |got - want| <= atol + rtol * |want|. */\n"
+      " * file system. Compare with |got - want| <= atol + rtol * |want|. For Conv,\n"
+      " * ConvTranspose, MatMul and Gemm, atol includes the float accumulation bound\n"
+      " * (kit.json: tolerance). */\n"
       "#ifndef {}\n#define {}\n\n#include <math.h>\n#include <stdint.h>\n\n"
       "#if defined(__GNUC__) || defined(__clang__)\n#define KIT_ALIGNED "
       "__attribute__((aligned(64)))\n"
@@ -258,8 +386,8 @@ std::string KitHeader(const KitPlan& kit, const std::vector<runtime::NamedTensor
   std::string upper = ToUpper(prefix);
   out += fmt::format("#define {}_NUM_INPUTS {}\n#define {}_NUM_OUTPUTS {}\n", upper, inputs.size(),
                      upper, outputs.size());
-  out += fmt::format("#define {}_RTOL {:.6e}\n#define {}_ATOL {:.6e}\n\n", upper,
-                     tol["rtol"].get<double>(), upper, tol["atol"].get<double>());
+  out += fmt::format("#define {}_RTOL {}\n#define {}_ATOL {}\n\n", upper,
+                     CDouble(tol["rtol"].get<double>()), upper, CDouble(tol["atol"].get<double>()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     AppendArray(out, prefix, "input", static_cast<int>(i), inputs[i].name, inputs[i].value);
   }
@@ -380,6 +508,9 @@ class KitWriter {
     dir_names_.insert(kit.dir);
     kit.path = out_dir_ / kit.dir;
     kit.model = SingleNodeModel(model_, node, inputs, constants_, kit.dir);
+    if (kReduction.count(node.op_type()) && (node.domain().empty() || node.domain() == "ai.onnx")) {
+      kit.reduction_length = ReductionLength(node, inputs);
+    }
     kit.info = {{"op", node.op_type()},
                 {"domain", node.domain().empty() ? "ai.onnx" : node.domain()},
                 {"node", node.name()},
@@ -428,9 +559,20 @@ class KitWriter {
     for (size_t i = 0; i < outputs.size(); ++i) {
       runtime::WritePb(set_dir / fmt::format("output_{}.pb", i), outputs[i].value, outputs[i].name);
     }
+    if (kit.reduction_length > 0) AccumulateAbsTerms(kit, feeds);
     if (set_ == 0) FinishKit(kit, in_list, outputs);
   }
 
+  void AccumulateAbsTerms(KitPlan& kit, const runtime::TensorMap& feeds) {
+    std::vector<double> m = MaxAbsTerms(kit.model, feeds, options_.kernels);
+    kit.max_abs_terms.resize(m.size(), 0.0);
+    for (size_t i = 0; i < m.size(); ++i) {
+      kit.max_abs_terms[i] = std::max(kit.max_abs_terms[i], m[i]);
+    }
+  }
+
+  // Set 0 fixes the outputs' types and whether the kit gets a C header; the header itself is
+  // written with kit.json, once the tolerance is final.
   void FinishKit(KitPlan& kit, const std::vector<runtime::NamedTensor>& inputs,
                  const std::vector<runtime::NamedTensor>& outputs) {
     auto* g = kit.model.proto.mutable_graph();
@@ -447,7 +589,6 @@ class KitWriter {
     io::Save(kit.model, kit.path / "model.onnx");
     if (outputs.empty()) kit.info["tolerance"] = json::array({ToleranceFor("", TP::FLOAT)});
     if (bytes <= options_.header_max_bytes) {
-      io::WriteFileAtomic(kit.path / "kit.h", KitHeader(kit, inputs, outputs));
       kit.info["header"] = "kit.h";
     } else {
       kit.info["header"] = nullptr;
@@ -461,11 +602,25 @@ class KitWriter {
   void WriteKitJson() {
     for (auto& kit : kits_) {
       kit.info["test_data_sets"] = set_ + 1;
+      ApplyReductionBounds(kit);
+      if (kit.info["header"].is_string()) {
+        io::WriteFileAtomic(kit.path / "kit.h",
+                            KitHeader(kit, ReadSet0(kit.path, "input", kit.info["inputs"].size()),
+                                      ReadSet0(kit.path, "output", kit.info["outputs"].size())));
+      }
       io::WriteFileAtomic(kit.path / "kit.json", kit.info.dump(2) + "\n");
     }
   }
 
  private:
+  static void ApplyReductionBounds(KitPlan& kit) {
+    json& tols = kit.info["tolerance"];
+    for (size_t i = 0; i < kit.max_abs_terms.size() && i < tols.size(); ++i) {
+      if (tols[i]["kind"] != "float-reduction") continue;
+      tols[i] = WithReductionBound(tols[i], kit.reduction_length, kit.max_abs_terms[i]);
+    }
+  }
+
   const io::Model& model_;
   const KitOptions& options_;
   fs::path out_dir_;
@@ -583,10 +738,31 @@ json ToleranceFor(const std::string& op_type, int32_t dtype) {
   if (!IsFloat(dtype) || kDataMovement.count(op_type)) {
     return {{"kind", "bitwise"}, {"rtol", 0.0}, {"atol", 0.0}};
   }
+  if (kReduction.count(op_type)) {
+    return {{"kind", "float-reduction"},
+            {"rtol", 1e-3},
+            {"atol", 1e-5},
+            {"atol_base", 1e-5},
+            {"unit_roundoff", UnitRoundoff(dtype)}};
+  }
   if (kTranscendental.count(op_type)) {
     return {{"kind", "transcendental"}, {"rtol", 1e-3}, {"atol", 1e-4}};
   }
   return {{"kind", "float"}, {"rtol", 1e-3}, {"atol", 1e-5}};
+}
+
+json WithReductionBound(json tol, int64_t reduction_length, double max_abs_terms) {
+  const double u = tol["unit_roundoff"].get<double>();
+  tol["reduction_length"] = reduction_length;
+  tol["max_abs_terms"] = max_abs_terms;
+  tol["atol"] = tol["atol_base"].get<double>() +
+                2 * std::sqrt(static_cast<double>(reduction_length)) * u * max_abs_terms;
+  tol["rule"] = "atol = atol_base + 2 * sqrt(reduction_length) * unit_roundoff * max_abs_terms";
+  tol["note"] =
+      "a float sum of K terms is off by about sqrt(K) * u * sum|terms| (Higham & Mary 2019), "
+      "however small the sum; max_abs_terms bounds sum|terms| over the output's elements; x2: "
+      "the expected and the judged output both carry such an error";
+  return tol;
 }
 
 std::vector<KitSummary> MakeKits(const io::Model& model, const KitOptions& options,

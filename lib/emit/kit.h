@@ -44,8 +44,20 @@ struct KitSummary {
 std::vector<KitSummary> MakeKits(const io::Model& model, const KitOptions& options,
                                  const std::filesystem::path& out_dir);
 
-// Tolerance for an op and output dtype: {"kind": bitwise|float|transcendental|int8, rtol, atol}.
+// Tolerance for an op and output dtype: {"kind": bitwise|float|float-reduction|transcendental|int8,
+// rtol, atol}; an output passes where every |got - want| <= atol + rtol * |want|.
+// float-reduction (Conv, ConvTranspose, MatMul, Gemm, float outputs) also carries atol_base and
+// unit_roundoff; WithReductionBound makes its atol final.
 nlohmann::json ToleranceFor(const std::string& op_type, int32_t dtype);
+
+// A float-reduction tolerance for an op summing `reduction_length` (K) products per output
+// element, whose |products| add up to at most `max_abs_terms` (M) in any element:
+// atol = atol_base + 2 * sqrt(K) * u * M. A float sum's error scales with its terms, not with the
+// result, so a near-cancelling element (a small sum of large terms) fails any rtol; sqrt(K) * u * M
+// is the probabilistic bound on one result's error, and both the expected and the judged outputs
+// carry one. Adds reduction_length, max_abs_terms, rule and note to `tol`.
+nlohmann::json WithReductionBound(nlohmann::json tol, int64_t reduction_length,
+                                  double max_abs_terms);
 
 struct KitCheckRow {
   std::string kit, set, output;
