@@ -334,7 +334,9 @@ nlohmann::json DecisionReport::ToJson() const {
   }
   nlohmann::json unsupported = nlohmann::json::array();
   if (scan) {
-    for (const auto& n : ScanToJson(*scan)["nodes"]) {
+    // Named: a range-for over a member of a temporary reads it after it is destroyed.
+    const nlohmann::json scan_json = ScanToJson(*scan);
+    for (const auto& n : scan_json["nodes"]) {
       if (n["placement"] == "unsupported") unsupported.push_back(n);
     }
   }
