@@ -15,6 +15,7 @@
 #include "lib/runtime/compare.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
+#include "lib/util/json_text.h"
 #include "lib/util/sha256.h"
 #include "lib/util/strings.h"
 
@@ -461,7 +462,7 @@ class KitWriter {
   void WriteKitJson() {
     for (auto& kit : kits_) {
       kit.info["test_data_sets"] = set_ + 1;
-      io::WriteFileAtomic(kit.path / "kit.json", kit.info.dump(2) + "\n");
+      io::WriteFileAtomic(kit.path / "kit.json", util::DumpJson(kit.info, 2) + "\n");
     }
   }
 
