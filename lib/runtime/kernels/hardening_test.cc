@@ -318,6 +318,18 @@ TEST(KernelHardening, QuantizeLinearOfNanGivesTheZeroPoint) {
   EXPECT_EQ(out[0].data<uint8_t>()[2], 6);
 }
 
+// Found by fuzz_executor (s3-12, out-of-memory): HannWindow and its kin filled a scratch vector of
+// `size` doubles before allocating the output, so a huge size escaped the memory limits.
+TEST(KernelHardening, WindowOfHugeSizeIsRefusedBeforeAllocating) {
+  Tensor size = Int64Tensor({}, {int64_t{1} << 40});
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+    EXPECT_NE(BadInputMessage(NodeBuilder(op, 1).node(), 17, {&size}), "") << op;
+  }
+  Tensor four = Int64Tensor({}, {4});
+  auto hann = RunOp(NodeBuilder("HannWindow", 1).node(), 17, {&four});
+  EXPECT_FLOAT_EQ(hann[0].data<float>()[2], 1.0f);  // periodic: 0, 0.5, 1, 0.5
+}
+
 class ResourceLimitsTest : public ::testing::Test {
  protected:
   void TearDown() override { SetResourceLimits({}); }
