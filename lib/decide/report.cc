@@ -8,6 +8,7 @@
 
 #include "lib/decide/analyzed_model.h"
 #include "lib/decide/rules_dir.h"
+#include "lib/util/json_text.h"
 #include "lib/util/strings.h"
 
 namespace porttool::decide {
@@ -414,7 +415,7 @@ std::string DecisionReport::ToMarkdown() const {
                       nr.in_backbone ? "backbone" : "post-processing tail");
     for (const auto& r : nr.remedies) {
       md += fmt::format("  - {}{}: {}\n", r.kind, r.id.empty() ? "" : " `" + r.id + "`", r.text);
-      if (r.kind == "custom-op") md += "    signature: `" + r.signature.dump() + "`\n";
+      if (r.kind == "custom-op") md += "    signature: `" + util::DumpJson(r.signature) + "`\n";
     }
   }
   md += "\n## Memory fit\n\n";

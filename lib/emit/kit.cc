@@ -15,6 +15,7 @@
 #include "lib/runtime/compare.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
+#include "lib/util/json_text.h"
 #include "lib/util/sha256.h"
 #include "lib/util/strings.h"
 
@@ -608,7 +609,7 @@ class KitWriter {
                             KitHeader(kit, ReadSet0(kit.path, "input", kit.info["inputs"].size()),
                                       ReadSet0(kit.path, "output", kit.info["outputs"].size())));
       }
-      io::WriteFileAtomic(kit.path / "kit.json", kit.info.dump(2) + "\n");
+      io::WriteFileAtomic(kit.path / "kit.json", util::DumpJson(kit.info, 2) + "\n");
     }
   }
 

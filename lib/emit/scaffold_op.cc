@@ -15,6 +15,7 @@
 #include "lib/runtime/shapes_by_execution.h"
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
+#include "lib/util/json_text.h"
 #include "lib/util/sha256.h"
 #include "lib/util/strings.h"
 
@@ -1045,7 +1046,7 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
   vars.push_back({"adapters_doc", adapters_doc});
   vars.push_back({"adapters_build", adapters_build});
   std::map<std::string, std::string> files = {
-      {"op.json", OpSpecToJson(spec).dump(2) + "\n"},
+      {"op.json", util::DumpJson(OpSpecToJson(spec), 2) + "\n"},
       {"README.md", Fill(kReadme, vars)},
       {"CMakeLists.txt", Fill(kCMake, vars) + adapter_cmake},
       {"kernel/porttool_custom_op.h", runtime::CustomOpAbiHeader()},

@@ -11,6 +11,7 @@
 #include "lib/io/external_data.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
+#include "lib/util/json_text.h"
 #include "lib/util/sha256.h"
 
 namespace porttool::emit {
@@ -264,7 +265,8 @@ WriteSplitResult WriteSplit(ir::SplitResult& result, const io::Model& source,
   std::string sha = source.path.empty() ? "" : util::Sha256File(source.path);
   written.manifest = PipelineManifest(
       result, source, sha, options.copy_weights ? "copy" : "zero-copy", options.annotations);
-  io::WriteFileAtomic(building.path() / "pipeline.json", written.manifest.dump(2) + "\n");
+  io::WriteFileAtomic(building.path() / "pipeline.json",
+                      util::DumpJson(written.manifest, 2) + "\n");
   MoveIntoPlace(building, dir);
   written.notes.assign(notes.begin(), notes.end());
   return written;

@@ -156,6 +156,17 @@ TEST(SplitWriter, ReplacesAPreviousSplitButNothingElse) {
   EXPECT_THROW(WriteSplit(again, src->model, src->dir / "src"), Error);  // holds the input
 }
 
+TEST(SplitWriter, DimLabelThatIsNotUtf8IsWrittenReplaced) {
+  io::Model m = Parse(kChain);
+  auto* dims = m.proto.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
+  dims->mutable_shape()->mutable_dim(0)->set_dim_param("d\xCF");
+  SplitResult r = SplitAt(m, {"n_b"});
+  testing::TempDir dir;
+  WriteSplit(r, m, dir / "s");
+  auto doc = nlohmann::json::parse(testing::ReadFile(dir / "s" / "pipeline.json"));
+  EXPECT_EQ(doc["segments"][0]["inputs"][0]["shape"][0], "d\xEF\xBF\xBD");
+}
+
 TEST(SplitWriter, AnnotationsBecomeTopLevelManifestFields) {
   io::Model m = Parse(kChain);
   SplitResult r = SplitAt(m, {"n_b"});

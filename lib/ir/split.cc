@@ -10,6 +10,7 @@
 #include "lib/ir/dtype.h"
 #include "lib/util/checked_math.h"
 #include "lib/util/error.h"
+#include "lib/util/json_text.h"
 #include "lib/util/strings.h"
 
 namespace porttool::ir {
@@ -288,13 +289,73 @@ class Splitter {
 
   SplitResult Run() {
     result_.source_nodes = view_.node_count();
+    CheckDefinitions();
+    CheckGraphOutputs();
     FormRuns();
     for (size_t s = 0; s < result_.segments.size(); ++s) BuildSegment(static_cast<int>(s));
+    CheckBoundaryNames();
     CollectBridges();
     return std::move(result_);
   }
 
  private:
+  // With a tensor defined twice, a segment would get both definitions or read the wrong one:
+  // the segment models would be invalid or compute something else, silently.
+  void CheckDefinitions() const {
+    auto duplicates = view_.DuplicateDefinitions();
+    if (duplicates.empty()) return;
+    throw Error(ErrorKind::kBadInput,
+                fmt::format("tensor '{}' is defined more than once (the graph is not in SSA "
+                            "form): the split could not tell which definition a reader means",
+                            duplicates.front()),
+                "", duplicates.front());
+  }
+
+  // A graph output that no node, graph input or initializer defines cannot be placed in any
+  // segment; found by fuzz_split (crash-13205638: output 'y', node output 'Y'), it used to reach
+  // BuildSubModel's internal check.
+  void CheckGraphOutputs() const {
+    for (const auto& out : view_.graph().output()) {
+      const std::string& name = out.name();
+      if (view_.Producer(name) >= 0 || view_.GraphInput(name) || view_.Initializer(name)) continue;
+      auto closest = util::ClosestNames(name, NodeOutputNames());
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("graph output '{}' is not produced by any node, nor a graph input or "
+                              "an initializer: the model is malformed{}",
+                              name,
+                              closest.empty() ? ""
+                                              : "; node outputs with a close name: " +
+                                                    util::Join(closest, ", ")),
+                  "", name);
+    }
+  }
+
+  std::vector<std::string> NodeOutputNames() const {
+    std::vector<std::string> names;
+    for (int i = 0; i < view_.node_count(); ++i) {
+      for (const auto& out : view_.node(i).output()) names.push_back(out);
+    }
+    return names;
+  }
+
+  // pipeline.json names each boundary tensor so a runner can bind it to the segment files; a
+  // name that is not UTF-8 could only be written altered (util::DumpJson), and would then match
+  // nothing. ONNX names are strings, so such a name is bad input.
+  void CheckBoundaryNames() const {
+    for (const auto& segment : result_.segments) {
+      for (const auto* list : {&segment.inputs, &segment.outputs}) {
+        for (const auto& t : *list) {
+          if (util::IsValidUtf8(t.name)) continue;
+          throw Error(ErrorKind::kBadInput,
+                      fmt::format("tensor name '{}' at a segment boundary is not valid UTF-8 "
+                                  "(ONNX names are strings); rename it before splitting",
+                                  t.name),
+                      "", t.name);
+        }
+      }
+    }
+  }
+
   void FormRuns() {
     int n = view_.node_count();
     floating_.assign(n, false);

@@ -314,6 +314,87 @@ g (float[4] x) => (float[4] y) <float[4] w = {1.0, 2.0, 3.0, 4.0}> {
   EXPECT_NE(UsageMessage(m, {}).find("no cut node given"), std::string::npos);
 }
 
+Error SplitError(const io::Model& m, const std::vector<std::string>& at) {
+  try {
+    SplitAt(m, at);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an error";
+  return Error(ErrorKind::kInternal, "");
+}
+
+// fuzz_split crash-13205638: graph output 'y' while the only node writes 'Y'. It used to reach
+// BuildSubModel's internal check (exit 4); a malformed model is bad input naming the tensor.
+TEST(Split, GraphOutputThatNothingDefinesIsBadInputNamingIt) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y) {
+  a = Relu(x)
+  Y = Neg(a)
+}
+)");
+  Error e = SplitError(m, {"n_Y"});
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.tensor(), "y");
+  EXPECT_NE(std::string(e.what()).find("graph output 'y' is not produced by any node"),
+            std::string::npos)
+      << e.what();
+  EXPECT_NE(std::string(e.what()).find("Y"), std::string::npos) << e.what();
+}
+
+// Graph outputs that are a graph input or an initializer are valid: the last segment passes them.
+TEST(Split, GraphOutputsThatAreAnInputOrAnInitializerArePassedThrough) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y, float[4] x, float[4] w) <float[4] w = {1.0, 2.0, 3.0, 4.0}> {
+  a = Relu(x)
+  b = Neg(a)
+  y = Abs(b)
+}
+)");
+  SplitResult r = SplitAt(m, {"n_b"});
+  ExpectChained(m, r);
+  EXPECT_EQ(Names(r.segments.back().outputs), (std::vector<std::string>{"y", "x", "w"}));
+}
+
+TEST(Split, TensorDefinedTwiceIsBadInput) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y) {
+  a = Relu(x)
+  b = Neg(a)
+  y = Abs(b)
+}
+)");
+  m.proto.mutable_graph()->mutable_node(0)->set_output(0, "b");
+  Error e = SplitError(m, {"n_b"});
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.tensor(), "b");
+  EXPECT_NE(std::string(e.what()).find("defined more than once"), std::string::npos) << e.what();
+}
+
+// pipeline.json must name boundary tensors as the segment files do: a name that is not UTF-8
+// could only be written altered, so it is refused rather than silently mismatched.
+TEST(Split, BoundaryTensorNameThatIsNotUtf8IsBadInput) {
+  io::Model m = Parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y) {
+  a = Relu(x)
+  b = Neg(a)
+  y = Abs(b)
+}
+)");
+  for (auto& node : *m.proto.mutable_graph()->mutable_node()) {
+    for (auto& in : *node.mutable_input()) in = in == "a" ? "a\xCF" : in;
+    for (auto& out : *node.mutable_output()) out = out == "a" ? "a\xCF" : out;
+  }
+  Error e = SplitError(m, {"n_b"});
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.tensor(), "a\xCF");
+  EXPECT_NE(std::string(e.what()).find("not valid UTF-8"), std::string::npos) << e.what();
+}
+
 TEST(Split, ConstantsAreClonedIntoTheirReadersNotBridged) {
   io::Model m = Parse(R"(
 <ir_version: 8, opset_import: ["" : 17]>

@@ -10,6 +10,7 @@
 #include "lib/ir/dtype.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
+#include "lib/util/json_text.h"
 
 namespace porttool::runtime {
 namespace {
@@ -83,7 +84,7 @@ void TensorStore::Finish() const {
                        {"shape", e.shape}});
   }
   nlohmann::json doc = {{"format", kFormat}, {"tensors", tensors}};
-  io::WriteFileAtomic(dir_ / kIndex, doc.dump(1) + "\n");
+  io::WriteFileAtomic(dir_ / kIndex, util::DumpJson(doc, 1) + "\n");
 }
 
 const StoredTensor* TensorStore::Find(const std::string& name) const {

@@ -143,6 +143,51 @@ bool ReadsBeforeDefinition(const onnx::GraphProto& graph, std::unordered_set<std
   return false;
 }
 
+// ONNX 1.12's inference functions read required attributes without looking (its checker
+// verifies them first; inference alone does not): a Scan without num_scan_inputs is a null
+// dereference inside libonnx (found by fuzz_check). Such a node is refused before inference.
+using OpsetVersions = std::unordered_map<std::string, int64_t>;
+
+std::string CanonicalDomain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
+
+const onnx::OpSchema* SchemaOf(const onnx::NodeProto& node, const OpsetVersions& opsets) {
+  std::string domain = CanonicalDomain(node.domain());
+  auto opset = opsets.find(domain);
+  if (opset == opsets.end()) return nullptr;
+  return onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain);
+}
+
+bool HasAttribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return true;
+  }
+  return false;
+}
+
+void CheckRequiredAttributes(const onnx::GraphProto& graph, const OpsetVersions& opsets) {
+  for (const auto& node : graph.node()) {
+    if (const onnx::OpSchema* schema = SchemaOf(node, opsets)) {
+      for (const auto& [name, attr] : schema->attributes()) {
+        if (!attr.required || HasAttribute(node, name)) continue;
+        throw Error(ErrorKind::kBadInput,
+                    fmt::format("node '{}' ({}) lacks its required attribute '{}'", node.name(),
+                                node.op_type(), name),
+                    node.name());
+      }
+    }
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) CheckRequiredAttributes(attr.g(), opsets);
+      for (const auto& g : attr.graphs()) CheckRequiredAttributes(g, opsets);
+    }
+  }
+}
+
+void CheckRequiredAttributes(const onnx::ModelProto& proto) {
+  OpsetVersions opsets;
+  for (const auto& o : proto.opset_import()) opsets[CanonicalDomain(o.domain())] = o.version();
+  CheckRequiredAttributes(proto.graph(), opsets);
+}
+
 void RunOnnxInference(onnx::ModelProto& proto, bool strict) {
   const bool data_prop = !ReadsBeforeDefinition(proto.graph(), {});
   onnx::ShapeInferenceOptions options(/*check_type=*/strict, /*error_mode=*/strict ? 1 : 0,
@@ -335,6 +380,7 @@ InferReport InferShapes(io::Model& model, const InferOptions& options) {
   auto& graph = *model.proto.mutable_graph();
   std::string signature = TypeSignature(graph);
   bool converged = false;
+  CheckRequiredAttributes(model.proto);
   while (report.iterations < options.max_iterations) {
     GraphSize before = SizeOf(graph);
     RunOnnxInference(model.proto, options.strict);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "lib/io/external_data.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
@@ -93,6 +95,37 @@ g (float[2,3,4] x) => (float[N,M] y) {
   EXPECT_EQ(ShapeOf(m, "y"), "6x4");
   EXPECT_TRUE(io::IsExternal(m.proto.graph().initializer(0)));
   EXPECT_FALSE(m.proto.graph().initializer(0).has_raw_data());
+}
+
+// Found by fuzz_check (testdata/fuzz-regressions/fuzz_check/crash-9bcc50d6...): a Scan whose
+// num_scan_inputs attribute is missing (its name mutated) made ONNX 1.12's Scan inference
+// dereference a null attribute. It is bad input naming the node; with the attribute it infers.
+TEST(InferShapes, MissingRequiredAttributeIsBadInputNotACrash) {
+  const std::string text = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] init, float[3, 2] xs) => (float[2] y, float[3, 2] z) {
+  y, z = Scan <ATTR = 1, body = b (float[2] s_in, float[2] x) => (float[2] s_out, float[2] o) {
+    s_out = Add(s_in, x)
+    o = Identity(s_out)
+  }> (init, xs)
+})";
+  auto with_attr = [&](const std::string& name) {
+    io::Model m = io::ParseText(std::regex_replace(text, std::regex("ATTR"), name));
+    m.proto.mutable_graph()->mutable_node(0)->set_name("scan");
+    return m;
+  };
+  io::Model broken = with_attr("num_scan_input_");
+  try {
+    InferShapes(broken);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_EQ(e.node(), "scan");
+    EXPECT_NE(std::string(e.what()).find("required attribute 'num_scan_inputs'"), std::string::npos)
+        << e.what();
+  }
+  io::Model valid = with_attr("num_scan_inputs");
+  EXPECT_NO_THROW(InferShapes(valid));
 }
 
 // Found by fuzz_passes: ONNX 1.12's data propagation segfaults on Shape(X) when nothing before

@@ -252,6 +252,58 @@ TEST(CliSplit, BridgesAfterShapeArithmeticHaveCompleteTypes) {
   EXPECT_EQ(PythonCheck(dir, SegmentFiles(out, m)), "");
 }
 
+// A three-node chain x -> a -> b -> `output` with nodes n_a, n_b, n_<output>.
+fs::path SaveChain(const TempDir& dir, const std::string& output, const std::string& x_dim0) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1, 4] x) => (float[1, 4] y) {
+  a = Relu(x)
+  b = Neg(a)
+  y = Abs(b)
+}
+)");
+  auto& graph = *m.proto.mutable_graph();
+  for (auto& node : *graph.mutable_node()) node.set_name("n_" + node.output(0));
+  graph.mutable_node(2)->set_output(0, output);
+  graph.mutable_node(2)->set_name("n_" + output);
+  graph.mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param(x_dim0);
+  fs::path path = dir / "chain.onnx";
+  io::Save(m, path);
+  return path;
+}
+
+// The two fuzz_split findings (testdata/fuzz-regressions/fuzz_split/crash-13205638...,
+// crash-385ef7bc...) end to end: both used to exit 4 ("please report").
+TEST(CliSplit, GraphOutputThatNothingProducesIsExit3NamingTheTensor) {
+  TempDir dir;
+  fs::path model = SaveChain(dir, "Y", "N");
+  auto r = RunPorttool("split " + model.string() + " --at n_b --json -o " + (dir / "s").string());
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  nlohmann::json error = nlohmann::json::parse(r.out)["error"];
+  EXPECT_EQ(error["kind"], "bad_input");
+  EXPECT_EQ(error["tensor"], "y");
+  EXPECT_NE(error["message"].get<std::string>().find("not produced by any node"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(dir / "s"));
+}
+
+TEST(CliSplit, DimLabelThatIsNotUtf8GivesValidJsonEverywhere) {
+  TempDir dir;
+  fs::path model = SaveChain(dir, "y", "d\xCF");
+  fs::path out = dir / "s";
+  auto r = RunPorttool("split " + model.string() + " --at n_b --json -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json printed = nlohmann::json::parse(r.out);
+  nlohmann::json m = ReadManifest(out);
+  EXPECT_EQ(m["segments"][0]["inputs"][0]["shape"][0], "d\xEF\xBF\xBD");
+  EXPECT_EQ(printed["segments"], m["segments"]) << r.out;
+}
+
 // A --verify that cannot run (no kernel for a custom op) keeps its exit code but says the split
 // itself was written, and the files are there.
 TEST(CliSplit, VerifyThatCannotRunSaysTheSplitWasWritten) {

@@ -3,6 +3,7 @@
 
 #include "lib/decide/report.h"
 #include "lib/io/atomic_file.h"
+#include "lib/util/json_text.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -71,7 +72,7 @@ int RunDecide(const DecideCliOptions& o) {
   RefuseOverwritingInput(model, o.output);
   decide::DecisionReport report = decide::Decide(model, options);
   bool json = o.json || o.format == "json";
-  std::string text = json ? report.ToJson().dump(2) + "\n" : report.ToMarkdown();
+  std::string text = json ? util::DumpJson(report.ToJson(), 2) + "\n" : report.ToMarkdown();
   if (o.output.empty()) {
     std::cout << text;
   } else {

@@ -12,6 +12,7 @@
 #include "lib/quant/quantize_calibrate.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/util/error.h"
+#include "lib/util/json_text.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -157,7 +158,7 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   quant::QuantizeCalibrateResult r = quant::QuantizeCalibrate(model, req);
   // Everything is computed before anything is written: an error leaves no partial output.
   if (!o.table.empty() && table_in.empty()) {
-    io::WriteFileAtomic(o.table, r.table.ToJson().dump(2) + "\n");
+    io::WriteFileAtomic(o.table, util::DumpJson(r.table.ToJson(), 2) + "\n");
   }
   if (!o.trt_cache.empty()) io::WriteFileAtomic(o.trt_cache, r.table.ToTensorRtCache());
   if (!o.qdq.output.empty()) SaveModel(r.qdq_model, o.qdq);

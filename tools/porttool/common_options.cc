@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "lib/runtime/tensor_io.h"
+#include "lib/util/json_text.h"
 #include "lib/util/strings.h"
 #include "passes/input_shape_spec.h"
 #include "porttool_build_config.h"
@@ -227,7 +228,7 @@ std::vector<std::string> SaveModel(io::Model& model, const ModelOutputOptions& o
   return files;
 }
 
-void PrintJson(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }
+void PrintJson(const nlohmann::json& doc) { std::cout << util::DumpJson(doc, 2) << "\n"; }
 
 nlohmann::json ErrorJson(ErrorKind kind, const std::string& message, const std::string& node,
                          const std::string& tensor) {

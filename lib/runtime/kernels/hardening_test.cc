@@ -4,6 +4,8 @@
 // error naming the node, decided before anything large is allocated.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "lib/io/model.h"
 #include "lib/runtime/kernels/kernel_test_util.h"
 #include "lib/runtime/resource_limits.h"
@@ -253,6 +255,79 @@ g (bool[2] x) => (bool[2] y) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Runs `text` on x = float[2] {1, 2} and returns the error it fails with.
+Error SessionError(const std::string& text) {
+  io::Model model = io::ParseText(text);
+  model.proto.mutable_graph()->mutable_node(0)->set_name("n0");
+  try {
+    Session session(model);
+    session.Run({{"x", FloatTensor({2}, {1, 2})}});
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "the model ran";
+  return Error(ErrorKind::kInternal, "");
+}
+
+// Found by fuzz_executor (s3-12): the output-count check used the schema of the model's opset
+// only; Atanh at opset 7 (the op is from opset 9) has none there, its kernel ran anyway and the
+// undeclared second output came out as an internal error. The op's latest schema gives the count.
+TEST(KernelHardening, ExtraOutputsAreBadInputAtAnOpsetBeforeTheOp) {
+  Error e = SessionError(R"(
+<ir_version: 8, opset_import: ["" : 7]>
+g (float[2] x) => (float[2] y, float[2] z) {
+  y, z = Atanh(x)
+})");
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+  EXPECT_NE(std::string(e.what()).find("declares 2 outputs; the op has at most 1"),
+            std::string::npos)
+      << e.what();
+}
+
+// Found by fuzz_executor (s3-12): a session did not register porttool's contrib schemas itself,
+// so FastGelu (com.microsoft) had no type or output-count check unless inference had run first
+// in the process; an int64 input then failed inside the kernel as an internal error.
+TEST(KernelHardening, ContribOpsAreCheckedWithoutInferenceRunningFirst) {
+  Error type = SessionError(R"(
+<ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
+g (float[2] x) => (float[2] y) {
+  i = Cast <to = 7> (x)
+  y = com.microsoft.FastGelu(i)
+})");
+  EXPECT_EQ(type.kind(), ErrorKind::kBadInput) << type.what();
+  Error outputs = SessionError(R"(
+<ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
+g (float[2] x) => (float[2] y, float[2] z) {
+  y, z = com.microsoft.Gelu(x)
+})");
+  EXPECT_EQ(outputs.kind(), ErrorKind::kBadInput) << outputs.what();
+}
+
+// Found by fuzz_executor (s3-12, UBSan): QuantizeLinear of a NaN cast NaN to uint8, which is
+// undefined behaviour. NaN quantizes to the zero point.
+TEST(KernelHardening, QuantizeLinearOfNanGivesTheZeroPoint) {
+  Tensor x = FloatTensor({3}, {std::nanf(""), 1.0f, -1.0f});
+  Tensor scale = Scalar(1.0f);
+  Tensor zp(TP::UINT8, {});
+  zp.mutable_data<uint8_t>()[0] = 7;
+  auto out = RunOp(NodeBuilder("QuantizeLinear", 3).node(), 13, {&x, &scale, &zp});
+  EXPECT_EQ(out[0].data<uint8_t>()[0], 7);
+  EXPECT_EQ(out[0].data<uint8_t>()[1], 8);
+  EXPECT_EQ(out[0].data<uint8_t>()[2], 6);
+}
+
+// Found by fuzz_executor (s3-12, out-of-memory): HannWindow and its kin filled a scratch vector of
+// `size` doubles before allocating the output, so a huge size escaped the memory limits.
+TEST(KernelHardening, WindowOfHugeSizeIsRefusedBeforeAllocating) {
+  Tensor size = Int64Tensor({}, {int64_t{1} << 40});
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+    EXPECT_NE(BadInputMessage(NodeBuilder(op, 1).node(), 17, {&size}), "") << op;
+  }
+  Tensor four = Int64Tensor({}, {4});
+  auto hann = RunOp(NodeBuilder("HannWindow", 1).node(), 17, {&four});
+  EXPECT_FLOAT_EQ(hann[0].data<float>()[2], 1.0f);  // periodic: 0, 0.5, 1, 0.5
 }
 
 class ResourceLimitsTest : public ::testing::Test {

@@ -66,7 +66,10 @@ void QuantizeKernel(KernelContext& ctx) {
       int64_t c = (i / q.inner) % q.channels;
       // float32 division, as the reference implementations do: double would round
       // differently at exact .5 boundaries.
-      double v = std::nearbyint(static_cast<float>(px[i]) / ps[c]) + (pz ? pz[c] : 0);
+      double r = std::nearbyint(static_cast<float>(px[i]) / ps[c]);
+      // NaN (0/0, a NaN input) would survive the clamp and its cast to Q is undefined
+      // (found by fuzz_executor): it quantizes to the zero point.
+      double v = (std::isnan(r) ? 0.0 : r) + (pz ? pz[c] : 0);
       po[i] = static_cast<Q>(std::clamp(v, lo, hi));
     }
   };

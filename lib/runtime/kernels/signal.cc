@@ -38,12 +38,18 @@ KernelFn WindowKernel(double a0, double a1, double a2) {
     if (size < 0) ctx.Fail(fmt::format("size {} is negative", size));
     const bool periodic = ctx.GetInt("periodic", 1) != 0;
     const double n_total = static_cast<double>(periodic ? size : size - 1);
-    std::vector<double> w(size);
-    for (int64_t n = 0; n < size; ++n) {
-      const double phase = n_total > 0 ? kTwoPi * n / n_total : 0;
-      w[n] = a0 - a1 * std::cos(phase) + a2 * std::cos(2 * phase);
-    }
-    ctx.output(0) = TypedOutput(ctx, w, {size});
+    // Written straight into the output, whose allocation the memory limits check: a scratch
+    // vector of `size` doubles (a model-chosen scalar) was not checked (found by fuzz_executor).
+    Tensor out(static_cast<int32_t>(ctx.GetInt("output_datatype", TP::FLOAT)), {size});
+    DispatchNumeric(ctx, out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t n = 0; n < size; ++n) {
+        const double phase = n_total > 0 ? kTwoPi * n / n_total : 0;
+        out.mutable_data<T>()[n] =
+            static_cast<T>(a0 - a1 * std::cos(phase) + a2 * std::cos(2 * phase));
+      }
+    });
+    ctx.output(0) = std::move(out);
   };
 }
 
