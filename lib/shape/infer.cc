@@ -237,10 +237,29 @@ class BlockerFinder {
     std::string reason;
   };
 
+  // Follows the chain of producers iteratively: chains are as long as the model (a recursion
+  // overflowed the stack on a fuzzed model), and a cycle must end the walk, not loop.
   const Blocker& Explain(int index) {
-    auto it = memo_.find(index);
-    if (it != memo_.end()) return it->second;
-    return memo_[index] = Compute(index);
+    std::vector<int> path;
+    std::unordered_set<int> on_path;
+    Blocker found;
+    for (int current = index;;) {
+      if (auto it = memo_.find(current); it != memo_.end()) {
+        found = it->second;
+        break;
+      }
+      if (!on_path.insert(current).second) {
+        found = {current, "its inputs depend on its own output (the graph has a cycle)"};
+        break;
+      }
+      path.push_back(current);
+      int next = -1;
+      found = Step(current, next);
+      if (next < 0) break;
+      current = next;
+    }
+    for (int n : path) memo_[n] = found;
+    return memo_.emplace(index, found).first->second;
   }
 
   // Whether the tensor has at least a rank (enough for most ops to proceed).
@@ -253,7 +272,8 @@ class BlockerFinder {
   }
 
  private:
-  Blocker Compute(int index) {
+  // The blocker at `index` itself, or (through `next`) the producer to look at instead.
+  Blocker Step(int index, int& next) {
     for (const auto& input : view_.NodeReads(index)) {
       if (HasShape(input)) continue;
       int producer = view_.Producer(input);
@@ -262,7 +282,8 @@ class BlockerFinder {
                                    "input shape)",
                                    input)};
       }
-      return Explain(producer);
+      next = producer;
+      return {};
     }
     return {index, ReasonWithKnownInputs(index)};
   }
