@@ -3,7 +3,6 @@
 // When B has no batch dims, A's batches are folded into one tall GEMM, the shape transformer
 // layers (x @ W) take.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -11,11 +10,14 @@
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/gemm.h"
 #include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/kernels/matmul_batch.h"
 #include "lib/runtime/parallel.h"
 
 namespace porttool::runtime {
 namespace {
 
+using kernels::BatchOffsets;
+using kernels::BroadcastBatch;
 using kernels::TP;
 
 // Row-major C = alpha * op(A) op(B) + beta * C for any numeric T; BLAS for float and double.
@@ -40,46 +42,6 @@ void GemmAny(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T
 template <typename Fn>
 void DispatchMatMulTypes(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
   kernels::Dispatch<float, double, int32_t, int64_t, uint32_t, uint64_t>(ctx, dtype, fn);
-}
-
-std::vector<int64_t> BroadcastBatch(const KernelContext& ctx, std::vector<int64_t> a,
-                                    std::vector<int64_t> b) {
-  while (a.size() < b.size()) a.insert(a.begin(), 1);
-  while (b.size() < a.size()) b.insert(b.begin(), 1);
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i] && a[i] != 1 && b[i] != 1) {
-      ctx.Fail(fmt::format("batch dims [{}] and [{}] cannot be broadcast together",
-                           fmt::join(a, ","), fmt::join(b, ",")));
-    }
-    a[i] = a[i] == 1 ? b[i] : a[i];
-  }
-  return a;
-}
-
-// Element offset of every broadcast batch of one operand.
-std::vector<int64_t> BatchOffsets(const std::vector<int64_t>& out_batch,
-                                  const std::vector<int64_t>& batch, int64_t matrix_size) {
-  const size_t rank = out_batch.size(), shift = rank - batch.size();
-  std::vector<int64_t> strides(rank, 0);
-  int64_t stride = matrix_size;
-  for (size_t i = batch.size(); i-- > 0;) {
-    strides[shift + i] = batch[i] == 1 ? 0 : stride;
-    stride *= batch[i];
-  }
-  int64_t total = 1;
-  for (int64_t d : out_batch) total *= d;
-  std::vector<int64_t> offsets(total);
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t b = 0; b < total; ++b) {
-    int64_t off = 0;
-    for (size_t i = 0; i < rank; ++i) off += index[i] * strides[i];
-    offsets[b] = off;
-    for (size_t i = rank; i-- > 0;) {
-      if (++index[i] < out_batch[i]) break;
-      index[i] = 0;
-    }
-  }
-  return offsets;
 }
 
 void MatMulKernel(KernelContext& ctx) {
