@@ -9,6 +9,7 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterShapeKernels(*r);
     RegisterReduceKernels(*r);
     RegisterQuantKernels(*r);
+    RegisterQuantIntegerKernels(*r);
     RegisterControlFlowKernels(*r);
     RegisterContribKernels(*r);
     RegisterConvKernels(*r);

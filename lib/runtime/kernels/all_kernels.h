@@ -15,6 +15,8 @@ void RegisterShapeKernels(KernelRegistry& r);
 void RegisterReduceKernels(KernelRegistry& r);
 // QuantizeLinear, DequantizeLinear.
 void RegisterQuantKernels(KernelRegistry& r);
+// QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger, DynamicQuantizeLinear.
+void RegisterQuantIntegerKernels(KernelRegistry& r);
 // If, Loop, Scan.
 void RegisterControlFlowKernels(KernelRegistry& r);
 // com.microsoft Gelu, FastGelu, QuickGelu.
