@@ -22,6 +22,9 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterRecurrentKernels(*r);
     RegisterSignalKernels(*r);
     RegisterDetectionKernels(*r);
+    RegisterEinsumKernels(*r);
+    RegisterGridSampleKernels(*r);
+    RegisterRoiAlignKernels(*r);
     return r;
   }();
   return *registry;

@@ -43,5 +43,11 @@ void RegisterRecurrentKernels(KernelRegistry& r);
 void RegisterSignalKernels(KernelRegistry& r);
 // NonMaxSuppression, MaxUnpool.
 void RegisterDetectionKernels(KernelRegistry& r);
+// Einsum (einsum.cc).
+void RegisterEinsumKernels(KernelRegistry& r);
+// GridSample (grid_sample.cc).
+void RegisterGridSampleKernels(KernelRegistry& r);
+// RoiAlign (roi_align.cc).
+void RegisterRoiAlignKernels(KernelRegistry& r);
 
 }  // namespace porttool::runtime
