@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -17,7 +16,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <string_view>
 
 #include "lib/io/model.h"
 #include "lib/ir/graph_view.h"
