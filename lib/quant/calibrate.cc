@@ -51,10 +51,14 @@ void DeclaredTypes(const onnx::GraphProto& g, std::map<std::string, int32_t>& ty
 }
 
 void Observe(StatsMap& stats, const std::string& name, const runtime::Tensor& t,
-             const onnx::NodeProto* node) {
+             const onnx::NodeProto* node, const CollectOptions& options) {
   if (t.dtype() != TP::FLOAT || t.size() == 0) return;
   TensorStatsEntry& e = stats[name];
-  e.stats.Add(t.data<float>(), t.size());
+  if (!options.histogram_tensors || options.histogram_tensors->count(name)) {
+    e.stats.AddSampled(t.data<float>(), t.size(), options.histogram_values);
+  } else {
+    e.stats.AddExtremes(t.data<float>(), t.size());
+  }
   e.samples += 1;
   if (node != nullptr && e.op_type.empty()) {
     e.op_type = node->op_type();
@@ -77,9 +81,9 @@ void MergeInto(StatsMap& into, const StatsMap& part) {
 
 }  // namespace
 
-StatsMap CollectStats(const io::Model& model, const SampleSet& set, int threads,
+StatsMap CollectStats(const io::Model& model, const SampleSet& set, const CollectOptions& options,
                       const ProgressFn& progress) {
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(set.size())));
+  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(set.size())));
   // Parallelism is across samples; the program should run kernels single-threaded then
   // (runtime::ApplyProcessSettings({1}), as the CLI does) so they do not fight for the cores.
   std::vector<StatsMap> parts(threads);
@@ -94,10 +98,12 @@ StatsMap CollectStats(const io::Model& model, const SampleSet& set, int threads,
       for (size_t i; !failed && (i = next++) < set.size();) {
         try {
           runtime::TensorMap inputs = LoadSample(set, i, session.inputs());
-          for (const auto& [name, t] : inputs) Observe(parts[w], name, t, nullptr);
+          for (const auto& [name, t] : inputs) Observe(parts[w], name, t, nullptr, options);
           session.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
             // Constant outputs are weights: they get their own (per-channel) scales.
-            if (p.node.op_type() != "Constant") Observe(parts[w], p.name, p.value, &p.node);
+            if (p.node.op_type() != "Constant") {
+              Observe(parts[w], p.name, p.value, &p.node, options);
+            }
           });
         } catch (...) {
           std::lock_guard<std::mutex> lock(mu);
@@ -167,7 +173,9 @@ CalibrationTable BuildTable(const StatsMap& stats, const CalibrationOptions& opt
     e.observed_min = s.stats.min();
     e.observed_max = s.stats.max();
     double lo = e.observed_min, hi = e.observed_max;
-    if (options.method != Method::kMinMax) {
+    // A tensor no quantizable op reads was not binned: its entry is its min/max range.
+    if (!s.stats.has_histogram()) e.method = MethodName(Method::kMinMax);
+    if (options.method != Method::kMinMax && s.stats.has_histogram()) {
       double t = options.method == Method::kPercentile
                      ? PercentileThreshold(s.stats.bins(), s.stats.bin_width(), options.percentile)
                      : EntropyThreshold(s.stats.bins(), s.stats.bin_width());

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "lib/io/model.h"
@@ -27,6 +28,8 @@ struct CalibrationOptions {
   double percentile = 99.999;
   bool symmetric_activations = false;  // int8 with zero point 0; else uint8 asymmetric
   int threads = 1;                     // samples in flight at once
+  // Values per tensor and sample binned into the histogram (evenly strided; <= 0: all of them).
+  int64_t histogram_values = kDefaultHistogramValues;
 };
 
 // Statistics of one tensor over all samples, with the node that produced it.
@@ -41,10 +44,18 @@ using StatsMap = std::map<std::string, TensorStatsEntry>;
 // Called after each sample with (done, total).
 using ProgressFn = std::function<void(size_t, size_t)>;
 
+struct CollectOptions {
+  int threads = 1;  // samples in flight at once
+  // Tensors that get a histogram besides their exact min/max: what percentile and entropy read.
+  // nullopt: every float tensor; an empty set: none (minmax needs no histogram).
+  std::optional<std::set<std::string>> histogram_tensors;
+  int64_t histogram_values = kDefaultHistogramValues;  // see CalibrationOptions
+};
+
 // Runs every sample of `set` (ListSamples against this model) and collects statistics of graph
 // inputs and of every float tensor a node produces (If branches included).
-StatsMap CollectStats(const io::Model& model, const SampleSet& set, int threads,
-                      const ProgressFn& progress = nullptr);
+StatsMap CollectStats(const io::Model& model, const SampleSet& set,
+                      const CollectOptions& options = {}, const ProgressFn& progress = nullptr);
 
 struct TableEntry {
   std::string method;

@@ -62,15 +62,16 @@ TEST(RangeStats, OrderAndSplitIndependent) {
 }
 
 // The vectorised scan and the interleaved binning agree with binning one value at a time, on
-// lengths that are not multiples of the lanes, with NaN, infinities and huge finite values mixed
-// in.
+// lengths that are not multiples of the lanes, all finite or with NaN, infinities and huge finite
+// values mixed in.
 TEST(RangeStats, BulkAddEqualsOneValueAtATime) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.f, 3.f);
-  for (size_t n : {1u, 3u, 17u, 1000u, 4099u}) {
+  for (size_t n : {1u, 3u, 17u, 1000u, 4099u, 1000u, 4099u}) {
     std::vector<float> v(n);
     for (auto& x : v) x = normal(rng);
-    if (n > 10) {
+    static int round = 0;
+    if (n > 10 && round++ < 3) {
       v[2] = std::numeric_limits<float>::quiet_NaN();
       v[n - 1] = -std::numeric_limits<float>::infinity();
       v[n / 2] = std::numeric_limits<float>::max();
@@ -85,6 +86,37 @@ TEST(RangeStats, BulkAddEqualsOneValueAtATime) {
     EXPECT_EQ(bulk.count(), single.count());
     EXPECT_EQ(bulk.nonfinite(), single.nonfinite());
   }
+}
+
+// AddSampled keeps min/max/count exact but bins runs of 16 values every stride-th run: 100 values
+// with about 20 binned -> stride ceil(100/20) = 5 (odd) -> runs [0, 16) and [80, 96), 32 values.
+// Values are i / 10 (|x| max 9.9 -> range 16, bin width 1/128), except v[50] = -20 (not binned,
+// but the minimum: range 32, bin width 1/64). Binned: 0.0 .. 1.5 and 8.0 .. 9.5.
+TEST(RangeStats, SampledBinsEvenlyStridedRunsAndKeepsExtremesExact) {
+  std::vector<float> v(100);
+  for (int i = 0; i < 100; ++i) v[i] = static_cast<float>(i) / 10.f;
+  v[50] = -20.f;
+  RangeStats s;
+  s.AddSampled(v.data(), v.size(), 20);
+  EXPECT_EQ(s.min(), -20);
+  EXPECT_FLOAT_EQ(static_cast<float>(s.max()), 9.9f);
+  EXPECT_EQ(s.count(), 100u);
+  ASSERT_EQ(s.range(), 32);
+  uint64_t total = 0, below_two = 0, above_eight = 0;
+  for (int b = 0; b < kHistogramBins; ++b) {
+    total += s.bins()[b];
+    if (b < 2 * 64) below_two += s.bins()[b];
+    if (b >= 8 * 64) above_eight += s.bins()[b];
+  }
+  EXPECT_EQ(total, 32u);
+  EXPECT_EQ(below_two, 16u);
+  EXPECT_EQ(above_eight, 16u);
+  EXPECT_TRUE(s.has_histogram());
+  RangeStats extremes;
+  extremes.AddExtremes(v.data(), v.size());
+  EXPECT_FALSE(extremes.has_histogram());
+  EXPECT_EQ(extremes.min(), -20);
+  EXPECT_EQ(extremes.max(), s.max());
 }
 
 // 990 values in [0, 0.99) and 10 outliers at 100: range 128, bin width 1/16. The 99th percentile

@@ -415,6 +415,22 @@ const std::set<std::string>& QuantizableOps() {
   return ops;
 }
 
+std::set<std::string> QuantizableActivations(const onnx::GraphProto& graph) {
+  std::set<std::string> constant;
+  for (const auto& init : graph.initializer()) constant.insert(init.name());
+  for (const auto& n : graph.node()) {
+    if (n.op_type() == "Constant") constant.insert(n.output().begin(), n.output().end());
+  }
+  std::set<std::string> out;
+  for (const auto& n : graph.node()) {
+    if (!QuantizableOps().count(n.op_type())) continue;
+    for (const auto& in : n.input()) {
+      if (!in.empty() && !constant.count(in)) out.insert(in);
+    }
+  }
+  return out;
+}
+
 QdqResult InsertQdq(io::Model& model, const CalibrationTable& table, const QdqOptions& options) {
   return QdqBuilder(model, table, options).Run();
 }

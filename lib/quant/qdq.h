@@ -42,4 +42,8 @@ QdqResult InsertQdq(io::Model& model, const CalibrationTable& table, const QdqOp
 // The ops InsertQdq quantizes.
 const std::set<std::string>& QuantizableOps();
 
+// Every tensor InsertQdq could put a QuantizeLinear on in `graph`: the non-constant inputs of
+// quantizable ops, whatever is excluded later (so one table serves any exclusion list).
+std::set<std::string> QuantizableActivations(const onnx::GraphProto& graph);
+
 }  // namespace porttool::quant

@@ -8,6 +8,16 @@
 #include "lib/util/sha256.h"
 
 namespace porttool::quant {
+namespace {
+
+// Only what InsertQdq may quantize needs a histogram; binning the rest (HardSwish internals,
+// shape chains) would double calibration time for nothing. Its table entries are min/max ranges.
+std::set<std::string> HistogramTensors(const io::Model& model, Method method) {
+  if (method == Method::kMinMax) return {};
+  return QuantizableActivations(model.proto.graph());
+}
+
+}  // namespace
 
 QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
                                           const QuantizeCalibrateRequest& request) {
@@ -28,7 +38,10 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
           "calibrate on all of them)",
           eval->size(), data.size() + eval->size()));
     }
-    StatsMap stats = CollectStats(model, data, request.calibration.threads, request.progress);
+    CollectOptions collect{.threads = request.calibration.threads,
+                           .histogram_tensors = HistogramTensors(model, request.calibration.method),
+                           .histogram_values = request.calibration.histogram_values};
+    StatsMap stats = CollectStats(model, data, collect, request.progress);
     result.table = BuildTable(stats, request.calibration);
     result.calibration_samples = data.size();
     if (!model.path.empty()) result.table.model_sha256 = util::Sha256File(model.path);

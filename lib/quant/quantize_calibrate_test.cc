@@ -61,6 +61,12 @@ std::vector<Tensor> WriteSamples(const fs::path& dir, int count, uint64_t seed =
   return out;
 }
 
+CollectOptions Threads(int n) {
+  CollectOptions o;
+  o.threads = n;
+  return o;
+}
+
 SampleSet List(const io::Model& m, const fs::path& dir) {
   return ListSamples(dir, runtime::Session(m).inputs(), std::nullopt);
 }
@@ -69,7 +75,7 @@ TEST(Calibrate, InputStatisticsMatchTheData) {
   testing::TempDir tmp;
   auto samples = WriteSamples(tmp / "data", 5);
   io::Model m = Net();
-  StatsMap stats = CollectStats(m, List(m, tmp / "data"), 1);
+  StatsMap stats = CollectStats(m, List(m, tmp / "data"), Threads(1));
   float lo = 1e9f, hi = -1e9f;
   for (const auto& t : samples) {
     for (int64_t i = 0; i < t.size(); ++i) {
@@ -107,10 +113,34 @@ TEST(Calibrate, SameTableForAnyThreadCount) {
   SampleSet set = List(m, tmp / "data");
   for (Method method : {Method::kMinMax, Method::kPercentile, Method::kEntropy}) {
     CalibrationOptions o{.method = method};
-    auto one = BuildTable(CollectStats(m, set, 1), o).ToJson();
-    auto three = BuildTable(CollectStats(m, set, 3), o).ToJson();
+    auto one = BuildTable(CollectStats(m, set, Threads(1)), o).ToJson();
+    auto three = BuildTable(CollectStats(m, set, Threads(3)), o).ToJson();
     EXPECT_EQ(one, three) << MethodName(method);
   }
+}
+
+// Only inputs of quantizable ops are binned: in Net those are x (Conv), r (GlobalAveragePool)
+// and f (MatMul). The others keep an exact min/max range and say so in their entry's method.
+TEST(Calibrate, HistogramsOnlyForWhatQdqCanQuantize) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 4);
+  io::Model m = Net();
+  EXPECT_EQ(QuantizableActivations(m.proto.graph()), (std::set<std::string>{"x", "r", "f"}));
+  CollectOptions o = Threads(1);
+  o.histogram_tensors = QuantizableActivations(m.proto.graph());
+  StatsMap stats = CollectStats(m, List(m, tmp / "data"), o);
+  CalibrationTable t = BuildTable(stats, {.method = Method::kPercentile, .percentile = 99.0});
+  for (const char* binned : {"x", "r", "f"}) EXPECT_EQ(t.tensors.at(binned).method, "percentile");
+  for (const char* plain : {"c", "p", "l", "y"}) {
+    const TableEntry& e = t.tensors.at(plain);
+    EXPECT_EQ(e.method, "minmax") << plain;
+    EXPECT_EQ(e.max, std::max(0.0, e.observed_max)) << plain;
+    EXPECT_EQ(e.min, std::min(0.0, e.observed_min)) << plain;
+  }
+  // Binned or not, the exact extremes are the same.
+  StatsMap all = CollectStats(m, List(m, tmp / "data"), Threads(1));
+  EXPECT_EQ(all.at("c").stats.max(), stats.at("c").stats.max());
+  EXPECT_EQ(all.at("x").stats.min(), stats.at("x").stats.min());
 }
 
 TEST(Calibrate, SymmetricTableAndTensorRtCache) {
@@ -179,7 +209,7 @@ TEST(Qdq, TableAppliesUnchangedToAnExtractedSegment) {
   testing::TempDir tmp;
   WriteSamples(tmp / "data", 4);
   io::Model m = Net();
-  CalibrationTable t = BuildTable(CollectStats(m, List(m, tmp / "data"), 1), {});
+  CalibrationTable t = BuildTable(CollectStats(m, List(m, tmp / "data"), Threads(1)), {});
   io::Model seg = ir::ExtractSubgraph(m, {"r"}, {"y"});
   QdqResult qr = InsertQdq(seg, CalibrationTable::FromJson(t.ToJson(), "t.json"), {});
   EXPECT_GE(qr.quantized_activations, 1);

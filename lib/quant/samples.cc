@@ -239,36 +239,45 @@ std::array<int, 4> CropWindow(int k, int w, int h) {
           cw, ch};
 }
 
-// Resizes interleaved 8-bit RGB (row stride `stride` pixels) to w x h (half-pixel centres, like
-// OpenCV's INTER_LINEAR).
+// Source coordinate of output index d along an axis of s source and n output pixels, with the
+// two neighbours and the weight of the second (half-pixel centres, like OpenCV's INTER_LINEAR).
+struct Tap {
+  int i0, i1, nearest;
+  double w;
+};
+
+std::vector<Tap> Taps(int s, int64_t n) {
+  std::vector<Tap> taps(static_cast<size_t>(n));
+  for (int64_t d = 0; d < n; ++d) {
+    double f = std::clamp((static_cast<double>(d) + 0.5) * s / static_cast<double>(n) - 0.5, 0.0,
+                          static_cast<double>(s - 1));
+    int i0 = static_cast<int>(f);
+    taps[static_cast<size_t>(d)] = {i0, std::min(i0 + 1, s - 1),
+                                    std::min(static_cast<int>(std::lround(f)), s - 1), f - i0};
+  }
+  return taps;
+}
+
+// Resizes interleaved 8-bit RGB (row stride `stride` pixels) to w x h. Calibration decodes every
+// sample, so the per-axis coordinates are computed once, not per pixel and channel.
 std::vector<float> ResizeRgb(const uint8_t* src, int stride, int sw, int sh, int64_t w, int64_t h,
                              bool nearest) {
   std::vector<float> out(static_cast<size_t>(w * h * 3));
-  auto coord = [](int64_t d, int s, int64_t n) {
-    return std::clamp((static_cast<double>(d) + 0.5) * s / static_cast<double>(n) - 0.5, 0.0,
-                      static_cast<double>(s - 1));
-  };
-  for (int64_t y = 0; y < h; ++y) {
-    double fy = coord(y, sh, h);
-    int y0 = static_cast<int>(fy), y1 = std::min(y0 + 1, sh - 1);
-    double wy = fy - y0;
-    for (int64_t x = 0; x < w; ++x) {
-      double fx = coord(x, sw, w);
-      int x0 = static_cast<int>(fx), x1 = std::min(x0 + 1, sw - 1);
-      double wx = fx - x0;
-      for (int c = 0; c < 3; ++c) {
-        auto px = [&](int yy, int xx) {
-          return static_cast<double>(src[(yy * stride + xx) * 3 + c]);
-        };
-        double v;
+  const std::vector<Tap> xs = Taps(sw, w), ys = Taps(sh, h);
+  float* o = out.data();
+  for (const Tap& ty : ys) {
+    const uint8_t* r0 = src + static_cast<int64_t>(nearest ? ty.nearest : ty.i0) * stride * 3;
+    const uint8_t* r1 = src + static_cast<int64_t>(ty.i1) * stride * 3;
+    for (const Tap& tx : xs) {
+      for (int c = 0; c < 3; ++c, ++o) {
         if (nearest) {
-          v = px(std::min(static_cast<int>(std::lround(fy)), sh - 1),
-                 std::min(static_cast<int>(std::lround(fx)), sw - 1));
-        } else {
-          v = (px(y0, x0) * (1 - wx) + px(y0, x1) * wx) * (1 - wy) +
-              (px(y1, x0) * (1 - wx) + px(y1, x1) * wx) * wy;
+          *o = static_cast<float>(r0[tx.nearest * 3 + c]);
+          continue;
         }
-        out[static_cast<size_t>((y * w + x) * 3 + c)] = static_cast<float>(v);
+        const double a = r0[tx.i0 * 3 + c], b = r0[tx.i1 * 3 + c];
+        const double d = r1[tx.i0 * 3 + c], e = r1[tx.i1 * 3 + c];
+        *o = static_cast<float>((a * (1 - tx.w) + b * tx.w) * (1 - ty.w) +
+                                (d * (1 - tx.w) + e * tx.w) * ty.w);
       }
     }
   }
@@ -293,9 +302,10 @@ Tensor LoadImage(const fs::path& path, const Preprocess& p, int crop) {
       nchw ? std::vector<int64_t>{1, 3, oh, ow} : std::vector<int64_t>{1, oh, ow, 3};
   bool raw = p.dtype == "uint8";
   Tensor t(raw ? TP::UINT8 : TP::FLOAT, shape);
+  const bool bgr = p.channel_order == "BGR";
   for (int64_t i = 0; i < oh * ow; ++i) {
     for (int c = 0; c < 3; ++c) {
-      int src_c = p.channel_order == "BGR" ? 2 - c : c;
+      int src_c = bgr ? 2 - c : c;
       double v = rgb[static_cast<size_t>(i * 3 + src_c)];
       int64_t at = nchw ? c * oh * ow + i : i * 3 + c;
       if (raw) {

@@ -82,11 +82,36 @@ ScopedOutputBuffer::ScopedOutputBuffer(int32_t dtype, size_t bytes, OutputBuffer
 
 ScopedOutputBuffer::~ScopedOutputBuffer() { pending_output.active = false; }
 
+namespace {
+
+// What Tensor::Uninitialized storage holds: nothing written, or 0xFF bytes under
+// PORTTOOL_POISON_UNINITIALIZED (read once: the variable is for test runs, not toggled live).
+void FillUnwritten(void* p, uint64_t bytes) {
+  static const bool poison = std::getenv("PORTTOOL_POISON_UNINITIALIZED") != nullptr;
+  if (poison) std::memset(p, 0xFF, bytes);
+}
+
+}  // namespace
+
 Tensor::Tensor(int32_t dtype, std::vector<int64_t> shape)
+    : Tensor(dtype, std::move(shape), Fill::kZero) {}
+
+Tensor Tensor::Uninitialized(int32_t dtype, std::vector<int64_t> shape) {
+  return Tensor(dtype, std::move(shape), Fill::kNone);
+}
+
+Tensor::Tensor(int32_t dtype, std::vector<int64_t> shape, Fill fill)
     : dtype_(dtype), shape_(std::move(shape)), size_(CountElements(dtype, shape_)) {
   const uint64_t bytes = static_cast<uint64_t>(size_) * ElementSize(dtype);
+  auto clear = [fill](void* p, uint64_t n) {
+    if (fill == Fill::kZero) {
+      std::memset(p, 0, n);
+    } else {
+      FillUnwritten(p, n);
+    }
+  };
   if (void* caller = TakeOutputBuffer(dtype, bytes)) {
-    std::memset(caller, 0, bytes);
+    clear(caller, bytes);
     storage_ = std::shared_ptr<const void>(caller, [](const void*) {});  // the caller frees it
     data_ = caller;
     return;
@@ -105,7 +130,7 @@ Tensor::Tensor(int32_t dtype, std::vector<int64_t> shape)
   }
   auto address = reinterpret_cast<uintptr_t>(block);
   void* p = reinterpret_cast<void*>((address + kTensorAlignment - 1) & ~(kTensorAlignment - 1));
-  std::memset(p, 0, padded);
+  clear(p, padded);
   storage_ = std::shared_ptr<const void>(p, [padded, block](const void*) {
     std::free(block);
     ReleaseTensorBytes(padded);

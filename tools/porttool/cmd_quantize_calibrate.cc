@@ -30,6 +30,7 @@ struct QuantizeCalibrateOptions {
   double scale = 1.0 / 255.0;
   std::vector<double> mean = {0, 0, 0}, std = {1, 1, 1};
   int threads = 1, crops = 0;
+  int64_t histogram_values = quant::kDefaultHistogramValues;
   ModelOutputOptions qdq;
 };
 
@@ -134,7 +135,7 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   std::string table_in = o.data.empty() ? o.table : "";
   io::Model model = io::Load(o.model);
   // Samples run in parallel threads; kernels then stay single-threaded so they do not compete.
-  if (o.threads > 1) runtime::ApplyProcessSettings({1});
+  if (o.threads > 1) runtime::ApplyProcessSettings({.threads = 1});
   quant::QuantizeCalibrateRequest req;
   req.data_dir = o.data;
   req.eval_dir = o.eval_data;
@@ -142,6 +143,7 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   req.calibration.percentile = o.percentile;
   req.calibration.symmetric_activations = o.symmetric;
   req.calibration.threads = o.threads;
+  req.calibration.histogram_values = o.histogram_values;
   req.qdq = {o.per_channel, o.exclude_ops, o.exclude_nodes};
   req.thresholds = ParseThresholds(o.thresholds);
   req.evaluate = !o.no_eval;
@@ -190,6 +192,11 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run) {
       ->capture_default_str();
   cmd->add_option("--percentile", o->percentile, "Percentile of |x| kept (percentile method)")
       ->check(CLI::Range(50.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--histogram-values", o->histogram_values,
+                  "Values per tensor and sample binned for percentile/entropy, evenly strided "
+                  "(min/max stay exact); 0 bins every value, about 2x slower on PP-OCRv4 det")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--per-channel", o->per_channel,
                 "Per-output-channel weight scales (axis 0 Conv, 1 ConvTranspose/MatMul)");

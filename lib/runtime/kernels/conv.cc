@@ -348,7 +348,7 @@ void ConvKernel(KernelContext& ctx) {
   p.w = kernels::To3D(win);
   std::vector<int64_t> out_shape = {p.batch, p.c_out};
   out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
-  Tensor& y = ctx.output(0) = Tensor(onnx::TensorProto::FLOAT, out_shape);
+  Tensor& y = ctx.output(0) = Tensor::Uninitialized(onnx::TensorProto::FLOAT, out_shape);
   p.x = x.data<float>();
   p.weights = wt.data<float>();
   p.bias = OptionalBias(ctx, p.c_out);
@@ -386,7 +386,8 @@ void ConvTransposeKernel(KernelContext& ctx) {
   const Window3 w = kernels::To3D(fwd);
   std::vector<int64_t> out_shape = {batch, c_out};
   out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
-  Tensor& y = ctx.output(0) = Tensor(onnx::TensorProto::FLOAT, out_shape);
+  // Every output plane is filled with its bias before col2im adds into it.
+  Tensor& y = ctx.output(0) = Tensor::Uninitialized(onnx::TensorProto::FLOAT, out_shape);
   const float* bias = OptionalBias(ctx, c_out);
   if (y.size() == 0) return;
   const int64_t in_positions = w.out_size(), out_positions = w.in_size();

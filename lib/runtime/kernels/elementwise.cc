@@ -35,7 +35,7 @@ KernelFn UnaryKernel(std::vector<std::string> attrs, DispatchFn dispatch, MakeOp
     auto op = make_op(ctx);
     dispatch(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      Tensor y(x.dtype(), x.shape());
+      Tensor y = Tensor::Uninitialized(x.dtype(), x.shape());
       MapInto<T>(x, y, [&](T v) { return op(v); });
       ctx.output(0) = std::move(y);
     });
@@ -191,7 +191,7 @@ KernelFn BinaryKernel(std::vector<std::string> attrs, DispatchFn dispatch, Op op
       ctx.Fail(
           fmt::format("inputs have different types: {} and {}", a.DebugString(), b.DebugString()));
     }
-    Tensor out(a.dtype(), BroadcastShape(ctx, {&a, &b}));
+    Tensor out = Tensor::Uninitialized(a.dtype(), BroadcastShape(ctx, {&a, &b}));
     dispatch(ctx, a.dtype(), [&](auto tag) {
       using T = decltype(tag);
       BinaryBroadcast<T, T, T>(a, b, out, [&](T x, T y) { return static_cast<T>(op(x, y)); });
@@ -451,7 +451,7 @@ void RegisterClip(KernelRegistry& r) {
     const Tensor& x = ctx.input(0);
     DispatchFloat(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      Tensor y(x.dtype(), x.shape());
+      Tensor y = Tensor::Uninitialized(x.dtype(), x.shape());
       MapInto<T>(x, y, [&](T v) { return std::min(std::max(v, T(lo)), T(hi)); });
       ctx.output(0) = std::move(y);
     });
@@ -465,7 +465,7 @@ void RegisterClip(KernelRegistry& r) {
       T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
       if (ctx.has_input(1)) lo = ctx.input(1).data<T>()[0];
       if (ctx.has_input(2)) hi = ctx.input(2).data<T>()[0];
-      Tensor y(x.dtype(), x.shape());
+      Tensor y = Tensor::Uninitialized(x.dtype(), x.shape());
       MapInto<T>(x, y, [&](T v) { return std::min(std::max(v, lo), hi); });
       ctx.output(0) = std::move(y);
     });

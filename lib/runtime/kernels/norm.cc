@@ -54,7 +54,7 @@ void BatchNormKernel(KernelContext& ctx) {
   const int64_t channels = spatial ? x.dim(1) : per_item;
   const int64_t inner = spatial ? (x.dim(1) ? per_item / x.dim(1) : 0) : 1;
   const double epsilon = ctx.GetFloat("epsilon", 1e-5f);
-  Tensor& y = ctx.output(0) = Tensor(x.dtype(), x.shape());
+  Tensor& y = ctx.output(0) = Tensor::Uninitialized(x.dtype(), x.shape());
   kernels::DispatchFloat(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const char* names[] = {"scale", "B", "mean", "var"};

@@ -318,7 +318,7 @@ void RunResize(KernelContext& ctx, const ResizeSpec& s) {
   const int rank = x.rank();
   // The output first: it applies the memory limits, and a non-empty output bounds every axis's
   // tap table by its own size.
-  Tensor& y = ctx.output(0) = Tensor(x.dtype(), s.out);
+  Tensor& y = ctx.output(0) = Tensor::Uninitialized(x.dtype(), s.out);  // every element written
   if (y.size() == 0) return;
   if (x.size() == 0) ctx.Fail("cannot resize an empty input to a non-empty output");
   std::vector<AxisTaps> taps;

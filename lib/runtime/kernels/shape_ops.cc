@@ -202,7 +202,7 @@ void ConcatKernel(KernelContext& ctx) {
     }
     shape[axis] += t.dim(axis);
   }
-  Tensor out(first.dtype(), shape);
+  Tensor out = Tensor::Uninitialized(first.dtype(), shape);  // every row is copied in
   size_t elem = ir::DtypeSize(first.dtype());
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= shape[d];
