@@ -69,50 +69,26 @@ int64_t ReadGroup(const KernelContext& ctx, int64_t c_in) {
 // input value each tap reads, or 0 in the padding.
 void Im2Col(const float* x, int64_t channels, const Window3& w, int64_t p0, int64_t p1,
             float* col) {
-  const int64_t cols = p1 - p0;
-  const auto& in = w.in;
-  const auto& out = w.out;
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* xc = x + c * w.in_size();
-    for (int64_t kd = 0; kd < w.kernel[0]; ++kd)
-      for (int64_t kh = 0; kh < w.kernel[1]; ++kh)
-        for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-          int64_t ow = p0 % out[2], oh = (p0 / out[2]) % out[1], od = p0 / (out[2] * out[1]);
-          const int64_t iw_off = kw * w.dilations[2] - w.pad_begin[2];
-          for (int64_t p = p0; p < p1;) {
-            const int64_t run = std::min(out[2] - ow, p1 - p);
-            const int64_t id = od * w.strides[0] - w.pad_begin[0] + kd * w.dilations[0];
-            const int64_t ih = oh * w.strides[1] - w.pad_begin[1] + kh * w.dilations[1];
-            if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
-              std::fill(col, col + run, 0.f);
-            } else {
-              const float* src = xc + (id * in[1] + ih) * in[2];
-              const int64_t sw = w.strides[2];
-              if (sw == 1) {
-                const int64_t iw0 = ow + iw_off;
-                const int64_t lo = std::clamp<int64_t>(-iw0, 0, run);
-                const int64_t hi = std::clamp<int64_t>(in[2] - iw0, lo, run);
-                std::fill(col, col + lo, 0.f);
-                std::memcpy(col + lo, src + iw0 + lo, (hi - lo) * sizeof(float));
-                std::fill(col + hi, col + run, 0.f);
-              } else {
-                for (int64_t j = 0; j < run; ++j) {
-                  const int64_t iw = (ow + j) * sw + iw_off;
-                  col[j] = iw >= 0 && iw < in[2] ? src[iw] : 0.f;
-                }
-              }
-            }
-            col += run;
-            p += run;
-            ow = 0;
-            if (++oh == out[1]) {
-              oh = 0;
-              ++od;
-            }
-          }
-          (void)cols;
-        }
-  }
+  const int64_t width = w.in[2], sw = w.strides[2];
+  kernels::Im2ColRuns(x, channels, w, p0, p1,
+                      [&](const float* src, int64_t iw_off, int64_t ow, int64_t run) {
+                        if (src == nullptr) {
+                          std::fill(col, col + run, 0.f);
+                        } else if (sw == 1) {
+                          const int64_t iw0 = ow + iw_off;
+                          const int64_t lo = std::clamp<int64_t>(-iw0, 0, run);
+                          const int64_t hi = std::clamp<int64_t>(width - iw0, lo, run);
+                          std::fill(col, col + lo, 0.f);
+                          std::memcpy(col + lo, src + iw0 + lo, (hi - lo) * sizeof(float));
+                          std::fill(col + hi, col + run, 0.f);
+                        } else {
+                          for (int64_t j = 0; j < run; ++j) {
+                            const int64_t iw = (ow + j) * sw + iw_off;
+                            col[j] = iw >= 0 && iw < width ? src[iw] : 0.f;
+                          }
+                        }
+                        col += run;
+                      });
 }
 
 // Adds col[r][i] (r over out channel x kernel taps, i over input positions) into the output

@@ -340,38 +340,16 @@ PrepareFn ConvPrepare(ConvInputs in) {
 template <typename X>
 void Im2ColCentered(const X* x, int64_t channels, const Window3& w, int32_t zp, int64_t p0,
                     int64_t p1, int16_t* col) {
-  const auto& in = w.in;
-  const auto& out = w.out;
-  for (int64_t c = 0; c < channels; ++c) {
-    const X* xc = x + c * w.in_size();
-    for (int64_t kd = 0; kd < w.kernel[0]; ++kd)
-      for (int64_t kh = 0; kh < w.kernel[1]; ++kh)
-        for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
-          int64_t ow = p0 % out[2], oh = (p0 / out[2]) % out[1], od = p0 / (out[2] * out[1]);
-          const int64_t iw_off = kw * w.dilations[2] - w.pad_begin[2];
-          for (int64_t p = p0; p < p1;) {
-            const int64_t run = std::min(out[2] - ow, p1 - p);
-            const int64_t id = od * w.strides[0] - w.pad_begin[0] + kd * w.dilations[0];
-            const int64_t ih = oh * w.strides[1] - w.pad_begin[1] + kh * w.dilations[1];
-            if (id < 0 || id >= in[0] || ih < 0 || ih >= in[1]) {
-              std::fill(col, col + run, int16_t{0});
-            } else {
-              const X* src = xc + (id * in[1] + ih) * in[2];
-              for (int64_t j = 0; j < run; ++j) {
-                const int64_t iw = (ow + j) * w.strides[2] + iw_off;
-                col[j] = iw >= 0 && iw < in[2] ? static_cast<int16_t>(src[iw] - zp) : int16_t{0};
-              }
-            }
-            col += run;
-            p += run;
-            ow = 0;
-            if (++oh == out[1]) {
-              oh = 0;
-              ++od;
-            }
-          }
+  const int64_t width = w.in[2], sw = w.strides[2];
+  kernels::Im2ColRuns(
+      x, channels, w, p0, p1, [&](const X* src, int64_t iw_off, int64_t ow, int64_t run) {
+        for (int64_t j = 0; j < run; ++j) {
+          const int64_t iw = (ow + j) * sw + iw_off;
+          col[j] = src != nullptr && iw >= 0 && iw < width ? static_cast<int16_t>(src[iw] - zp)
+                                                           : int16_t{0};
         }
-  }
+        col += run;
+      });
 }
 
 struct IntConvProblem {

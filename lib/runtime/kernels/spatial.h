@@ -5,6 +5,7 @@
 // Private to lib/runtime/kernels.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -40,6 +41,40 @@ struct Window3 {
   int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
 };
 Window3 To3D(const Window& w);
+
+// The im2col walk shared by the float and integer convolutions: for each input channel c and
+// kernel tap, the output positions [p0, p1) go in runs that stay on one output row; each run calls
+// fill(xc_row, iw_off, ow, run) with the input row the tap reads (nullptr when the tap's depth or
+// height falls in the padding), the column offset of the tap, the first output column and the run
+// length. fill writes `run` entries and advances its own column pointer.
+template <typename X, typename Fill>
+void Im2ColRuns(const X* x, int64_t channels, const Window3& w, int64_t p0, int64_t p1,
+                Fill&& fill) {
+  const auto& in = w.in;
+  const auto& out = w.out;
+  for (int64_t c = 0; c < channels; ++c) {
+    const X* xc = x + c * w.in_size();
+    for (int64_t kd = 0; kd < w.kernel[0]; ++kd)
+      for (int64_t kh = 0; kh < w.kernel[1]; ++kh)
+        for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
+          int64_t ow = p0 % out[2], oh = (p0 / out[2]) % out[1], od = p0 / (out[2] * out[1]);
+          const int64_t iw_off = kw * w.dilations[2] - w.pad_begin[2];
+          for (int64_t p = p0; p < p1;) {
+            const int64_t run = std::min(out[2] - ow, p1 - p);
+            const int64_t id = od * w.strides[0] - w.pad_begin[0] + kd * w.dilations[0];
+            const int64_t ih = oh * w.strides[1] - w.pad_begin[1] + kh * w.dilations[1];
+            const bool inside = id >= 0 && id < in[0] && ih >= 0 && ih < in[1];
+            fill(inside ? xc + (id * in[1] + ih) * in[2] : nullptr, iw_off, ow, run);
+            p += run;
+            ow = 0;
+            if (++oh == out[1]) {
+              oh = 0;
+              ++od;
+            }
+          }
+        }
+  }
+}
 
 // The spatial dims of an [N, C, spatial...] shape; fails unless 1 <= spatial rank <= 3.
 std::vector<int64_t> SpatialDims(const KernelContext& ctx, const std::vector<int64_t>& shape);
