@@ -56,6 +56,17 @@ void ScanScalar(const float* v, int64_t n, Extremes& e) {
 // The fast scans let NaN fall through min/max (MINPS/MAXPS return the second operand when either
 // is NaN) and only flag a block holding a non-finite value (x - x is NaN for NaN and +-inf); the
 // rare tensor with such a flag is rescanned exactly by ScanScalar.
+// Folds a vector scan's per-lane minima and maxima into `e`, then scans the `rest` values past the
+// last full vector one by one.
+[[maybe_unused]] void FinishScan(const float* lane_lo, const float* lane_hi, int lanes,
+                                 const float* rest, int64_t rest_n, Extremes& e) {
+  for (int k = 0; k < lanes; ++k) {
+    e.lo = std::min(e.lo, lane_lo[k]);
+    e.hi = std::max(e.hi, lane_hi[k]);
+  }
+  ScanScalar(rest, rest_n, e);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define PORTTOOL_HAVE_AVX2_SCAN 1
 __attribute__((target("avx2"))) bool ScanAvx2(const float* v, int64_t n, Extremes& e) {
@@ -74,13 +85,7 @@ __attribute__((target("avx2"))) bool ScanAvx2(const float* v, int64_t n, Extreme
   float l[8], h[8];
   _mm256_storeu_ps(l, _mm256_min_ps(lo0, lo1));
   _mm256_storeu_ps(h, _mm256_max_ps(hi0, hi1));
-  for (int k = 0; k < 8; ++k) {
-    e.lo = std::min(e.lo, l[k]);
-    e.hi = std::max(e.hi, h[k]);
-  }
-  Extremes tail{e.lo, e.hi, 0};
-  ScanScalar(v + i, n - i, tail);
-  e = tail;
+  FinishScan(l, h, 8, v + i, n - i, e);
   return true;
 }
 #endif
@@ -99,13 +104,7 @@ bool ScanSse2(const float* v, int64_t n, Extremes& e) {
   float l[4], h[4];
   _mm_storeu_ps(l, lo);
   _mm_storeu_ps(h, hi);
-  for (int k = 0; k < 4; ++k) {
-    e.lo = std::min(e.lo, l[k]);
-    e.hi = std::max(e.hi, h[k]);
-  }
-  Extremes tail{e.lo, e.hi, 0};
-  ScanScalar(v + i, n - i, tail);
-  e = tail;
+  FinishScan(l, h, 4, v + i, n - i, e);
   return true;
 #else
   (void)v, (void)n, (void)e;
