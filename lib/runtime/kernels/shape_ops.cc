@@ -554,8 +554,8 @@ std::shared_ptr<const void> PrepareConstant(const KernelContext& ctx) {
   ctx.AllowAttributes({"value", "value_float", "value_floats", "value_int", "value_ints"});
   Tensor t = ConstantValue(ctx);
   auto storage = std::make_shared<Tensor>(std::move(t));
-  return std::make_shared<Tensor>(Tensor::View(storage->dtype(), storage->shape(),
-                                               storage->raw(), storage));
+  return std::make_shared<Tensor>(
+      Tensor::View(storage->dtype(), storage->shape(), storage->raw(), storage));
 }
 
 void ConstantKernel(KernelContext& ctx) {
