@@ -261,8 +261,9 @@ void RunPointwise(const ConvProblem& p) {
 void RunIm2ColGemm(const ConvProblem& p) {
   const int64_t positions = p.w.out_size();
   const int64_t rows = p.kernel_rows();
-  int64_t chunk = std::max<int64_t>(
-      16, kIm2ColChunkBytes / static_cast<int64_t>(sizeof(float)) / rows / 16 * 16);
+  // rows is 0 for a conv over zero input channels (an empty sum: the output is the bias).
+  int64_t chunk = std::max<int64_t>(16, kIm2ColChunkBytes / static_cast<int64_t>(sizeof(float)) /
+                                            std::max<int64_t>(rows, 1) / 16 * 16);
   chunk = std::min(chunk, positions);
   const int64_t chunks = (positions + chunk - 1) / chunk;
   const int64_t images = p.batch * p.group;

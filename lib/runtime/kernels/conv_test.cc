@@ -190,6 +190,19 @@ TEST(ConvKernel, AutoPadSameAndValid) {
   EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{1, 3, 5, 5}));
 }
 
+// Zero input channels is an empty sum: every output is its channel's bias (it used to divide by
+// zero sizing the im2col chunks).
+TEST(ConvKernel, ZeroInputChannelsGiveTheBias) {
+  Tensor x(onnx::TensorProto::FLOAT, {1, 0, 4, 4}), w(onnx::TensorProto::FLOAT, {2, 0, 3, 3});
+  Tensor b(onnx::TensorProto::FLOAT, {2});
+  b.mutable_data<float>()[0] = 1.5f;
+  b.mutable_data<float>()[1] = -2.f;
+  NodeBuilder node("Conv", 3);
+  auto out = RunOp(node.node(), 11, {&x, &w, &b});
+  ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{1, 2, 2, 2}));
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(out[0].data<float>()[i], i < 4 ? 1.5f : -2.f) << i;
+}
+
 TEST(ConvKernel, RejectsWhatItCannotRunWithClearErrors) {
   std::mt19937 rng(1);
   Tensor x4 = RandomFloats({1, 1, 2, 2, 2, 2}, rng), w4 = RandomFloats({1, 1, 1, 1, 1, 1}, rng);
