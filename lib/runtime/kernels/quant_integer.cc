@@ -588,8 +588,10 @@ void IntMatMulKernel(KernelContext& ctx, const MatMulInputs& in) {
   if (a.rank() == 0 || b.rank() == 0) {
     ctx.Fail(fmt::format("a {} and b {} must have rank >= 1", a.DebugString(), b.DebugString()));
   }
-  const auto [m, k] = MatrixDims(a, true);
-  const auto [kb, n] = MatrixDims(b, false);
+  // Plain variables, not structured bindings: lambdas below capture them, which clang 14 (the
+  // sanitizer build's compiler) rejects for bindings.
+  const std::pair<int64_t, int64_t> a_dims = MatrixDims(a, true), b_dims = MatrixDims(b, false);
+  const int64_t m = a_dims.first, k = a_dims.second, kb = b_dims.first, n = b_dims.second;
   if (kb != k) {
     ctx.Fail(
         fmt::format("inner dimensions differ: a {} and b {}", a.DebugString(), b.DebugString()));
