@@ -85,6 +85,86 @@ void MarkPatterns(const ir::GraphView& view, std::map<int, std::string>& exclude
   }
 }
 
+// Ops that changed between opsets 9 and 10: Slice and TopK (attributes became inputs), Upsample
+// (deprecated in favour of Resize, same inputs and modes), Dropout (the mask became bool).
+bool ChangedInOpset10(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  return n.op_type() == "Slice" || n.op_type() == "TopK" || n.op_type() == "Upsample" ||
+         n.op_type() == "Dropout";
+}
+
+// Whether RaiseToOpset10 can rewrite every changed op of `g` (subgraphs included): all but a
+// Dropout whose mask output is used.
+bool CanRaiseToOpset10(const onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    if (ChangedInOpset10(n) && n.op_type() == "Dropout" && n.output_size() > 1 &&
+        !n.output(1).empty()) {
+      return false;
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && !CanRaiseToOpset10(a.g())) return false;
+      for (const auto& sub : a.graphs()) {
+        if (!CanRaiseToOpset10(sub)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Moves an ints attribute of `n` into a new int64 initializer input of `g` (an empty input name
+// when the attribute is absent and `optional`).
+void AttributeToInput(onnx::GraphProto& g, onnx::NodeProto& n, const std::string& attr,
+                      bool optional) {
+  for (int i = 0; i < n.attribute_size(); ++i) {
+    if (n.attribute(i).name() != attr) continue;
+    onnx::TensorProto* t = g.add_initializer();
+    t->set_name(n.output(0) + "_" + attr);
+    t->set_data_type(onnx::TensorProto::INT64);
+    const auto& a = n.attribute(i);
+    if (a.type() == onnx::AttributeProto::INT) {
+      t->add_dims(1);
+      t->add_int64_data(a.i());
+    } else {
+      t->add_dims(a.ints_size());
+      for (int64_t v : a.ints()) t->add_int64_data(v);
+    }
+    n.add_input(t->name());
+    n.mutable_attribute()->DeleteSubrange(i, 1);
+    return;
+  }
+  if (optional) n.add_input("");
+}
+
+// Rewrites the ops of `g` (subgraphs included) that changed between opsets 9 and 10 into their
+// opset-10 form, with the same meaning; CanRaiseToOpset10(g) must hold.
+void RaiseToOpset10(onnx::GraphProto& g) {
+  for (auto& n : *g.mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) RaiseToOpset10(*a.mutable_g());
+      for (auto& sub : *a.mutable_graphs()) RaiseToOpset10(sub);
+    }
+    if (!ChangedInOpset10(n)) continue;
+    if (n.op_type() == "Slice") {
+      for (const char* attr : {"starts", "ends", "axes"}) {
+        AttributeToInput(g, n, attr, std::string(attr) == "axes");
+      }
+      while (n.input_size() > 0 && n.input(n.input_size() - 1).empty()) {
+        n.mutable_input()->RemoveLast();
+      }
+    } else if (n.op_type() == "TopK") {
+      AttributeToInput(g, n, "k", false);
+    } else if (n.op_type() == "Upsample") {
+      n.set_op_type("Resize");
+    }
+  }
+}
+
+void SetDefaultOpset(onnx::ModelProto& m, int version) {
+  for (auto& o : *m.mutable_opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") o.set_version(version);
+  }
+}
+
 class QdqBuilder {
  public:
   QdqBuilder(io::Model& model, const CalibrationTable& table, const QdqOptions& options)
@@ -92,6 +172,17 @@ class QdqBuilder {
     int opset = 1;
     for (const auto& o : model.proto.opset_import()) {
       if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
+    }
+    // ONNX Runtime fuses Q/DQ around Conv/MatMul into QLinearConv/QLinearMatMul, which exist
+    // from opset 10: with com.microsoft pairs in an opset-9 model the fused graph is invalid and
+    // the model does not load. So an opset-9 model is raised to 10 when its ops allow it.
+    if (opset == 9 && CanRaiseToOpset10(g_)) {
+      RaiseToOpset10(g_);
+      SetDefaultOpset(model.proto, 10);
+      result_.notes.push_back(
+          "opset 9 raised to 10 for the standard QuantizeLinear (Slice/TopK attributes became "
+          "inputs, Upsample became Resize): ONNX Runtime's QDQ fusion needs opset 10");
+      opset = 10;
     }
     if (opset < 10) {
       // QuantizeLinear is opset 10; raising the model's opset could change other ops, so the
@@ -106,7 +197,10 @@ class QdqBuilder {
         o->set_version(1);
       }
       result_.notes.push_back(fmt::format(
-          "opset {} predates QuantizeLinear: Q/DQ nodes use the com.microsoft domain", opset));
+          "opset {} predates QuantizeLinear: Q/DQ nodes use the com.microsoft domain; ONNX "
+          "Runtime then needs graph optimizations off (its QDQ fusion emits opset-10 ops): "
+          "convert the model to opset 13 first for a model every runtime loads",
+          opset));
     } else {
       per_axis_ = opset >= 13;
       if (!per_axis_ && options.per_channel) {

@@ -243,6 +243,61 @@ TEST(Qdq, UnknownExclusionsAreUsageErrors) {
   }
 }
 
+// An opset-9 model is raised to opset 10 for standard Q/DQ (ONNX Runtime's QDQ fusion emits
+// opset-10 QLinearConv and rejects com.microsoft pairs in an opset-9 model); its Slice's
+// attributes become inputs, and the model computes the same (a 4-wide slice of a 4-wide axis, then
+// the last 3 columns of it).
+TEST(Qdq, Opset9IsRaisedTo10WithSliceAttributesAsInputs) {
+  for (bool with_slice : {false, true}) {
+    io::Model m = io::ParseText(std::string(R"(
+<ir_version: 4, opset_import: ["" : 9]>
+g (float[1,2,4,4] x) => (float[1,3,4,4] y) {
+  w = Constant <value = float[3,2,1,1] {0.5, -1.0, 2.0, 0.25, -0.75, 1.5}> ()
+  c = Conv (x, w)
+)") + (with_slice ? "  s = Slice <starts = [1], ends = [4], axes = [3]> (c)\n"
+                    "  y = Pad <pads = [0,0,0,1,0,0,0,0]> (s)\n}"
+                  : "  y = Relu (c)\n}"));
+    int i = 0;
+    for (auto& n : *m.proto.mutable_graph()->mutable_node()) n.set_name("n" + std::to_string(i++));
+    CalibrationTable t;
+    for (const char* name : {"x", "c"}) {
+      TableEntry e;
+      ComputeQuantParams(-2, 2, false, e);
+      t.tensors[name] = e;
+    }
+    const io::Model original = m;
+    InsertQdq(m, t, {});
+    int64_t opset = 0;
+    std::set<std::string> q_domains;
+    for (const auto& o : m.proto.opset_import()) {
+      if (o.domain().empty()) opset = o.version();
+    }
+    for (const auto& n : m.proto.graph().node()) {
+      if (n.op_type() == "QuantizeLinear") q_domains.insert(n.domain());
+    }
+    EXPECT_EQ(opset, 10) << with_slice;
+    EXPECT_EQ(q_domains, (std::set<std::string>{""})) << with_slice;
+    runtime::Session s(m);  // the result still plans and runs
+    runtime::TensorMap in;
+    in["x"] = runtime::Tensor(onnx::TensorProto::FLOAT, {1, 2, 4, 4});
+    for (int64_t k = 0; k < 32; ++k) in["x"].mutable_data<float>()[k] = 0.05f * k - 0.8f;
+    const runtime::Tensor y = s.Run(in).at(0).value;
+    EXPECT_EQ(y.shape(), (std::vector<int64_t>{1, 3, 4, 4}));
+    // Same function as the opset-9 float model, up to quantization (steps of 4/255).
+    const runtime::Tensor ref = runtime::Session(original).Run(in).at(0).value;
+    for (int64_t k = 0; k < y.size(); ++k) {
+      EXPECT_NEAR(y.data<float>()[k], ref.data<float>()[k], 0.06) << with_slice << " " << k;
+    }
+    if (with_slice) {
+      for (const auto& n : m.proto.graph().node()) {
+        if (n.op_type() != "Slice") continue;
+        ASSERT_EQ(n.input_size(), 4);  // data, starts, ends, axes
+        EXPECT_EQ(n.attribute_size(), 0);
+      }
+    }
+  }
+}
+
 // x * 0.5 * (1 + Erf(x / sqrt 2)) between two MatMuls: the Add and Muls inside stay float.
 TEST(Qdq, DecomposedGeluStaysFloat) {
   io::Model m = io::ParseText(R"(
