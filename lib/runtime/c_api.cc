@@ -65,7 +65,9 @@ pt_tensor_info MakeInfo(const std::string& name, int32_t dtype, const std::vecto
                         bool has_shape) {
   pt_tensor_info info{};
   info.name = name.c_str();
-  info.dtype = dtype == onnx::TensorProto::FLOAT16 ? PT_FLOAT : dtype;
+  const bool computed_as_float =  // see tensor_io.h
+      dtype == onnx::TensorProto::FLOAT16 || dtype == onnx::TensorProto::BFLOAT16;
+  info.dtype = computed_as_float ? PT_FLOAT : dtype;
   if (!has_shape) return info;  // rank 0 with no shape: unknown
   if (dims.size() > PT_MAX_RANK) {
     porttool::ThrowBadInput("tensor '{}' has rank {}; the C API handles up to {}", name,

@@ -120,6 +120,26 @@ std::vector<fs::path> SortedFiles(const fs::path& dir, const std::string& prefix
   return files;
 }
 
+int32_t DeclaredType(const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& values,
+                     const std::string& name) {
+  for (const auto& vi : values) {
+    if (vi.name() == name) return vi.type().tensor_type().elem_type();
+  }
+  return 0;
+}
+
+// The test data of the onnx release Debian packages stores bfloat16 values as uint16 tensors
+// holding the bit patterns; read them as the bfloat16 values the model declares.
+Tensor ReadPbAs(const fs::path& file, int32_t declared) {
+  Tensor t = ReadPb(file);
+  if (declared != onnx::TensorProto::BFLOAT16 || t.dtype() != onnx::TensorProto::UINT16) return t;
+  Tensor widened(onnx::TensorProto::FLOAT, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) {
+    widened.mutable_data<float>()[i] = BFloat16ToFloat(t.data<uint16_t>()[i]);
+  }
+  return widened;
+}
+
 // Runs every data set of one test; returns "" on success or the failure.
 std::string RunCase(const fs::path& dir) {
   io::Model model = io::Load(dir / "model.onnx");
@@ -129,12 +149,14 @@ std::string RunCase(const fs::path& dir) {
     auto input_files = SortedFiles(set, "input_");
     const auto& specs = session.inputs();
     for (size_t i = 0; i < input_files.size() && i < specs.size(); ++i) {
-      inputs[specs[i].name] = ReadPb(input_files[i]);
+      const int32_t declared = DeclaredType(model.proto.graph().input(), specs[i].name);
+      inputs[specs[i].name] = ReadPbAs(input_files[i], declared);
     }
     auto outputs = session.Run(inputs);
     auto expected_files = SortedFiles(set, "output_");
     for (size_t i = 0; i < expected_files.size() && i < outputs.size(); ++i) {
-      std::string diff = Diff(outputs[i].value, ReadPb(expected_files[i]));
+      const int32_t declared = DeclaredType(model.proto.graph().output(), outputs[i].name);
+      std::string diff = Diff(outputs[i].value, ReadPbAs(expected_files[i], declared));
       if (!diff.empty())
         return set.filename().string() + " output " + outputs[i].name + ": " + diff;
     }

@@ -109,7 +109,8 @@ InputSpec SpecOf(const onnx::ValueInfoProto& vi) {
   spec.name = vi.name();
   const auto& tt = vi.type().tensor_type();
   spec.dtype = tt.elem_type();
-  if (spec.dtype == TP::FLOAT16) spec.dtype = TP::FLOAT;  // the executor computes fp16 as fp32
+  // The executor computes float16 and bfloat16 as float32 (see tensor_io.h).
+  if (spec.dtype == TP::FLOAT16 || spec.dtype == TP::BFLOAT16) spec.dtype = TP::FLOAT;
   spec.has_shape = tt.has_shape();
   for (const auto& d : tt.shape().dim())
     spec.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
@@ -126,7 +127,7 @@ void CheckRunnableInput(const onnx::ValueInfoProto& vi) {
         vi.name());
   }
   int32_t dtype = vi.type().tensor_type().elem_type();
-  if (dtype != 0 && (ir::DtypeSize(dtype) == 0 || dtype == TP::BFLOAT16)) {
+  if (dtype != 0 && ir::DtypeSize(dtype) == 0) {
     ThrowBadInput("input '{}' has element type {}, which the executor does not support", vi.name(),
                   ir::DtypeName(dtype));
   }

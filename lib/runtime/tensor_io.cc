@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -32,13 +33,14 @@ std::vector<int64_t> DimsOf(const onnx::TensorProto& proto) {
   return dims;
 }
 
-Tensor WidenHalf(const std::vector<int64_t>& dims, const uint8_t* bytes) {
+// float16 or bfloat16 data as float32.
+Tensor Widen16(const std::vector<int64_t>& dims, const uint8_t* bytes, float (*widen)(uint16_t)) {
   Tensor out(TP::FLOAT, dims);
   float* dst = out.mutable_data<float>();
   for (int64_t i = 0; i < out.size(); ++i) {
     uint16_t h;
     std::memcpy(&h, bytes + 2 * i, 2);
-    dst[i] = HalfToFloat(h);
+    dst[i] = widen(h);
   }
   return out;
 }
@@ -46,7 +48,7 @@ Tensor WidenHalf(const std::vector<int64_t>& dims, const uint8_t* bytes) {
 Tensor FromBytes(const std::string& name, int32_t dtype, const std::vector<int64_t>& dims,
                  std::span<const uint8_t> bytes, std::shared_ptr<const void> keepalive) {
   size_t elem = ir::DtypeSize(dtype);
-  if (elem == 0 || dtype == TP::BFLOAT16) {
+  if (elem == 0) {
     ThrowBadInput("tensor '{}': type {} is not supported by the executor", name,
                   ir::DtypeName(dtype));
   }
@@ -57,7 +59,8 @@ Tensor FromBytes(const std::string& name, int32_t dtype, const std::vector<int64
     ThrowBadInput("tensor '{}': {} bytes of data for {} elements of {} (expected {})", name,
                   bytes.size(), count, ir::DtypeName(dtype), expected);
   }
-  if (dtype == TP::FLOAT16) return WidenHalf(dims, bytes.data());
+  if (dtype == TP::FLOAT16) return Widen16(dims, bytes.data(), HalfToFloat);
+  if (dtype == TP::BFLOAT16) return Widen16(dims, bytes.data(), BFloat16ToFloat);
   // Mapped external data stays in place when its alignment allows typed access.
   if (keepalive && dtype != TP::BOOL && reinterpret_cast<uintptr_t>(bytes.data()) % elem == 0) {
     return Tensor::View(dtype, dims, bytes.data(), std::move(keepalive));
@@ -76,6 +79,20 @@ Tensor FromBytes(const std::string& name, int32_t dtype, const std::vector<int64
 bool IsExternal(const onnx::TensorProto& proto) { return proto.data_location() == TP::EXTERNAL; }
 
 }  // namespace
+
+float BFloat16ToFloat(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float TruncateToBFloat16(float f) {
+  if (std::isnan(f)) return std::numeric_limits<float>::quiet_NaN();
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return BFloat16ToFloat(static_cast<uint16_t>(bits >> 16));
+}
 
 float HalfToFloat(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;

@@ -5,6 +5,8 @@
 // inputs, .npy '<f2') is widened to float32 on load, and Cast(to=FLOAT16) rounds to half
 // precision but keeps float32 storage; outputs are therefore float32 even where the model declares
 // float16. One float path keeps every kernel simple and is exact for everything fp16 can hold.
+// bfloat16 is the upper half of a float32, so it takes the same path: widened on load (exact),
+// and Cast(to=BFLOAT16) drops the low 16 bits.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -24,9 +26,15 @@ float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);  // round to nearest even
 // Rounds a float to the nearest value float16 can represent (keeping it a float).
 inline float RoundToHalf(float f) { return HalfToFloat(FloatToHalf(f)); }
+float BFloat16ToFloat(uint16_t b);
+// The nearest bfloat16 toward zero (the low 16 bits dropped), kept a float; NaN stays NaN. ONNX
+// leaves Cast's bfloat16 rounding unspecified before opset 19, and its reference implementation
+// (the backend tests' expected outputs) truncates, as TensorFlow's first bfloat16 did.
+float TruncateToBFloat16(float f);
 
 // A tensor's value. Raw, typed-field and external data are all accepted; external data that is
-// suitably aligned becomes a zero-copy read-only view of the mapped file. float16 becomes float32.
+// suitably aligned becomes a zero-copy read-only view of the mapped file. float16 and bfloat16
+// become float32.
 // Throws Error(kBadInput) naming the tensor for string tensors, unknown types or a payload whose
 // size disagrees with the dims.
 Tensor TensorFromProto(const io::Model& model, const onnx::TensorProto& proto);

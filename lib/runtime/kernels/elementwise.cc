@@ -405,10 +405,19 @@ To CastValue(From v) {
   }
 }
 
+// float16 and bfloat16 values are float32 in the executor (see tensor_io.h): a cast to them
+// computes a float32 and rounds it to what the narrow type can hold.
+using FloatRounding = float (*)(float);
+FloatRounding NarrowFloatRounding(int32_t to) {
+  if (to == TP::FLOAT16) return RoundToHalf;
+  if (to == TP::BFLOAT16) return TruncateToBFloat16;
+  return nullptr;
+}
+
 Tensor CastTensor(const KernelContext& ctx, const Tensor& x, int32_t to) {
-  bool to_half = to == TP::FLOAT16;
-  if (to_half) to = TP::FLOAT;
-  if (to == TP::STRING || to == TP::BFLOAT16 || ir::DtypeSize(to) == 0) {
+  const auto round_narrow = NarrowFloatRounding(to);
+  if (round_narrow) to = TP::FLOAT;
+  if (to == TP::STRING || ir::DtypeSize(to) == 0) {
     ctx.Fail(fmt::format("Cast to {} is not supported by the executor", ir::DtypeName(to)));
   }
   Tensor y(to, x.shape());
@@ -421,11 +430,39 @@ Tensor CastTensor(const KernelContext& ctx, const Tensor& x, int32_t to) {
       for (int64_t i = 0; i < x.size(); ++i) py[i] = CastValue<From, To>(px[i]);
     });
   });
-  if (to_half) {
+  if (round_narrow) {
     float* p = y.mutable_data<float>();
-    for (int64_t i = 0; i < y.size(); ++i) p[i] = RoundToHalf(p[i]);
+    for (int64_t i = 0; i < y.size(); ++i) p[i] = round_narrow(p[i]);
   }
   return y;
+}
+
+// The element type the model declares for `name` (graph input, output, value_info or
+// initializer of the main graph), or 0.
+int32_t DeclaredElemType(const onnx::GraphProto& graph, const std::string& name) {
+  for (const auto* list : {&graph.input(), &graph.value_info(), &graph.output()}) {
+    for (const auto& vi : *list) {
+      if (vi.name() == name) return vi.type().tensor_type().elem_type();
+    }
+  }
+  for (const auto& init : graph.initializer()) {
+    if (init.name() == name) return init.data_type();
+  }
+  return 0;
+}
+
+// CastLike's target: its second input's type. A float16/bfloat16 input arrives as float32, so the
+// declared type, looked up once at plan time, says whether to round.
+struct CastLikeTarget {
+  int32_t declared = 0;
+};
+
+std::shared_ptr<const void> PrepareCastLike(const KernelContext& ctx) {
+  auto target = std::make_shared<CastLikeTarget>();
+  if (ctx.model() != nullptr && ctx.node().input_size() > 1) {
+    target->declared = DeclaredElemType(ctx.model()->proto.graph(), ctx.node().input(1));
+  }
+  return target;
 }
 
 void RegisterCast(KernelRegistry& r) {
@@ -434,10 +471,16 @@ void RegisterCast(KernelRegistry& r) {
     if (!ctx.HasAttribute("to")) ctx.Fail("attribute 'to' is required");
     ctx.output(0) = CastTensor(ctx, ctx.input(0), static_cast<int32_t>(ctx.GetInt("to", 0)));
   });
-  r.Register("", "CastLike", 15, kLatest, [](KernelContext& ctx) {
-    ctx.AllowAttributes({});
-    ctx.output(0) = CastTensor(ctx, ctx.input(0), ctx.input(1).dtype());
-  });
+  r.Register(
+      "", "CastLike", 15, kLatest,
+      [](KernelContext& ctx) {
+        ctx.AllowAttributes({});
+        const auto* target = ctx.prepared<CastLikeTarget>();
+        const bool narrow = target && NarrowFloatRounding(target->declared);
+        const int32_t to = narrow ? target->declared : ctx.input(1).dtype();
+        ctx.output(0) = CastTensor(ctx, ctx.input(0), to);
+      },
+      PrepareCastLike);
 }
 
 // ---- Clip and variadic ----
