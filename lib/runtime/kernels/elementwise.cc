@@ -9,6 +9,8 @@
 #include "lib/ir/dtype.h"
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/kernels/simd.h"
+#include "lib/runtime/kernels/vector_math.h"
 #include "lib/runtime/tensor_io.h"
 
 namespace porttool::runtime {
@@ -70,10 +72,34 @@ void RegisterFloatUnary(KernelRegistry& r, const char* name, auto f) {
   r.Register("", name, 1, kLatest, UnaryKernel({}, FloatTypes{}, NoAttrs(f)));
 }
 
+// Erf and Sigmoid over float32 through the vectorised Erf8/Exp8 (vector_math.h); double
+// keeps the libm function.
+using FloatSpan = void (*)(const float*, float*, int64_t);
+PORTTOOL_SIMD_CLONES void ErfSpan(const float* x, float* y, int64_t n) {
+  Map8(x, y, n, [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return Erf8(v); });
+}
+PORTTOOL_SIMD_CLONES void SigmoidSpan(const float* x, float* y, int64_t n) {
+  Map8(x, y, n, [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return Sigmoid8(v); });
+}
+
+void RegisterVectorisedUnary(KernelRegistry& r, const char* name, FloatSpan span, auto generic) {
+  const KernelFn other_types = UnaryKernel({}, FloatTypes{}, NoAttrs(generic));
+  r.Register("", name, 1, kLatest, [span, other_types](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != TP::FLOAT) return other_types(ctx);
+    ctx.AllowAttributes({});
+    Tensor y = Tensor::Uninitialized(x.dtype(), x.shape());
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    ParallelElements(x.size(), [&](int64_t b, int64_t e) { span(px + b, py + b, e - b); });
+    ctx.output(0) = std::move(y);
+  });
+}
+
 void RegisterUnaryOps(KernelRegistry& r) {
-  RegisterFloatUnary(r, "Sigmoid", [](auto v) { return 1 / (1 + std::exp(-v)); });
+  RegisterVectorisedUnary(r, "Sigmoid", SigmoidSpan, [](auto v) { return 1 / (1 + std::exp(-v)); });
   RegisterFloatUnary(r, "Tanh", [](auto v) { return std::tanh(v); });
-  RegisterFloatUnary(r, "Erf", [](auto v) { return std::erf(v); });
+  RegisterVectorisedUnary(r, "Erf", ErfSpan, [](auto v) { return std::erf(v); });
   RegisterFloatUnary(r, "Sqrt", [](auto v) { return std::sqrt(v); });
   RegisterFloatUnary(r, "Exp", [](auto v) { return std::exp(v); });
   RegisterFloatUnary(r, "Log", [](auto v) { return std::log(v); });

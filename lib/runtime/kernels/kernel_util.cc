@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lib/ir/dtype.h"
 #include "lib/runtime/parallel.h"
 #include "lib/util/checked_math.h"
@@ -149,13 +151,23 @@ Tensor LegacyBroadcastOperand(const KernelContext& ctx, const Tensor& a, const T
   return b.Reshaped(shape);
 }
 
+namespace {
+// About 10 us of the cheapest elementwise op: below that a hand-off to the pool costs more.
+constexpr int64_t kMinChunkElements = 1 << 15;
+}  // namespace
+
 void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  constexpr int64_t kMinChunk = 1 << 15;
-  if (n < 2 * kMinChunk) {
-    fn(0, n);
+  ParallelRows(n, 1, fn);
+}
+
+void ParallelRows(int64_t rows, int64_t row_elements,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t per_row = std::max<int64_t>(row_elements, 1);
+  if (rows * per_row < 2 * kMinChunkElements || rows < 2) {
+    fn(0, rows);
     return;
   }
-  ParallelFor(n, kMinChunk, fn);
+  ParallelFor(rows, std::max<int64_t>(1, kMinChunkElements / per_row), fn);
 }
 
 }  // namespace porttool::runtime::kernels

@@ -5,12 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/kernels/simd.h"
+#include "lib/runtime/kernels/vector_math.h"
 
 namespace porttool::runtime {
 namespace {
@@ -291,6 +295,36 @@ void SoftmaxRow(const T* in, T* out, int64_t n, int64_t stride, SoftmaxKind kind
   }
 }
 
+// Softmax or LogSoftmax of one contiguous float row: exp computed once, 8 lanes at a time (a row
+// of 256 took 3.6 us through double exp twice; the lanes sum in a different order than a
+// sequential loop, well within float rounding).
+PORTTOOL_SIMD_CLONES void SoftmaxRowFloat(const float* in, float* out, int64_t n, bool log) {
+  float max = in[0];
+  for (int64_t k = 1; k < n; ++k) max = in[k] > max ? in[k] : max;
+  V8f sum8{};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    V8f v;
+    std::memcpy(&v, in + k, sizeof v);
+    v = Exp8(v - max);
+    sum8 += v;
+    std::memcpy(out + k, &v, sizeof v);
+  }
+  if (k < n) {  // padding with -inf adds exp(-inf) = 0 to the sum
+    const V8f v = Exp8(LoadPartial(in + k, n - k, -__builtin_inff()) - max);
+    sum8 += v;
+    StorePartial(out + k, n - k, v);
+  }
+  const float sum = SumLanes(sum8);
+  if (log) {
+    const float shift = max + std::log(sum);
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] - shift;
+    return;
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) out[i] *= inv;
+}
+
 KernelFn SoftmaxKernel(SoftmaxKind kind) {
   return [kind](KernelContext& ctx) {
     ctx.AllowAttributes({"axis"});
@@ -302,15 +336,21 @@ KernelFn SoftmaxKernel(SoftmaxKind kind) {
       v.n *= v.inner;
       v.inner = 1;
     }
-    Tensor out(x.dtype(), x.shape());
+    Tensor out = Tensor::Uninitialized(x.dtype(), x.shape());
     DispatchFloat(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* px = x.data<T>();
       T* po = out.mutable_data<T>();
       if (v.n == 0) return;
-      ParallelElements(v.outer * v.inner, [&](int64_t b, int64_t e) {
+      ParallelRows(v.outer * v.inner, v.n, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           int64_t base = (r / v.inner) * v.n * v.inner + r % v.inner;
+          if constexpr (std::is_same_v<T, float>) {
+            if (v.inner == 1 && kind != SoftmaxKind::kHardmax) {
+              SoftmaxRowFloat(px + base, po + base, v.n, kind == SoftmaxKind::kLogSoftmax);
+              continue;
+            }
+          }
           SoftmaxRow(px + base, po + base, v.n, v.inner, kind);
         }
       });
