@@ -25,6 +25,7 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterEinsumKernels(*r);
     RegisterGridSampleKernels(*r);
     RegisterRoiAlignKernels(*r);
+    RegisterTfIdfVectorizerKernels(*r);
     return r;
   }();
   return *registry;

@@ -49,5 +49,7 @@ void RegisterEinsumKernels(KernelRegistry& r);
 void RegisterGridSampleKernels(KernelRegistry& r);
 // RoiAlign (roi_align.cc).
 void RegisterRoiAlignKernels(KernelRegistry& r);
+// TfIdfVectorizer (tfidf_vectorizer.cc).
+void RegisterTfIdfVectorizerKernels(KernelRegistry& r);
 
 }  // namespace porttool::runtime

@@ -1,9 +1,12 @@
 // If, Loop and Scan: run their graph attributes through the Session (KernelContext::RunSubgraph),
 // which keeps the enclosing graph's values visible to the body. Loop and Scan stack their
-// per-iteration scan outputs along a new axis once the iterations are done.
+// per-iteration scan outputs along a new axis once the iterations are done. Scan-8 (leading batch
+// axis, optional sequence_lens) runs the opset-9 loop once per batch entry.
 #include <fmt/format.h>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/kernels/all_kernels.h"
@@ -139,51 +142,166 @@ void LoopKernel(KernelContext& ctx) {
   }
 }
 
+// A per-scan-input or per-scan-output list attribute: `count` values, all 0 when absent.
+std::vector<int64_t> ScanListAttribute(const KernelContext& ctx, const char* name, int count) {
+  auto v = ctx.GetInts(name, std::vector<int64_t>(count, 0));
+  if (static_cast<int>(v.size()) != count) {
+    ctx.Fail(fmt::format("attribute '{}' needs {} values, got {}", name, count, v.size()));
+  }
+  return v;
+}
+
+// The counts of loop states and scan outputs that num_scan_inputs leaves for `variadic_inputs`.
+std::pair<int, int> ScanArity(const KernelContext& ctx, int num_scan_inputs, int variadic_inputs) {
+  const int states = variadic_inputs - num_scan_inputs;
+  const int scans = ctx.output_count() - states;
+  if (num_scan_inputs < 1 || states < 0 || scans < 0) {
+    ctx.Fail(fmt::format("num_scan_inputs {} does not fit {} inputs and {} outputs",
+                         num_scan_inputs, variadic_inputs, ctx.output_count()));
+  }
+  return {states, scans};
+}
+
+// What one scan leaves: the final loop states and, per scan output, one value per iteration.
+struct ScanResult {
+  std::vector<Tensor> states;
+  std::vector<std::vector<Tensor>> slices;
+};
+
+// The loop both Scan forms share: `length` runs of the body over the loop states and the slices
+// of every scan input along its axis (from the end when its direction is 1).
+ScanResult IterateScan(const KernelContext& ctx, const onnx::GraphProto& body,
+                       std::vector<Tensor> states, const std::vector<const Tensor*>& inputs,
+                       const std::vector<int>& axes, const std::vector<int64_t>& reverse,
+                       int64_t length, int scans) {
+  const int state_count = static_cast<int>(states.size());
+  ScanResult result{std::move(states), std::vector<std::vector<Tensor>>(scans)};
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<Tensor> in = result.states;
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      in.push_back(SliceAt(*inputs[j], axes[j], reverse[j] ? length - 1 - t : t));
+    }
+    std::vector<Tensor> out = ctx.RunSubgraph(body, std::move(in));
+    if (static_cast<int>(out.size()) != state_count + scans) {
+      ctx.Fail("body output count mismatch");
+    }
+    for (int i = 0; i < state_count; ++i) result.states[i] = std::move(out[i]);
+    for (int k = 0; k < scans; ++k) result.slices[k].push_back(std::move(out[state_count + k]));
+  }
+  return result;
+}
+
+// Scan-9 and later: inputs are [states..., scan inputs...], each scan input iterated along its
+// scan_input_axes entry; no batch axis.
 void ScanKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"body", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
                        "scan_output_axes", "scan_output_directions"});
   const onnx::GraphProto& body = Body(ctx);
   const int m = static_cast<int>(ctx.GetInt("num_scan_inputs", 0));
-  const int states = ctx.input_count() - m;
-  const int scans = ctx.output_count() - states;
-  if (m < 1 || states < 0 || scans < 0) {
-    ctx.Fail(fmt::format("num_scan_inputs {} does not fit {} inputs and {} outputs", m,
-                         ctx.input_count(), ctx.output_count()));
-  }
-  auto per = [&](const char* name, int count) {
-    auto v = ctx.GetInts(name, std::vector<int64_t>(count, 0));
-    if (static_cast<int>(v.size()) != count) {
-      ctx.Fail(fmt::format("attribute '{}' needs {} values, got {}", name, count, v.size()));
-    }
-    return v;
-  };
-  const auto in_axes = per("scan_input_axes", m), in_dirs = per("scan_input_directions", m);
-  const auto out_axes = per("scan_output_axes", scans);
-  const auto out_dirs = per("scan_output_directions", scans);
+  const auto [states, scans] = ScanArity(ctx, m, ctx.input_count());
+  const auto in_axes = ScanListAttribute(ctx, "scan_input_axes", m);
+  const auto in_dirs = ScanListAttribute(ctx, "scan_input_directions", m);
+  const auto out_axes = ScanListAttribute(ctx, "scan_output_axes", scans);
+  const auto out_dirs = ScanListAttribute(ctx, "scan_output_directions", scans);
   int64_t length = -1;
   std::vector<int> axes(m);
+  std::vector<const Tensor*> inputs;
   for (int j = 0; j < m; ++j) {
     const Tensor& x = ctx.input(states + j);
     axes[j] = NormalizeAxis(ctx, in_axes[j], x.rank());
     if (length >= 0 && x.dim(axes[j]) != length) ctx.Fail("scan inputs differ in length");
     length = x.dim(axes[j]);
+    inputs.push_back(&x);
   }
-  std::vector<Tensor> values;
-  for (int i = 0; i < states; ++i) values.push_back(ctx.input(i));
-  std::vector<std::vector<Tensor>> slices(scans);
-  for (int64_t t = 0; t < length; ++t) {
-    std::vector<Tensor> in = values;
-    for (int j = 0; j < m; ++j) {
-      in.push_back(SliceAt(ctx.input(states + j), axes[j], in_dirs[j] ? length - 1 - t : t));
-    }
-    std::vector<Tensor> out = ctx.RunSubgraph(body, std::move(in));
-    if (static_cast<int>(out.size()) != states + scans) ctx.Fail("body output count mismatch");
-    for (int i = 0; i < states; ++i) values[i] = std::move(out[i]);
-    for (int k = 0; k < scans; ++k) slices[k].push_back(std::move(out[states + k]));
-  }
-  for (int i = 0; i < states; ++i) ctx.output(i) = std::move(values[i]);
+  std::vector<Tensor> initial;
+  for (int i = 0; i < states; ++i) initial.push_back(ctx.input(i));
+  ScanResult run = IterateScan(ctx, body, std::move(initial), inputs, axes, in_dirs, length, scans);
+  for (int i = 0; i < states; ++i) ctx.output(i) = std::move(run.states[i]);
   for (int k = 0; k < scans; ++k) {
-    ctx.output(states + k) = Stack(ctx, slices[k], out_axes[k], out_dirs[k] != 0, "scan output");
+    ctx.output(states + k) =
+        Stack(ctx, run.slices[k], out_axes[k], out_dirs[k] != 0, "scan output");
+  }
+}
+
+// Scan-8's batch and sequence sizes: every variadic input is [batch, ...], every scan input
+// [batch, max_seq_len, ...].
+struct Scan8Shape {
+  int64_t batch = -1;
+  int64_t max_seq_len = -1;
+};
+
+Scan8Shape Scan8Dims(const KernelContext& ctx, int states, int m) {
+  Scan8Shape s;
+  for (int i = 0; i < states + m; ++i) {
+    const Tensor& x = ctx.input(1 + i);
+    const bool is_scan_input = i >= states;
+    if (x.rank() < (is_scan_input ? 2 : 1)) {
+      ctx.Fail(fmt::format("{} {} has no {}", is_scan_input ? "scan input" : "loop state",
+                           x.DebugString(),
+                           is_scan_input ? "[batch, sequence] leading axes" : "batch axis"));
+    }
+    if (s.batch >= 0 && x.dim(0) != s.batch) {
+      ctx.Fail(fmt::format("input {} has batch size {}, an earlier input {}", x.DebugString(),
+                           x.dim(0), s.batch));
+    }
+    s.batch = x.dim(0);
+    if (!is_scan_input) continue;
+    if (s.max_seq_len >= 0 && x.dim(1) != s.max_seq_len) ctx.Fail("scan inputs differ in length");
+    s.max_seq_len = x.dim(1);
+  }
+  if (s.batch == 0) ctx.Fail("the batch is empty (dim 0 of the inputs is 0)");
+  return s;
+}
+
+// Each batch entry's iteration count: sequence_lens, or every sequence's full length when that
+// input is absent. Like ONNX Runtime, a length must be in [1, max_seq_len].
+std::vector<int64_t> Scan8SequenceLengths(const KernelContext& ctx, const Scan8Shape& s) {
+  if (!ctx.has_input(0)) return std::vector<int64_t>(static_cast<size_t>(s.batch), s.max_seq_len);
+  std::vector<int64_t> lengths = ReadInts(ctx, ctx.input(0));
+  if (static_cast<int64_t>(lengths.size()) != s.batch) {
+    ctx.Fail(fmt::format("sequence_lens has {} values for a batch of {}", lengths.size(), s.batch));
+  }
+  for (int64_t n : lengths) {
+    if (n < 1 || n > s.max_seq_len) {
+      ctx.Fail(fmt::format("sequence_lens value {} is not in [1, {}]", n, s.max_seq_len));
+    }
+  }
+  return lengths;
+}
+
+// Scan-8: inputs are [sequence_lens (optional), states..., scan inputs...] with a leading batch
+// axis on every variadic input and output. Each batch entry is scanned on its own along the
+// sequence axis for its sequence length; scan outputs shorter than max_seq_len are padded with
+// zeros, as ONNX Runtime does. A reversed input starts at its entry's last valid element.
+void Scan8Kernel(KernelContext& ctx) {
+  ctx.AllowAttributes({"body", "directions", "num_scan_inputs"});
+  const onnx::GraphProto& body = Body(ctx);
+  const int m = static_cast<int>(ctx.GetInt("num_scan_inputs", 0));
+  const auto [states, scans] = ScanArity(ctx, m, ctx.input_count() - 1);
+  const auto directions = ScanListAttribute(ctx, "directions", m);
+  const Scan8Shape shape = Scan8Dims(ctx, states, m);
+  const std::vector<int64_t> lengths = Scan8SequenceLengths(ctx, shape);
+  std::vector<std::vector<Tensor>> final_states(states), scan_outputs(scans);
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    std::vector<Tensor> initial, entries;
+    for (int i = 0; i < states; ++i) initial.push_back(SliceAt(ctx.input(1 + i), 0, b));
+    for (int j = 0; j < m; ++j) entries.push_back(SliceAt(ctx.input(1 + states + j), 0, b));
+    std::vector<const Tensor*> inputs;
+    for (const Tensor& e : entries) inputs.push_back(&e);
+    ScanResult run = IterateScan(ctx, body, std::move(initial), inputs, std::vector<int>(m, 0),
+                                 directions, lengths[b], scans);
+    for (int i = 0; i < states; ++i) final_states[i].push_back(std::move(run.states[i]));
+    for (int k = 0; k < scans; ++k) {
+      std::vector<Tensor>& slices = run.slices[k];
+      while (static_cast<int64_t>(slices.size()) < shape.max_seq_len) {
+        slices.emplace_back(slices[0].dtype(), slices[0].shape());  // zero padding
+      }
+      scan_outputs[k].push_back(Stack(ctx, slices, 0, false, "scan output"));
+    }
+  }
+  for (int i = 0; i < states; ++i) ctx.output(i) = Stack(ctx, final_states[i], 0, false, "state");
+  for (int k = 0; k < scans; ++k) {
+    ctx.output(states + k) = Stack(ctx, scan_outputs[k], 0, false, "scan output");
   }
 }
 
@@ -192,7 +310,7 @@ void ScanKernel(KernelContext& ctx) {
 void RegisterControlFlowKernels(KernelRegistry& r) {
   r.Register("", "If", 1, 99, IfKernel);
   r.Register("", "Loop", 1, 99, LoopKernel);
-  // Scan-8 had a batch axis and sequence_lens; models from opset 9 on use this form.
+  r.Register("", "Scan", 8, 8, Scan8Kernel);
   r.Register("", "Scan", 9, 99, ScanKernel);
 }
 

@@ -1,6 +1,7 @@
 // Loop and Scan against ONNX Runtime on the cases the node tests leave out: an early exit through
 // the body's condition, scan outputs stacked per iteration, reversed scan inputs, a non-zero scan
-// output axis, and bodies reading values of the enclosing graph.
+// output axis, bodies reading values of the enclosing graph, and Scan-8's sequence_lens (short
+// sequences, reversed, zero-padded outputs).
 #include <gtest/gtest.h>
 
 #include "lib/io/model.h"
@@ -54,6 +55,27 @@ g (float[2] s0, float[3, 4, 2] xs, float[2] bias) => (float[2] s, float[4, 3, 2]
   ExpectMatchesOrt(model.proto, {{"s0", RandomFloats({2}, rng)},
                                  {"xs", RandomFloats({3, 4, 2}, rng)},
                                  {"bias", RandomFloats({2}, rng)}});
+}
+
+TEST(ControlFlow, Scan8ShortReversedSequencesMatchOrt) {
+  const std::string reason = OrtUnavailableReason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  // Batch entry 0 runs all 3 steps, entry 1 only 1: its reversed input starts at its element 0
+  // (its last valid one), its final state stops there and its scan output is zero-padded.
+  io::Model model = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 8]>
+g (int64[2] lens, float[2, 2] s0, float[2, 3, 2] xs, float[2, 3, 2] zs) => (float[2, 2] s, float[2, 3, 2] ys) {
+  s, ys = Scan (lens, s0, xs, zs) <num_scan_inputs = 2, directions = [1, 0], body = b (float[2] sin, float[2] x, float[2] z) => (float[2] sout, float[2] y) {
+    sout = Add (sin, x)
+    y = Mul (sout, z)
+  }>
+}
+)");
+  std::mt19937 rng(5);
+  ExpectMatchesOrt(model.proto, {{"lens", Int64Tensor({2}, {3, 1})},
+                                 {"s0", RandomFloats({2, 2}, rng)},
+                                 {"xs", RandomFloats({2, 3, 2}, rng)},
+                                 {"zs", RandomFloats({2, 3, 2}, rng)}});
 }
 
 }  // namespace
