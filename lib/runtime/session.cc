@@ -26,10 +26,13 @@ using TP = onnx::TensorProto;
 
 struct Session::Plan {
   const onnx::GraphProto* graph = nullptr;
-  std::vector<int> order;                             // node indices
-  std::vector<const KernelFn*> kernels;               // per step
-  std::vector<int> opsets;                            // per step
-  std::vector<const onnx::OpSchema*> schemas;         // per step; nullptr for unknown ops
+  std::vector<int> order;                      // node indices
+  std::vector<const KernelFn*> kernels;        // per step
+  std::vector<int> opsets;                     // per step
+  std::vector<const onnx::OpSchema*> schemas;  // per step; nullptr for unknown ops
+  // Per step: the input dtypes that last passed CheckInputTypes. The check goes through ONNX's
+  // type strings (about 1 us per node); the dtypes rarely change between runs.
+  mutable std::vector<std::vector<int32_t>> checked_dtypes;
   std::vector<std::shared_ptr<const void>> prepared;  // per step: the kernel's prepare result
   std::vector<std::vector<std::string>> frees;        // per step: local values dead after it
   std::unordered_map<std::string, Tensor> constants;  // initializers
@@ -102,6 +105,29 @@ void CheckInputTypes(const onnx::OpSchema& schema, const onnx::NodeProto& node, 
                   node.name(), input_name(i));
     }
   }
+}
+
+// If, Loop, Scan and custom ops with a body: only they need the (heap-allocated) subgraph runner.
+bool HasGraphAttribute(const onnx::NodeProto& node) {
+  for (const auto& a : node.attribute()) {
+    if (a.has_g() || a.graphs_size() > 0) return true;
+  }
+  return false;
+}
+
+// Whether `dtypes` holds the dtype of every argument (-1 for an absent one).
+bool SameDtypes(const std::vector<int32_t>& dtypes, const std::vector<const Tensor*>& args) {
+  if (dtypes.size() != args.size()) return false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (dtypes[i] != (args[i] ? args[i]->dtype() : -1)) return false;
+  }
+  return true;
+}
+
+std::vector<int32_t> DtypesOf(const std::vector<const Tensor*>& args) {
+  std::vector<int32_t> dtypes;
+  for (const Tensor* t : args) dtypes.push_back(t ? t->dtype() : -1);
+  return dtypes;
 }
 
 InputSpec SpecOf(const onnx::ValueInfoProto& vi) {
@@ -254,6 +280,7 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     plan->kernels.push_back(fn);
     plan->opsets.push_back(opset);
     plan->schemas.push_back(schema);
+    plan->checked_dtypes.emplace_back();
     const PrepareFn* prepare = registry.FindPrepare(domain, node.op_type(), opset);
     plan->prepared.push_back(prepare ? Prepare(*prepare, node, opset, *plan) : nullptr);
     for (const auto& out : node.output()) {
@@ -448,19 +475,23 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
       }
       args.push_back(t);
     }
-    if (plan.schemas[step]) CheckInputTypes(*plan.schemas[step], node, plan.opsets[step], args);
+    if (plan.schemas[step] && !SameDtypes(plan.checked_dtypes[step], args)) {
+      CheckInputTypes(*plan.schemas[step], node, plan.opsets[step], args);
+      plan.checked_dtypes[step] = DtypesOf(args);
+    }
     KernelContext ctx(node, plan.opsets[step], std::move(args));
     ctx.set_model(&model_);
     ctx.set_prepared(plan.prepared[step]);
-    ctx.set_subgraph_runner(
-        [this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
-          Scope child;
-          child.plan = &PlanFor(g);
-          child.parent = &scope;
-          for (size_t i = 0; i < in.size(); ++i)
-            child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
-          return Execute(*child.plan, child, observer, true);
-        });
+    if (HasGraphAttribute(node))
+      ctx.set_subgraph_runner(
+          [this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
+            Scope child;
+            child.plan = &PlanFor(g);
+            child.parent = &scope;
+            for (size_t i = 0; i < in.size(); ++i)
+              child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
+            return Execute(*child.plan, child, observer, true);
+          });
     auto bound = nested ? std::nullopt : FindBoundOutput(node);
     {
       std::optional<ScopedOutputBuffer> in_caller_memory;

@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
 # The reference executor against ONNX Runtime CPU in one run, at 1 and 2 threads, on PP-OCRv4 det
-# (1x3x640x640) and PP-OCR cls (1x3x48x192): median latency of REPEAT runs (after a warm-up),
+# (1x3x640x640), PP-OCR cls (1x3x48x192) and a generated transformer encoder block
+# (scripts/gen_transformer_block.py: 256 tokens x 384, 6 heads, MLP 1536; attention + LayerNorm +
+# GELU MLP): median latency of REPEAT runs (after a warm-up),
 # time ratio porttool/ORT (target <= 1.0), peak RSS of each process side by side, and porttool's
 # GFLOP/s with its fraction of the machine's FMA peak (cores x GHz x FLOP/cycle from the CPU
-# flags: 32 with AVX2+FMA, 64 with AVX-512). Prints figures only; never fails on time. On a shared
-# machine the absolute times are noisy: compare the ratios of one run.
+# flags: 32 with AVX2+FMA, 64 with AVX-512), and each engine's 2-thread time over its 1-thread
+# time ("2t/1t", target <= 0.60 for porttool). Prints figures only; never fails on time. On a
+# shared machine the absolute times are noisy: compare the ratios of one run. Op-by-op figures:
+# scripts/bench/bench_ops.sh.
 #
 # Usage: scripts/bench/bench_executor.sh [REPEAT]      (default 10)
 #   PORTTOOL_BIN  porttool binary (default build/porttool)
-#   MODELS        "file:input:shape ..." (default: det and cls from ../shared/models)
+#   MODELS        "file:input:shape ..." (default: det and cls from ../shared/models, and the
+#                 transformer block)
 # Needs ONNX Runtime for node (scripts/setup.sh --ort); without it only porttool's figures print.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPEAT=${1:-10}
 BIN=${PORTTOOL_BIN:-build/porttool}
 M=../shared/models
-MODELS=${MODELS:-"$M/ch_PP-OCRv4_det_infer.onnx:x:1x3x640x640 $M/ch_ppocr_mobile_v2.0_cls_infer.onnx:x:1x3x48x192"}
 PY=/usr/bin/python3
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+"$PY" scripts/gen_transformer_block.py "$WORK/transformer_block.onnx"
+MODELS=${MODELS:-"$M/ch_PP-OCRv4_det_infer.onnx:x:1x3x640x640 $M/ch_ppocr_mobile_v2.0_cls_infer.onnx:x:1x3x48x192 $WORK/transformer_block.onnx:x:1x256x384"}
 
 [ -x "$BIN" ] || { echo "bench_executor: $BIN not built (scripts/build.sh)" >&2; exit 3; }
 HAVE_ORT=0
@@ -41,12 +47,14 @@ print(f"{d:.1f}")' "$@"
 GHZ=$(awk -F': ' '/cpu MHz/ {print $2 / 1000; exit}' /proc/cpuinfo)
 FLOP_PER_CYCLE=$(grep -q avx512f /proc/cpuinfo && echo 64 || echo 32)
 echo "repeat: $REPEAT (after 1 warm-up)  cpu: $(nproc) cores at ${GHZ} GHz, ${FLOP_PER_CYCLE} FLOP/cycle/core"
-printf '%-28s %3s %10s %8s %8s %9s %9s %8s %9s %7s\n' model thr porttool_ms ort_ms "pt/ort" \
-  pt_rss_MB ort_rss_MB "rss" "GFLOP/s" "%peak"
+ROW='%-28s %3s %10s %8s %8s %9s %9s %8s %9s %7s %9s %9s\n'
+printf "$ROW" model thr porttool_ms ort_ms "pt/ort" pt_rss_MB ort_rss_MB "rss" "GFLOP/s" "%peak" \
+  "pt_2t/1t" "ort_2t/1t"
 for SPEC in $MODELS; do
   IFS=: read -r MODEL INPUT SHAPE <<<"$SPEC"
   [ -f "$MODEL" ] || { echo "bench_executor: $MODEL absent; skipped" >&2; continue; }
   GFLOP=$("$PY" scripts/bench/model_flops.py "$MODEL" "$INPUT" "$SHAPE")
+  PT_1T=; ORT_1T=
   for T in 1 2; do
     /usr/bin/time -v "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" \
       --threads "$T" --repeat "$REPEAT" --json >"$WORK/pt.json" 2>"$WORK/pt.time"
@@ -63,8 +71,16 @@ for SPEC in $MODELS; do
     fi
     read -r GFLOPS PEAK < <("$PY" -c "g=$GFLOP/($PT_MS/1e3); p=$T*$GHZ*$FLOP_PER_CYCLE
 print(f'{g:.1f} {100*g/p:.0f}%')")
-    printf '%-28s %3s %10s %8s %8s %9s %9s %8s %9s %7s\n' "$(basename "$MODEL" .onnx | cut -c1-28)" \
-      "$T" "$PT_MS" "$ORT_MS" "$RATIO" "$PT_RSS" "$ORT_RSS" "$RSS_RATIO" "$GFLOPS" "$PEAK"
+    PT_SCALE=-; ORT_SCALE=-
+    if [ "$T" = 1 ]; then
+      PT_1T=$PT_MS; ORT_1T=$ORT_MS
+    else
+      PT_SCALE=$("$PY" -c "print(f'{$PT_MS / $PT_1T:.2f}')")
+      [ "$ORT_MS" = - ] || ORT_SCALE=$("$PY" -c "print(f'{$ORT_MS / $ORT_1T:.2f}')")
+    fi
+    printf "$ROW" "$(basename "$MODEL" .onnx | cut -c1-28)" "$T" "$PT_MS" "$ORT_MS" "$RATIO" \
+      "$PT_RSS" "$ORT_RSS" "$RSS_RATIO" "$GFLOPS" "$PEAK" "$PT_SCALE" "$ORT_SCALE"
   done
 done
 echo "pt/ort = porttool median / ONNX Runtime median (target <= 1.00x); rss = porttool / ORT peak RSS (target <= 1.00x)"
+echo "2t/1t = the engine's 2-thread median / its 1-thread median (target <= 0.60 for porttool)"

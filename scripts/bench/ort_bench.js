@@ -1,18 +1,23 @@
 // ONNX Runtime CPU latency for one model: the anchor bench_executor.sh compares porttool against.
-// Usage: node ort_bench.js MODEL --shape 1,3,640,640 --threads T --repeat N
+// Usage: node ort_bench.js MODEL --shape 1,3,640,640 --threads T --repeat N [--op-times 1]
 // Prints one JSON line: {"threads", "median_ms", "min_ms", "max_ms"}. Random inputs (fixed seed);
-// dynamic dims take --shape. One warm-up run, then N timed runs.
+// dynamic dims take --shape. One warm-up run, then N timed runs. With --op-times 1, ORT's own
+// profiler times every kernel and the line gains "op_types": {op: mean ms per timed run} (ORT's
+// op names after its fusions: Gemm = MatMul+Add, FusedConv = Conv+activation, ...).
+const fs = require('fs');
+const os = require('os');
 const path = require('path');
 const ort = require(path.join(__dirname, '..', 'ort', 'node_modules', 'onnxruntime-node'));
 
 function parseArgs(argv) {
-  const args = { model: argv[0], shape: null, threads: 1, repeat: 10 };
+  const args = { model: argv[0], shape: null, threads: 1, repeat: 10, opTimes: false };
   for (let i = 1; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '');
     const value = argv[i + 1];
     if (key === 'shape') args.shape = value.split(',').map(Number);
     else if (key === 'threads') args.threads = Number(value);
     else if (key === 'repeat') args.repeat = Number(value);
+    else if (key === 'op-times') args.opTimes = value === '1';
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return args;
@@ -29,13 +34,31 @@ function randomTensor(dims) {
   return new ort.Tensor('float32', data, dims);
 }
 
+// Mean kernel time per op type over the timed runs: node events inside every `model_run` event
+// but the first (the warm-up).
+function opTimes(dir, runs) {
+  const file = fs.readdirSync(dir).find((f) => f.endsWith('.json'));
+  const events = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+  const windows = events.filter((e) => e.name === 'model_run').sort((a, b) => a.ts - b.ts).slice(1);
+  const inTimedRun = (e) => windows.some((w) => e.ts >= w.ts && e.ts <= w.ts + w.dur);
+  const totals = {};
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || !inTimedRun(e)) continue;
+    totals[e.args.op_name] = (totals[e.args.op_name] || 0) + e.dur / 1000 / runs;
+  }
+  return totals;
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ort_bench-'));
   const session = await ort.InferenceSession.create(args.model, {
     intraOpNumThreads: args.threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
+    enableProfiling: args.opTimes,
+    profileFilePrefix: args.opTimes ? path.join(profileDir, 'ort') : undefined,
   });
   const feeds = {};
   for (const name of session.inputNames) feeds[name] = randomTensor(args.shape);
@@ -49,8 +72,14 @@ async function main() {
   times.sort((a, b) => a - b);
   const median = times.length % 2 ? times[(times.length - 1) / 2]
                                    : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
-  console.log(JSON.stringify({ threads: args.threads, median_ms: median, min_ms: times[0],
-                               max_ms: times[times.length - 1] }));
+  const result = { threads: args.threads, median_ms: median, min_ms: times[0],
+                   max_ms: times[times.length - 1] };
+  if (args.opTimes) {
+    session.endProfiling();
+    result.op_types = opTimes(profileDir, args.repeat);
+  }
+  fs.rmSync(profileDir, { recursive: true, force: true });
+  console.log(JSON.stringify(result));
 }
 
 main().catch((e) => { console.error(`ort_bench: ${e.message}`); process.exit(3); });

@@ -203,7 +203,7 @@ void RunDepthwise(const ConvProblem& p) {
   const bool padded = pad_h != 0 || pad_w != 0;
   const DepthwiseFn fast = FastDepthwise(w);
   const int64_t planes = p.batch * p.c_out;
-  ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
+  kernels::ParallelRows(planes, w.out_size() * w.kernel_size(), [&](int64_t begin, int64_t end) {
     std::unique_ptr<float[]> buffer = padded ? Scratch(ph * pw) : nullptr;
     if (padded) std::fill(buffer.get(), buffer.get() + ph * pw, 0.f);
     for (int64_t plane = begin; plane < end; ++plane) {
@@ -244,7 +244,8 @@ void RunPointwise(const ConvProblem& p) {
   const int64_t block = std::max<int64_t>(256, (positions + NumThreads() - 1) / NumThreads());
   const int64_t blocks = (positions + block - 1) / block;
   const int64_t images = p.batch * p.group;
-  ParallelFor(images * blocks, 1, [&](int64_t begin, int64_t end) {
+  const int64_t macs_per_item = block * p.cout_g * p.cin_g;
+  kernels::ParallelMacs(images * blocks, macs_per_item, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t image = item / blocks, g = image % p.group, n = image / p.group;
       const int64_t j0 = (item % blocks) * block, cols = std::min(block, positions - j0);
@@ -267,7 +268,8 @@ void RunIm2ColGemm(const ConvProblem& p) {
   chunk = std::min(chunk, positions);
   const int64_t chunks = (positions + chunk - 1) / chunk;
   const int64_t images = p.batch * p.group;
-  ParallelFor(images * chunks, 1, [&](int64_t begin, int64_t end) {
+  const int64_t macs_per_item = chunk * p.cout_g * std::max<int64_t>(rows, 1);
+  kernels::ParallelMacs(images * chunks, macs_per_item, [&](int64_t begin, int64_t end) {
     std::unique_ptr<float[]> col = Scratch(rows * chunk);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t image = item / chunks, g = image % p.group, n = image / p.group;

@@ -123,9 +123,14 @@ int64_t CheckedIndex(const KernelContext& ctx, int64_t index, int64_t dim, const
 
 // Splits [0, n) across the thread pool when n is large enough to be worth it.
 void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
-// The same over `rows` rows of `row_elements` elements each: the split is worth it by the
-// element count, not the row count (256 rows of 1536 bias-added values are 393K elements).
+// The same over `rows` rows of `row_elements` elements (or multiply-adds) each: the split is
+// worth it by the work, not the row count (256 rows of 1536 bias-added values are 393K elements;
+// 8 planes of a tiny depthwise conv are not worth waking a thread for).
 void ParallelRows(int64_t rows, int64_t row_elements,
+                  const std::function<void(int64_t, int64_t)>& fn);
+// The same for GEMM-like work measured in multiply-adds, which run ~50x faster per unit than an
+// elementwise op: a chunk needs millions of them to pay for waking a pool thread.
+void ParallelMacs(int64_t items, int64_t macs_per_item,
                   const std::function<void(int64_t, int64_t)>& fn);
 
 // ---- implementation of the templates ----

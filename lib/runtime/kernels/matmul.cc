@@ -84,7 +84,7 @@ void MatMulKernel(KernelContext& ctx) {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* py = y.mutable_data<T>();
-    ParallelFor(gemms * blocks, 1, [&](int64_t begin, int64_t end) {
+    kernels::ParallelMacs(gemms * blocks, row_block * n * k, [&](int64_t begin, int64_t end) {
       for (int64_t item = begin; item < end; ++item) {
         const int64_t g = item / blocks, r0 = (item % blocks) * row_block;
         const int64_t r = std::min(row_block, rows - r0);
@@ -144,7 +144,7 @@ void GemmKernel(KernelContext& ctx) {
         for (int64_t j = 0; j < n; ++j) py[i * n + j] = pc[i * c_row_step + j * c_col_step];
     }
     const int64_t block = std::max<int64_t>(16, (m + NumThreads() - 1) / NumThreads());
-    ParallelFor((m + block - 1) / block, 1, [&](int64_t begin, int64_t end) {
+    kernels::ParallelMacs((m + block - 1) / block, block * n * k, [&](int64_t begin, int64_t end) {
       for (int64_t bi = begin; bi < end; ++bi) {
         const int64_t r0 = bi * block, r = std::min(block, m - r0);
         const T* pa = a.data<T>() + (ta ? r0 : r0 * a.dim(1));

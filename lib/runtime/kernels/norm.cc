@@ -73,15 +73,14 @@ void BatchNormKernel(KernelContext& ctx) {
     }
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    ParallelFor(batch * channels, std::max<int64_t>(1, 8192 / std::max<int64_t>(inner, 1)),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t r = begin; r < end; ++r) {
-                    const T ac = a[r % channels], bc = b[r % channels];
-                    const T* in = px + r * inner;
-                    T* out = py + r * inner;
-                    for (int64_t i = 0; i < inner; ++i) out[i] = in[i] * ac + bc;
-                  }
-                });
+    kernels::ParallelRows(batch * channels, inner, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T ac = a[r % channels], bc = b[r % channels];
+        const T* in = px + r * inner;
+        T* out = py + r * inner;
+        for (int64_t i = 0; i < inner; ++i) out[i] = in[i] * ac + bc;
+      }
+    });
   });
 }
 
@@ -149,20 +148,20 @@ void LayerNormKernel(KernelContext& ctx) {
                                                  : std::vector<T>(inner, T(0));
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(inner, 1)),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t r = begin; r < end; ++r) {
-                    double mean, inv_std;
-                    Moments(px + r * inner, inner, epsilon, mean, inv_std);
-                    if (mean_out) mean_out[r] = static_cast<float>(mean);
-                    if (inv_out) inv_out[r] = static_cast<float>(inv_std);
-                    const T* in = px + r * inner;
-                    T* out = py + r * inner;
-                    for (int64_t i = 0; i < inner; ++i) {
-                      out[i] = static_cast<T>((in[i] - mean) * inv_std) * scale[i] + bias[i];
-                    }
-                  }
-                });
+    // Two passes over each row (moments, then normalise): twice an elementwise op's work.
+    kernels::ParallelRows(rows, 2 * inner, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        double mean, inv_std;
+        Moments(px + r * inner, inner, epsilon, mean, inv_std);
+        if (mean_out) mean_out[r] = static_cast<float>(mean);
+        if (inv_out) inv_out[r] = static_cast<float>(inv_std);
+        const T* in = px + r * inner;
+        T* out = py + r * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          out[i] = static_cast<T>((in[i] - mean) * inv_std) * scale[i] + bias[i];
+        }
+      }
+    });
   });
 }
 
@@ -183,7 +182,7 @@ void InstanceNormKernel(KernelContext& ctx) {
     const T* bias = ctx.input(2).data<T>();
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
+    kernels::ParallelRows(planes, 2 * inner, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {
         double mean, inv_std;
         Moments(px + p * inner, inner, epsilon, mean, inv_std);
