@@ -283,6 +283,13 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     plan->checked_dtypes.emplace_back();
     const PrepareFn* prepare = registry.FindPrepare(domain, node.op_type(), opset);
     plan->prepared.push_back(prepare ? Prepare(*prepare, node, opset, *plan) : nullptr);
+    // A Constant node's value is as constant as an initializer: later prepare steps see it
+    // (exporters such as Paddle2ONNX give every conv weight as a Constant node).
+    if (node.op_type() == "Constant" && CanonicalDomain(node.domain()).empty() &&
+        plan->prepared.back() && node.output_size() == 1) {
+      plan->constants.emplace(node.output(0),
+                              *static_cast<const Tensor*>(plan->prepared.back().get()));
+    }
     for (const auto& out : node.output()) {
       if (!out.empty()) produced.insert(out);
     }

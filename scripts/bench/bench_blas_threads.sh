@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Which of Debian's OpenBLAS builds lets the executor's two pool threads multiply at once: for each
+# Whether Debian's OpenBLAS lets the executor's two pool threads multiply at once: for each
 # installed build (pthread, serial, openmp), one thread doing a 256x384x1536 GEMM (the anchor)
-# against two threads doing half each, as ratios (ideal 0.50x). The reason CMakeLists.txt links
-# the serial build. Prints figures only.
+# against two threads doing half each, as ratios (ideal 0.50x). The pthread build (the one the
+# executor links) measured 0.59x-1.05x here from run to run: it sometimes serialises the two
+# calls, which caps MatMul/Conv at 2 threads. The serial build ran them side by side (0.56x-0.83x)
+# but is not safe to call from two threads: linked into the executor it gave PP-OCRv4 det
+# different outputs in 6 of 20 runs. Prints figures only.
 #
 # Usage: scripts/bench/bench_blas_threads.sh [REPEAT]     (default 41)
 set -euo pipefail

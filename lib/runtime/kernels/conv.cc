@@ -1,4 +1,5 @@
-// Conv and ConvTranspose. Conv runs as one of three paths: a direct kernel for depthwise convs
+// Conv and ConvTranspose. Conv runs as one of four paths: Winograd F(2x2, 3x3) for large 3x3
+// stride-1 convs with constant weights (winograd.h), a direct kernel for depthwise convs
 // (memory-bound, so im2col would only add traffic), a plain GEMM for 1x1 stride-1 convs (the input
 // already is the im2col matrix), and im2col + GEMM for the rest, with im2col built in cache-sized
 // column chunks that are spread over the thread pool (see executor-performance.md for why the
@@ -16,6 +17,7 @@
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/kernels/simd.h"
 #include "lib/runtime/kernels/spatial.h"
+#include "lib/runtime/kernels/winograd.h"
 #include "lib/runtime/parallel.h"
 
 namespace porttool::runtime {
@@ -299,6 +301,46 @@ bool IsPointwise(const Window3& w) {
   return true;
 }
 
+// ---- Winograd path ----
+
+bool IsWinogradShape(const ConvProblem& p, const kernels::WinogradWeights& u) {
+  const Window3& w = p.w;
+  return p.group == 1 && u.c_in == p.c_in && u.c_out == p.c_out && w.in[0] == 1 &&
+         w.kernel[0] == 1 && w.kernel[1] == 3 && w.kernel[2] == 3 && w.strides[1] == 1 &&
+         w.strides[2] == 1 && w.dilations[1] == 1 && w.dilations[2] == 1 &&
+         kernels::WinogradPays(p.c_in, p.c_out, w.out[1], w.out[2]);
+}
+
+void RunWinogradConv(const ConvProblem& p, const kernels::WinogradWeights& u) {
+  const Window3& w = p.w;
+  kernels::WinogradConv c;
+  c.x = p.x;
+  c.bias = p.bias;
+  c.y = p.y;
+  c.batch = p.batch;
+  c.in_h = w.in[1], c.in_w = w.in[2], c.out_h = w.out[1], c.out_w = w.out[2];
+  c.pad_top = w.pad_begin[1], c.pad_left = w.pad_begin[2];
+  kernels::RunWinograd(c, u);
+}
+
+// Plan time: a 3x3 conv with constant weights, one group, stride and dilation 1 gets its
+// Winograd weights once (whether the output is large enough is decided per run).
+std::shared_ptr<const void> PrepareConv(const KernelContext& ctx) {
+  if (!ctx.has_input(1)) return nullptr;
+  const Tensor& wt = ctx.input(1);
+  const auto ones = [&](const char* attr) {
+    const auto v = ctx.GetInts(attr);
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
+  };
+  if (wt.dtype() != onnx::TensorProto::FLOAT || wt.rank() != 4 || wt.dim(2) != 3 ||
+      wt.dim(3) != 3 || ctx.GetInt("group", 1) != 1 || !ones("strides") || !ones("dilations") ||
+      !kernels::WinogradPays(wt.dim(1), wt.dim(0), 1 << 20, 1)) {
+    return nullptr;
+  }
+  return std::make_shared<kernels::WinogradWeights>(
+      kernels::TransformWinogradWeights(wt.data<float>(), wt.dim(0), wt.dim(1)));
+}
+
 // ---- kernels ----
 
 void ConvKernel(KernelContext& ctx) {
@@ -333,7 +375,10 @@ void ConvKernel(KernelContext& ctx) {
   p.bias = OptionalBias(ctx, p.c_out);
   p.y = y.mutable_data<float>();
   if (y.size() == 0) return;
-  if (IsPlanarDepthwise(p)) {
+  const auto* winograd = ctx.prepared<kernels::WinogradWeights>();
+  if (winograd && IsWinogradShape(p, *winograd)) {
+    RunWinogradConv(p, *winograd);
+  } else if (IsPlanarDepthwise(p)) {
     RunDepthwise(p);
   } else if (IsPointwise(p.w)) {
     RunPointwise(p);
@@ -400,7 +445,7 @@ void ConvTransposeKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterConvKernels(KernelRegistry& r) {
-  r.Register("", "Conv", 1, 17, ConvKernel);
+  r.Register("", "Conv", 1, 17, ConvKernel, PrepareConv);
   r.Register("", "ConvTranspose", 1, 17, ConvTransposeKernel);
 }
 

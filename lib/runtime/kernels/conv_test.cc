@@ -161,6 +161,52 @@ TEST(ConvKernel, LargeLayersSplitAcrossChunksMatchNaive) {
   SetNumThreads(0);
 }
 
+// Large 3x3 stride-1 convs with constant weights take the Winograd F(2x2, 3x3) path (prepared
+// once): odd output sizes (partial tiles and 8-tile groups), asymmetric pads, batches, bias or
+// none, one and two threads, against the double-precision direct sum.
+TEST(ConvKernel, WinogradPathMatchesNaive) {
+  std::mt19937 rng(11);
+  struct Geometry {
+    std::vector<int64_t> in, pad_begin, pad_end;
+  };
+  const Geometry geometries[] = {{{33, 41}, {1, 1}, {1, 1}},
+                                 {{34, 35}, {0, 0}, {0, 0}},
+                                 {{40, 45}, {1, 0}, {0, 1}},
+                                 {{37, 64}, {2, 2}, {0, 1}},
+                                 {{40, 40}, {1, 1}, {1, 1}}};
+  for (int threads : {1, 2}) {
+    SetNumThreads(threads);
+    for (const Geometry& g : geometries) {
+      ConvCase c;
+      c.batch = 2;  // the second image reads and writes past the first one's planes
+      c.c_in = g.in[0] % 2 ? 16 : 24, c.c_out = g.in[1] % 2 ? 20 : 16;
+      if (g.in[0] == g.in[1]) c.c_in = 96, c.c_out = 24;  // PP-OCRv4 det's neck convs
+      c.in = g.in, c.kernel = {3, 3}, c.strides = {1, 1}, c.dilations = {1, 1};
+      c.pad_begin = g.pad_begin, c.pad_end = g.pad_end;
+      c.bias = g.in[0] % 2 == 0;
+      Tensor x = RandomFloats({c.batch, c.c_in, c.in[0], c.in[1]}, rng);
+      Tensor w = RandomFloats({c.c_out, c.c_in, 3, 3}, rng), b = RandomFloats({c.c_out}, rng);
+      NodeBuilder node("Conv", 3);
+      std::vector<int64_t> pads = c.pad_begin;
+      pads.insert(pads.end(), c.pad_end.begin(), c.pad_end.end());
+      node.Ints("pads", pads).Ints("kernel_shape", {3, 3});
+      std::vector<int64_t> shape;
+      auto expected = NaiveConv(c, x, w, c.bias ? b.data<float>() : nullptr, shape);
+      bool winograd = false;
+      auto out = testing_util::RunOpPrepared(node.node(), 11, {&x, &w, c.bias ? &b : nullptr},
+                                             {false, true, true}, &winograd);
+      ASSERT_TRUE(winograd) << "the prepare step built no Winograd weights";
+      testing_util::ExpectClose(
+          out[0], shape, expected,
+          fmt::format("threads {} in [{}] pads [{}|{}]", threads, fmt::join(c.in, ","),
+                      fmt::join(c.pad_begin, ","), fmt::join(c.pad_end, ",")),
+          3e-4);  // sums of up to 864 products, added in another order than the direct sum
+      if (HasFatalFailure()) return;
+    }
+  }
+  SetNumThreads(0);
+}
+
 TEST(ConvKernel, AutoPadSameAndValid) {
   std::mt19937 rng(5);
   Tensor x = RandomFloats({1, 2, 7, 8}, rng), w = RandomFloats({3, 2, 3, 4}, rng);

@@ -80,6 +80,29 @@ inline std::vector<Tensor> RunOp(const onnx::NodeProto& node, int opset,
   return std::move(ctx.outputs());
 }
 
+// Like RunOp, with the kernel's prepare step run first, seeing the inputs marked `constant` (as
+// the Session shows it the initializers); returns the outputs and whether the step built
+// anything.
+inline std::vector<Tensor> RunOpPrepared(const onnx::NodeProto& node, int opset,
+                                         std::vector<const Tensor*> inputs,
+                                         const std::vector<bool>& constant, bool* prepared_some) {
+  const KernelRegistry& registry = KernelRegistry::Default();
+  const KernelFn* fn = registry.Find("", node.op_type(), opset);
+  if (fn == nullptr) throw std::runtime_error("no kernel for " + node.op_type());
+  std::shared_ptr<const void> prepared;
+  if (const PrepareFn* prepare = registry.FindPrepare("", node.op_type(), opset)) {
+    std::vector<const Tensor*> constants;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      constants.push_back(i < constant.size() && constant[i] ? inputs[i] : nullptr);
+    prepared = (*prepare)(KernelContext(node, opset, constants));
+  }
+  if (prepared_some) *prepared_some = prepared != nullptr;
+  KernelContext ctx(node, opset, std::move(inputs));
+  ctx.set_prepared(prepared);
+  (*fn)(ctx);
+  return std::move(ctx.outputs());
+}
+
 inline Tensor FloatTensor(const std::vector<int64_t>& shape, const std::vector<float>& values) {
   Tensor t(onnx::TensorProto::FLOAT, shape);
   std::copy(values.begin(), values.end(), t.mutable_data<float>());

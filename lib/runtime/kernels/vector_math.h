@@ -18,7 +18,9 @@
 // GCC warns that passing 32-byte vectors by value changes the ABI without AVX. Every function
 // here and every lambda given to Map8 is always_inline, so no such value crosses a call; the
 // warning has nothing to point at (the pragma stays in effect in the files including this one).
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
