@@ -5,8 +5,10 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -217,25 +219,32 @@ void BinaryBroadcast(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
   Broadcaster plan(out.shape(), {a.shape(), b.shape()});
   const int64_t n = plan.row_length();
   const int64_t sa = plan.inner_steps()[0], sb = plan.inner_steps()[1];
-  ParallelRows(plan.rows(), n, [&](int64_t begin, int64_t end) {
+  // Rows are cut into segments so that a tensor times a scalar (one row of every element) still
+  // splits across threads.
+  constexpr int64_t kSegment = 1 << 14;
+  const int64_t segments = std::max<int64_t>(1, (n + kSegment - 1) / kSegment);
+  const int64_t seg_len = (n + segments - 1) / segments;
+  ParallelRows(plan.rows() * segments, seg_len, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> off(2);
-    for (int64_t r = begin; r < end; ++r) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t r = item / segments;
+      const int64_t i0 = (item % segments) * seg_len, i1 = std::min(n, i0 + seg_len);
       plan.RowOffsets(r, off);
       const A* ra = pa + off[0];
       const B* rb = pb + off[1];
       O* ro = po + r * n;
       // Separate loops per step pattern so each one vectorises.
       if (sa && sb) {
-        for (int64_t i = 0; i < n; ++i) ro[i] = op(ra[i], rb[i]);
+        for (int64_t i = i0; i < i1; ++i) ro[i] = op(ra[i], rb[i]);
       } else if (sa) {
         const B vb = rb[0];
-        for (int64_t i = 0; i < n; ++i) ro[i] = op(ra[i], vb);
+        for (int64_t i = i0; i < i1; ++i) ro[i] = op(ra[i], vb);
       } else if (sb) {
         const A va = ra[0];
-        for (int64_t i = 0; i < n; ++i) ro[i] = op(va, rb[i]);
+        for (int64_t i = i0; i < i1; ++i) ro[i] = op(va, rb[i]);
       } else {
         const O v = op(ra[0], rb[0]);
-        for (int64_t i = 0; i < n; ++i) ro[i] = v;
+        for (int64_t i = i0; i < i1; ++i) ro[i] = v;
       }
     }
   });
