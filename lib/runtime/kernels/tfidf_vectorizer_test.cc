@@ -52,16 +52,22 @@ TEST(TfIdfVectorizerKernel, SkipGramsCountEveryStartAndSkipButUnigramsOnce) {
   ExpectClose(rows[0], {2, 4}, {2, 1, 1, 2, 0, 2, 1, 2}, "batch");
 }
 
-// Unigrams 7 -> column 2, 8 -> column 0, 9 -> column 1; weights are per output column.
-onnx::NodeProto WeightedNode(const std::string& mode, bool with_weights) {
+// Unigrams only, in `mode`, with the given output columns; the pool is added by the caller.
+NodeBuilder UnigramNode(const std::string& mode, const std::vector<int64_t>& indexes) {
   NodeBuilder b("TfIdfVectorizer", 1);
   b.Str("mode", mode)
       .Int("min_gram_length", 1)
       .Int("max_gram_length", 1)
       .Int("max_skip_count", 0)
       .Ints("ngram_counts", {0})
-      .Ints("ngram_indexes", {2, 0, 1})
-      .Ints("pool_int64s", {7, 8, 9});
+      .Ints("ngram_indexes", indexes);
+  return b;
+}
+
+// Unigrams 7 -> column 2, 8 -> column 0, 9 -> column 1; weights are per output column.
+onnx::NodeProto WeightedNode(const std::string& mode, bool with_weights) {
+  NodeBuilder b = UnigramNode(mode, {2, 0, 1});
+  b.Ints("pool_int64s", {7, 8, 9});
   if (with_weights) b.Floats("weights", {0.5f, 2.f, 4.f});
   return b.node();
 }
@@ -90,14 +96,8 @@ std::string PrepareError(const onnx::NodeProto& node) {
 
 TEST(TfIdfVectorizerKernel, RejectsStringPoolsAndInconsistentAttributesAtPlanTime) {
   EXPECT_EQ(PrepareError(WeightedNode("TF", true)), "");
-  NodeBuilder strings("TfIdfVectorizer", 1);
-  strings.Str("mode", "TF")
-      .Int("min_gram_length", 1)
-      .Int("max_gram_length", 1)
-      .Int("max_skip_count", 0)
-      .Ints("ngram_counts", {0})
-      .Ints("ngram_indexes", {0, 1})
-      .Strs("pool_strings", {"a", "b"});
+  NodeBuilder strings = UnigramNode("TF", {0, 1});
+  strings.Strs("pool_strings", {"a", "b"});
   const std::string pool = PrepareError(strings.node());
   EXPECT_NE(pool.find("attribute 'pool_strings' (2 strings) is not supported"), std::string::npos)
       << pool;
@@ -109,28 +109,15 @@ TEST(TfIdfVectorizerKernel, RejectsStringPoolsAndInconsistentAttributesAtPlanTim
   EXPECT_NE(bad_mode.find("attribute 'mode' value 'BM25'"), std::string::npos) << bad_mode;
 
   // Three pool unigrams but two ngram_indexes.
-  NodeBuilder mismatch("TfIdfVectorizer", 1);
-  mismatch.Str("mode", "TF")
-      .Int("min_gram_length", 1)
-      .Int("max_gram_length", 1)
-      .Int("max_skip_count", 0)
-      .Ints("ngram_counts", {0})
-      .Ints("ngram_indexes", {0, 1})
-      .Ints("pool_int64s", {7, 8, 9});
+  NodeBuilder mismatch = UnigramNode("TF", {0, 1});
+  mismatch.Ints("pool_int64s", {7, 8, 9});
   const std::string count = PrepareError(mismatch.node());
   EXPECT_NE(count.find("attribute 'ngram_indexes' has 2 values for 3 pool n-grams"),
             std::string::npos)
       << count;
 
-  NodeBuilder weights("TfIdfVectorizer", 1);
-  weights.Str("mode", "IDF")
-      .Int("min_gram_length", 1)
-      .Int("max_gram_length", 1)
-      .Int("max_skip_count", 0)
-      .Ints("ngram_counts", {0})
-      .Ints("ngram_indexes", {0, 5})
-      .Ints("pool_int64s", {7, 8})
-      .Floats("weights", {1.f, 1.f});
+  NodeBuilder weights = UnigramNode("IDF", {0, 5});
+  weights.Ints("pool_int64s", {7, 8}).Floats("weights", {1.f, 1.f});
   const std::string few = PrepareError(weights.node());
   EXPECT_NE(few.find("attribute 'weights' has 2 values; the output has 6 columns"),
             std::string::npos)
