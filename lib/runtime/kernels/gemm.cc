@@ -2,15 +2,26 @@
 
 #include <cblas.h>
 
+#include "lib/runtime/parallel.h"
+
 namespace porttool::runtime::kernels {
 namespace {
 
 CBLAS_TRANSPOSE Trans(bool t) { return t ? CblasTrans : CblasNoTrans; }
 
+// The thread pool pins BLAS to one thread when it starts. A GEMM run before anything had touched
+// the pool (a small model whose convs all run inline) used OpenBLAS's own threads instead, which
+// round differently: `split --verify` then found a model and its segments 1 ulp apart.
+void EnsureBlasPinned() {
+  static const bool pinned = (NumThreads(), true);
+  (void)pinned;
+}
+
 }  // namespace
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  EnsureBlasPinned();
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {  // BLAS may leave C untouched; the math says C = beta * C
     for (int64_t i = 0; i < m; ++i)
@@ -25,6 +36,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc) {
+  EnsureBlasPinned();
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i)
