@@ -108,14 +108,6 @@ void CheckInputTypes(const onnx::OpSchema& schema, const onnx::NodeProto& node, 
   }
 }
 
-// If, Loop, Scan and custom ops with a body: only they need the (heap-allocated) subgraph runner.
-bool HasGraphAttribute(const onnx::NodeProto& node) {
-  for (const auto& a : node.attribute()) {
-    if (a.has_g() || a.graphs_size() > 0) return true;
-  }
-  return false;
-}
-
 // Whether `dtypes` holds the dtype of every argument (-1 for an absent one).
 bool SameDtypes(const std::vector<int32_t>& dtypes, const std::vector<const Tensor*>& args) {
   if (dtypes.size() != args.size()) return false;
@@ -496,16 +488,15 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
     KernelContext ctx(node, plan.opsets[step], std::move(args));
     ctx.set_model(&model_);
     ctx.set_prepared(plan.prepared[step]);
-    if (HasGraphAttribute(node))
-      ctx.set_subgraph_runner(
-          [this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
-            Scope child;
-            child.plan = &PlanFor(g);
-            child.parent = &scope;
-            for (size_t i = 0; i < in.size(); ++i)
-              child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
-            return Execute(*child.plan, child, observer, true);
-          });
+    ctx.set_subgraph_runner(
+        [this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
+          Scope child;
+          child.plan = &PlanFor(g);
+          child.parent = &scope;
+          for (size_t i = 0; i < in.size(); ++i)
+            child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
+          return Execute(*child.plan, child, observer, true);
+        });
     auto bound = nested ? std::nullopt : FindBoundOutput(node);
     {
       std::optional<ScopedOutputBuffer> in_caller_memory;

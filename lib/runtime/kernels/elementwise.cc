@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "lib/ir/dtype.h"
+#include "lib/ir/graph_view.h"
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/kernels/simd.h"
@@ -463,20 +464,6 @@ Tensor CastTensor(const KernelContext& ctx, const Tensor& x, int32_t to) {
   return y;
 }
 
-// The element type the model declares for `name` (graph input, output, value_info or
-// initializer of the main graph), or 0.
-int32_t DeclaredElemType(const onnx::GraphProto& graph, const std::string& name) {
-  for (const auto* list : {&graph.input(), &graph.value_info(), &graph.output()}) {
-    for (const auto& vi : *list) {
-      if (vi.name() == name) return vi.type().tensor_type().elem_type();
-    }
-  }
-  for (const auto& init : graph.initializer()) {
-    if (init.name() == name) return init.data_type();
-  }
-  return 0;
-}
-
 // CastLike's target: its second input's type. A float16/bfloat16 input arrives as float32, so the
 // declared type, looked up once at plan time, says whether to round.
 struct CastLikeTarget {
@@ -486,7 +473,13 @@ struct CastLikeTarget {
 std::shared_ptr<const void> PrepareCastLike(const KernelContext& ctx) {
   auto target = std::make_shared<CastLikeTarget>();
   if (ctx.model() != nullptr && ctx.node().input_size() > 1) {
-    target->declared = DeclaredElemType(ctx.model()->proto.graph(), ctx.node().input(1));
+    const ir::GraphView view(ctx.model()->proto.graph());
+    const std::string& like = ctx.node().input(1);
+    if (const auto* vi = view.ValueInfo(like)) {
+      target->declared = vi->type().tensor_type().elem_type();
+    } else if (const auto* init = view.Initializer(like)) {
+      target->declared = init->data_type();
+    }
   }
   return target;
 }
