@@ -11,7 +11,7 @@
 # Needs ONNX Runtime for node (scripts/setup.sh --ort).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ $# -ge 3 ] || { sed -n '9,11p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '8,11p' "$0" >&2; exit 2; }
 MODEL=$1 INPUT=$2 DIMS=$3 THREADS=${4:-1} REPEAT=${5:-10}
 BIN=${PORTTOOL_BIN:-build/porttool}
 WORK=$(mktemp -d)
