@@ -28,25 +28,6 @@ struct Plan {
   runtime::Tensor bias;
 };
 
-// The per-channel values of `k` for `channels` output channels of a rank-`rank` output.
-std::optional<std::vector<float>> ChannelValues(const runtime::Tensor& k, int rank,
-                                                int64_t channels) {
-  if (k.rank() > rank) return std::nullopt;
-  int64_t per_channel = 1;
-  for (int i = 0; i < k.rank(); ++i) {
-    int axis = rank - k.rank() + i;
-    if (axis == 1) {
-      per_channel = k.dim(i);
-    } else if (k.dim(i) != 1) {
-      return std::nullopt;
-    }
-  }
-  if (per_channel != 1 && per_channel != channels) return std::nullopt;
-  std::vector<float> values(channels);
-  for (int64_t c = 0; c < channels; ++c) values[c] = k.data<float>()[per_channel == 1 ? 0 : c];
-  return values;
-}
-
 std::variant<Plan, std::string> Match(const io::Model& model, const ir::GraphView& view,
                                       const ir::ConstantLookup& constants, int add_index) {
   const auto& add = view.node(add_index);

@@ -32,20 +32,6 @@ struct Plan {
   runtime::Tensor bias;
 };
 
-// Output channel of each weight element's slice along the leading two axes, applying `fn`.
-void ScaleWeights(runtime::Tensor& w, bool transposed, int64_t group, const std::vector<float>& s) {
-  int64_t d0 = w.dim(0), d1 = w.dim(1);
-  int64_t inner = w.size() / (d0 * d1);
-  float* data = w.mutable_data<float>();
-  for (int64_t i = 0; i < d0; ++i) {
-    for (int64_t j = 0; j < d1; ++j) {
-      int64_t oc = transposed ? (i / (d0 / group)) * d1 + j : i;
-      float* p = data + (i * d1 + j) * inner;
-      for (int64_t k = 0; k < inner; ++k) p[k] *= s[oc];
-    }
-  }
-}
-
 std::variant<Plan, std::string> Match(const io::Model& model, const ir::GraphView& view,
                                       const ir::ConstantLookup& constants, int bn_index) {
   const auto& bn = view.node(bn_index);

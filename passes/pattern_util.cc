@@ -28,6 +28,37 @@ std::optional<runtime::Tensor> FloatConstant(const io::Model& model,
   return runtime::TensorFromProto(model, *proto);
 }
 
+std::optional<std::vector<float>> ChannelValues(const runtime::Tensor& k, int rank,
+                                                int64_t channels) {
+  if (k.rank() > rank) return std::nullopt;
+  int64_t per_channel = 1;
+  for (int i = 0; i < k.rank(); ++i) {
+    int axis = rank - k.rank() + i;
+    if (axis == 1) {
+      per_channel = k.dim(i);
+    } else if (k.dim(i) != 1) {
+      return std::nullopt;
+    }
+  }
+  if (per_channel != 1 && per_channel != channels) return std::nullopt;
+  std::vector<float> values(channels);
+  for (int64_t c = 0; c < channels; ++c) values[c] = k.data<float>()[per_channel == 1 ? 0 : c];
+  return values;
+}
+
+void ScaleWeights(runtime::Tensor& w, bool transposed, int64_t group, const std::vector<float>& s) {
+  int64_t d0 = w.dim(0), d1 = w.dim(1);
+  int64_t inner = w.size() / (d0 * d1);
+  float* data = w.mutable_data<float>();
+  for (int64_t i = 0; i < d0; ++i) {
+    for (int64_t j = 0; j < d1; ++j) {
+      int64_t oc = transposed ? (i / (d0 / group)) * d1 + j : i;
+      float* p = data + (i * d1 + j) * inner;
+      for (int64_t k = 0; k < inner; ++k) p[k] *= s[oc];
+    }
+  }
+}
+
 std::string SkipNote(const onnx::NodeProto& node, const std::string& reason) {
   return fmt::format("kept {} '{}': {}", node.op_type(), node.name(), reason);
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/io/model.h"
 #include "lib/ir/constants.h"
@@ -26,6 +27,16 @@ std::optional<std::string> WhyNotPrivate(const ir::GraphView& view, const std::s
 std::optional<runtime::Tensor> FloatConstant(const io::Model& model,
                                              const ir::ConstantLookup& constants,
                                              const std::string& tensor);
+
+// The per-output-channel values of `k` broadcast against a rank-`rank` conv output with
+// `channels` channels (every dim of `k` 1 except the channel axis), or nullopt.
+std::optional<std::vector<float>> ChannelValues(const runtime::Tensor& k, int rank,
+                                                int64_t channels);
+
+// Multiplies conv weight `w` by s[output channel]. Conv weights are [C_out, C_in/group, k...];
+// ConvTranspose weights are [C_in, C_out/group, k...], so the output channel of weight (i, j) is
+// (i / (C_in/group)) * (C_out/group) + j.
+void ScaleWeights(runtime::Tensor& w, bool transposed, int64_t group, const std::vector<float>& s);
 
 // "kept Op 'name': reason" — one format for every skip note.
 std::string SkipNote(const onnx::NodeProto& node, const std::string& reason);

@@ -12,6 +12,7 @@
 #include "passes/fold_constants.h"
 #include "passes/fuse_conv_add.h"
 #include "passes/fuse_conv_bn.h"
+#include "passes/fuse_conv_mul.h"
 #include "passes/gelu_to_tanh.h"
 #include "passes/hardswish.h"
 #include "passes/pass.h"
@@ -34,6 +35,7 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<EliminateDeadCodePass>());
     r->push_back(std::make_unique<EliminateUnusedInitializersPass>());
     r->push_back(std::make_unique<FuseConvBnPass>());
+    r->push_back(std::make_unique<FuseConvMulPass>());
     r->push_back(std::make_unique<FuseConvAddPass>());
     r->push_back(std::make_unique<ResizeToUpsamplePass>());
     r->push_back(std::make_unique<DecomposeGeluPass>());

@@ -38,6 +38,7 @@ TransformReport Simplify(io::Model& model, const std::string& input_shape, PassC
   std::vector<PipelineStep> steps = {{"fold-constants", PassOptions(fold_options)},
                                      {"eliminate-identity", {}},
                                      {"fuse-conv-bn", {}},
+                                     {"fuse-conv-mul", {}},
                                      {"fuse-conv-add", {}},
                                      {"eliminate-dead-code", {}},
                                      {"eliminate-unused-initializers", {}}};
@@ -46,6 +47,15 @@ TransformReport Simplify(io::Model& model, const std::string& input_shape, PassC
   report.failed = check.back().result.failed;
   report.steps.push_back(std::move(check.back()));
   return report;
+}
+
+TransformReport PrepareForQuantization(io::Model& model, PassContext& context) {
+  std::vector<PipelineStep> steps = {{"fuse-conv-bn", {}},
+                                     {"fuse-conv-mul", {}},
+                                     {"fuse-conv-add", {}},
+                                     {"eliminate-dead-code", {}},
+                                     {"eliminate-unused-initializers", {}}};
+  return Transform(model, steps, /*fixed_point=*/true, context);
 }
 
 std::vector<PipelineStep> RuleSteps(const std::vector<std::string>& rules) {

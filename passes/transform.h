@@ -27,8 +27,15 @@ TransformReport Transform(io::Model& model, const std::vector<PipelineStep>& ste
                           bool fixed_point, PassContext& context);
 
 // simplify: fold-constants, eliminate-identity/dead-code/unused-initializers and the exact
-// fusions (fuse-conv-bn, fuse-conv-add), run to a fixed point, then `check`.
+// fusions (fuse-conv-bn, fuse-conv-mul, fuse-conv-add), run to a fixed point, then `check`.
 TransformReport Simplify(io::Model& model, const std::string& input_shape, PassContext& context);
+
+// Before quantization (what ONNX Runtime's quant_pre_process does with its basic fusions): the
+// exact conv fusions to a fixed point, so a BatchNormalization or a constant scale/shift after a
+// conv is in the conv's int8 weights and int32 bias instead of behind an extra requantization.
+// Output names are kept, so a table calibrated on the prepared model applies to a prepared
+// segment of it.
+TransformReport PrepareForQuantization(io::Model& model, PassContext& context);
 
 // Steps from a rule list "a,b{k=v}" (the `rewrite --rule` syntax is the pipeline syntax).
 std::vector<PipelineStep> RuleSteps(const std::vector<std::string>& rules);

@@ -199,6 +199,37 @@ TEST(FuseConvAdd, PerChannelBiasFoldsAndOtherShapesStay) {
   EXPECT_LT(MaxOutputDiff(original, m), 1e-6);
 }
 
+// PP-LCNetV3's affine block after a conv: a per-channel scale and a scalar shift. fuse-conv-mul
+// scales the weights and bias (grouped ConvTranspose included); with fuse-conv-add after it the
+// block is one conv. A full-size operand is not a per-channel scale and stays.
+TEST(FuseConvMul, ScaleThenShiftBecomeOneConvAndOtherShapesStay) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 11]>
+    g (float[1,4,5,5] x) => (float[1,4,10,10] y, float[1,4,5,5] z, float[1,4,5,5] v) {
+      c = ConvTranspose<strides = [2, 2], kernel_shape = [2, 2], group = 2>(x, w, b)
+      s = Mul(k, c)
+      y = Add(s, sh)
+      d = Conv(x, w2)
+      z = Mul(d, full)
+      e = Conv(x, w2, b)
+      v = Mul(e, k1)
+    })");
+  AddWeight(m, "w", {4, 2, 2, 2});
+  AddWeight(m, "b", {4});
+  AddWeight(m, "k", {1, 4, 1, 1});
+  AddWeight(m, "sh", {1});
+  AddWeight(m, "w2", {4, 4, 1, 1});
+  AddWeight(m, "full", {1, 4, 5, 5});
+  AddWeight(m, "k1", {});
+  io::Model original = m;
+  auto result = RunOne(m, "fuse-conv-mul");
+  EXPECT_EQ(result.changes, 2) << Notes(result);
+  EXPECT_EQ(CountOp(m, "Mul"), 1) << Notes(result);  // z = Mul(d, full)
+  EXPECT_NE(Notes(result).find("not a per-channel scale"), std::string::npos) << Notes(result);
+  RunOne(m, "fuse-conv-add");
+  EXPECT_EQ(CountOp(m, "Add"), 0);
+  EXPECT_LT(MaxOutputDiff(original, m), 1e-5);
+}
+
 TEST(ResizeToUpsample, NearestAsymmetricFloorBecomesUpsampleWithIdenticalOutputs) {
   io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 11]>
     g (float[1,2,3,4] x) => (float[1,2,6,8] y, float[1,2,6,8] h, float[1,2,6,8] s) <float[4] sc = {1.0, 1.0, 2.0, 2.0}, int64[4] sz = {1, 2, 6, 8}, float[0] roi = {}> {

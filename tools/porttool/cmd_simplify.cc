@@ -33,7 +33,8 @@ void RegisterSimplify(CLI::App& app, RunFn& run) {
   auto* cmd = app.add_subcommand(
       "simplify", "Fold constants, drop Identity/dead code, fuse Conv+BN/Add, to a fixed point");
   cmd->footer(
-      "Runs fold-constants, eliminate-identity, fuse-conv-bn, fuse-conv-add, eliminate-dead-code "
+      "Runs fold-constants, eliminate-identity, fuse-conv-bn, fuse-conv-mul, fuse-conv-add, "
+      "eliminate-dead-code "
       "and eliminate-unused-initializers until nothing changes, then check (exit 1, nothing "
       "written, if it fails).\nExample:\n  porttool simplify det.onnx --input-shape "
       "x:1x3x640x640 -o det.sim.onnx");
