@@ -58,6 +58,17 @@ std::string Suggest(const std::string& op, const AccuracyOptions& o, std::string
   return "exclude-node";
 }
 
+// IoU of {ref > a} and {qdq > b} over paired elements (1 when both sets are empty).
+double AboveIou(const std::vector<float>& ref, const std::vector<float>& qdq, double a, double b) {
+  size_t both = 0, either = 0;
+  for (size_t i = 0; i < ref.size() && i < qdq.size(); ++i) {
+    bool x = ref[i] > a, y = qdq[i] > b;
+    both += x && y;
+    either += x || y;
+  }
+  return either == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(either);
+}
+
 }  // namespace
 
 std::vector<double> Quantiles(std::vector<float>& values) {
@@ -77,6 +88,7 @@ ThresholdMapping MapThreshold(std::vector<float> ref, std::vector<float> qdq, do
   ThresholdMapping m;
   m.float_threshold = threshold;
   if (ref.empty() || qdq.empty()) return m;
+  std::vector<float> paired = qdq;  // qdq gets sorted below
   size_t above = static_cast<size_t>(
       std::count_if(ref.begin(), ref.end(), [&](float v) { return v > threshold; }));
   m.float_fraction_above = static_cast<double>(above) / static_cast<double>(ref.size());
@@ -88,6 +100,8 @@ ThresholdMapping MapThreshold(std::vector<float> ref, std::vector<float> qdq, do
   size_t qabove = static_cast<size_t>(
       std::count_if(qdq.begin(), qdq.end(), [&](float v) { return v > m.qdq_threshold; }));
   m.qdq_fraction_above = static_cast<double>(qabove) / static_cast<double>(qdq.size());
+  m.iou = AboveIou(ref, paired, threshold, threshold);
+  m.mapped_iou = AboveIou(ref, paired, threshold, m.qdq_threshold);
   return m;
 }
 

@@ -26,6 +26,10 @@ struct ThresholdMapping {
   std::string output;
   double float_threshold = 0, qdq_threshold = 0;
   double float_fraction_above = 0, qdq_fraction_above = 0;
+  // Intersection over union of the elements above the threshold in both runs (a detector's
+  // foreground mask), the QDQ side cut at float_threshold and at qdq_threshold: what SQNR hides
+  // on a saturating output, where a few flipped border pixels dominate the error energy.
+  double iou = 1, mapped_iou = 1;
 };
 
 struct LayerError {

@@ -32,6 +32,65 @@ bool IsOp(const onnx::NodeProto& n, std::initializer_list<const char*> ops) {
   return false;
 }
 
+constexpr const char* kAffineReason =
+    "elementwise with a constant (a scale or shift): integer backends fold it into the "
+    "neighbouring op, so a Q/DQ in front of it would only add a requantization";
+constexpr const char* kHardSwishReason =
+    "decomposed hard-swish (x * relu6(x + 3) / 6 or x * HardSigmoid(x)): one activation that "
+    "integer backends fuse; Q/DQ inside it would requantize the same values twice";
+
+// Initializers and Constant-node outputs: what InsertQdq treats as weights, not activations.
+std::set<std::string> ConstantNames(const onnx::GraphProto& g) {
+  std::set<std::string> out;
+  for (const auto& init : g.initializer()) out.insert(init.name());
+  for (const auto& n : g.node()) {
+    if (n.op_type() == "Constant") out.insert(n.output().begin(), n.output().end());
+  }
+  return out;
+}
+
+// Whether `tensor` is computed from `source` through at most four elementwise steps with
+// constants or unary activations (the gate side of a decomposed hard-swish).
+bool DerivedElementwise(const ir::GraphView& view, const std::set<std::string>& constants,
+                        std::string tensor, const std::string& source) {
+  for (int depth = 0; depth < 4; ++depth) {
+    int p = view.Producer(tensor);
+    if (p < 0) return false;
+    const auto& n = view.graph().node(p);
+    if (!IsOp(n, {"Add", "Sub", "Mul", "Div", "Clip", "Relu", "HardSigmoid"})) return false;
+    std::string next;
+    for (const auto& in : n.input()) {
+      if (in.empty() || constants.count(in)) continue;
+      if (!next.empty()) return false;  // two activation operands: not a gate
+      next = in;
+    }
+    if (next == source) return true;
+    if (next.empty()) return false;
+    tensor = next;
+  }
+  return false;
+}
+
+// Marks the Add/Mul nodes that integer backends fuse into a neighbour: an elementwise op with a
+// constant operand (PP-LCNetV3's affine blocks, an unfused scale), and the final Mul of a
+// decomposed hard-swish. A residual Add or an attention/SE Mul of two activations stays
+// quantized.
+void MarkFusedElementwise(const ir::GraphView& view, const std::set<std::string>& constants,
+                          std::map<int, std::string>& excluded) {
+  const auto& g = view.graph();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    if (!IsOp(n, {"Add", "Mul"}) || n.input_size() != 2) continue;
+    if (constants.count(n.input(0)) || constants.count(n.input(1))) {
+      excluded.emplace(i, kAffineReason);
+    } else if (n.op_type() == "Mul" &&
+               (DerivedElementwise(view, constants, n.input(1), n.input(0)) ||
+                DerivedElementwise(view, constants, n.input(0), n.input(1)))) {
+      excluded.emplace(i, kHardSwishReason);
+    }
+  }
+}
+
 // Marks the Add/Mul/Div nodes of decomposed GELU and LayerNorm subgraphs.
 void MarkPatterns(const ir::GraphView& view, std::map<int, std::string>& excluded) {
   const auto& g = view.graph();
@@ -274,6 +333,7 @@ class QdqBuilder {
       }
     }
     MarkPatterns(view, excluded);
+    MarkFusedElementwise(view, ConstantNames(g_), excluded);
     return excluded;
   }
 
@@ -510,14 +570,15 @@ const std::set<std::string>& QuantizableOps() {
 }
 
 std::set<std::string> QuantizableActivations(const onnx::GraphProto& graph) {
-  std::set<std::string> constant;
-  for (const auto& init : graph.initializer()) constant.insert(init.name());
-  for (const auto& n : graph.node()) {
-    if (n.op_type() == "Constant") constant.insert(n.output().begin(), n.output().end());
-  }
+  std::set<std::string> constant = ConstantNames(graph);
+  ir::GraphView view(graph);
+  std::map<int, std::string> fused;  // never quantized, whatever the user excludes
+  MarkPatterns(view, fused);
+  MarkFusedElementwise(view, constant, fused);
   std::set<std::string> out;
-  for (const auto& n : graph.node()) {
-    if (!QuantizableOps().count(n.op_type())) continue;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& n = graph.node(i);
+    if (!QuantizableOps().count(n.op_type()) || fused.count(i)) continue;
     for (const auto& in : n.input()) {
       if (!in.empty() && !constant.count(in)) out.insert(in);
     }

@@ -112,7 +112,9 @@ nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
                           {"float_threshold", t.float_threshold},
                           {"qdq_threshold", t.qdq_threshold},
                           {"float_fraction_above", t.float_fraction_above},
-                          {"qdq_fraction_above", t.qdq_fraction_above}});
+                          {"qdq_fraction_above", t.qdq_fraction_above},
+                          {"iou", t.iou},
+                          {"mapped_iou", t.mapped_iou}});
   }
   for (const auto& w : a.worst) {
     worst.push_back({{"tensor", w.tensor},

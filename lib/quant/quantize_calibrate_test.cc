@@ -143,6 +143,33 @@ TEST(Calibrate, HistogramsOnlyForWhatQdqCanQuantize) {
   EXPECT_EQ(all.at("x").stats.min(), stats.at("x").stats.min());
 }
 
+// An SE gate (HardSigmoid after a pooled branch) is binned, but its range stays the observed one
+// under percentile and entropy: a bounded output has no outlier to clip, and its rare values
+// near 1 are the open gate.
+TEST(Calibrate, BoundedOutputsKeepTheirObservedRange) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 4);
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,4,4] x) => (float[1,2,4,4] y) {
+  p = GlobalAveragePool (x)
+  gate = HardSigmoid (p)
+  y = Mul (x, gate)
+})");
+  CollectOptions o = Threads(1);
+  o.histogram_tensors = QuantizableActivations(m.proto.graph());
+  ASSERT_TRUE(o.histogram_tensors->count("gate"));
+  StatsMap stats = CollectStats(m, List(m, tmp / "data"), o);
+  for (Method method : {Method::kPercentile, Method::kEntropy}) {
+    CalibrationTable t = BuildTable(stats, {.method = method, .percentile = 90.0});
+    const TableEntry& gate = t.tensors.at("gate");
+    EXPECT_EQ(gate.method, "minmax") << MethodName(method);
+    EXPECT_EQ(gate.max, gate.observed_max) << MethodName(method);
+    EXPECT_EQ(t.tensors.at("x").method, MethodName(method));
+    EXPECT_LT(t.tensors.at("x").max, t.tensors.at("x").observed_max) << MethodName(method);
+  }
+}
+
 TEST(Calibrate, SymmetricTableAndTensorRtCache) {
   TableEntry e;
   ComputeQuantParams(-0.5, 2.0, true, e);
@@ -321,6 +348,47 @@ g (float[2,2] x) => (float[2,2] y) {
   EXPECT_EQ(r.excluded.size(), 4u);  // Div, Add, Mul, Mul
 }
 
+// PP-LCNetV3's block after fusion: Conv, a constant scale and shift, the decomposed hard-swish
+// x * relu6(x + 3) / 6, then a residual Add of two activations and a Conv. Integer backends fuse
+// the constant ops and the hard-swish into one activation, so Q/DQ go only where the convs and
+// the residual Add read: x, the hard-swish output t and the conv output c (both Add inputs).
+TEST(Qdq, ConstantOpsAndHardSwishAreFusedNotRequantized) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,4,4] x) => (float[1,2,4,4] y) {
+  w = Constant <value = float[2,2,1,1] {1.0, 0.5, -0.5, 1.0}> ()
+  k = Constant <value = float[1] {0.9}> ()
+  sh = Constant <value = float[1] {0.1}> ()
+  three = Constant <value = float[1] {3.0}> ()
+  zero = Constant <value = float[1] {0.0}> ()
+  six = Constant <value = float[1] {6.0}> ()
+  c0 = Conv (x, w)
+  s = Mul (c0, k)
+  a = Add (s, sh)
+  a3 = Add (a, three)
+  r6 = Clip (a3, zero, six)
+  h = Mul (a, r6)
+  t = Div (h, six)
+  c = Conv (t, w)
+  y = Add (c, t)
+})");
+  int i = 0;
+  for (auto& n : *m.proto.mutable_graph()->mutable_node()) n.set_name("n" + std::to_string(i++));
+  CalibrationTable table;
+  for (const char* name : {"x", "c0", "s", "a", "a3", "r6", "h", "t", "c"}) {
+    ComputeQuantParams(-4, 4, false, table.tensors[name]);
+  }
+  EXPECT_EQ(QuantizableActivations(m.proto.graph()), (std::set<std::string>{"x", "t", "c"}));
+  QdqResult r = InsertQdq(m, table, {});
+  EXPECT_EQ(r.quantized_activations, 3);
+  EXPECT_EQ(r.quantized_nodes, 3);  // both Convs and the residual Add
+  std::map<std::string, std::string> reasons;
+  for (const auto& e : r.excluded) reasons[e.node] = e.reason;
+  EXPECT_EQ(reasons.size(), 4u);  // the scale, the shift, the +3 and the hard-swish Mul
+  EXPECT_NE(reasons["n7"].find("constant"), std::string::npos);     // s = Mul(c0, k)
+  EXPECT_NE(reasons["n11"].find("hard-swish"), std::string::npos);  // h = Mul(a, r6)
+}
+
 class BadSamples : public ::testing::Test {
  protected:
   void ExpectBadInput(const std::string& needle) {
@@ -377,6 +445,10 @@ TEST(Accuracy, QuantilesAndThresholdMappingByHand) {
   EXPECT_DOUBLE_EQ(t.float_fraction_above, 0.2);
   EXPECT_FLOAT_EQ(static_cast<float>(t.qdq_threshold), 0.6f);
   EXPECT_DOUBLE_EQ(t.qdq_fraction_above, 0.2);
+  // Above 0.5: float {0.9, 0.95}; QDQ at 0.5 adds 0.55, 0.56, 0.57 and 0.6 (IoU 2/6); QDQ at
+  // the mapped 0.6 is {1.0, 1.05}, the same two elements (IoU 1).
+  EXPECT_DOUBLE_EQ(t.iou, 2.0 / 6);
+  EXPECT_DOUBLE_EQ(t.mapped_iou, 1.0);
 }
 
 }  // namespace

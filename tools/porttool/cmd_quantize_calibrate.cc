@@ -14,6 +14,7 @@
 #include "lib/util/error.h"
 #include "lib/util/json_text.h"
 #include "lib/util/strings.h"
+#include "passes/transform.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -24,7 +25,7 @@ struct QuantizeCalibrateOptions {
   std::string model, data, eval_data, table, trt_cache, preprocess_file;
   std::string method = "percentile";
   double percentile = 99.999;
-  bool per_channel = false, symmetric = false, json = false, no_eval = false;
+  bool per_channel = false, symmetric = false, json = false, no_eval = false, no_prepare = false;
   std::vector<std::string> exclude_ops, exclude_nodes, thresholds;
   std::string resize, layout = "NCHW", channel_order = "RGB";
   double scale = 1.0 / 255.0;
@@ -112,19 +113,38 @@ void PrintText(const quant::QuantizeCalibrateResult& r, const QuantizeCalibrateO
   for (const auto& t : a.thresholds) {
     fmt::print(
         "  threshold {}: float {} keeps {:.4f}% above; use {:.6g} on the QDQ output "
-        "({:.4f}% above)\n",
+        "({:.4f}% above); above-threshold IoU float vs QDQ {:.3f} ({:.3f} at {:.6g})\n",
         t.output, t.float_threshold, 100 * t.float_fraction_above, t.qdq_threshold,
-        100 * t.qdq_fraction_above);
+        100 * t.qdq_fraction_above, t.iou, t.mapped_iou, t.qdq_threshold);
   }
   fmt::print("tensors where the error grows most:\n");
   for (const auto& w : a.worst) {
     std::string hint = w.suggestion == "per-channel"  ? "try --per-channel"
                        : w.suggestion == "percentile" ? "try --method percentile"
                                                       : "try --exclude-nodes " + w.node;
-    fmt::print("  {} ({} {})  {:.1f} dB (inputs {:.1f} dB, -{:.1f} dB): {}; {}\n", w.tensor,
-               w.op_type, w.node, w.sqnr_db, w.input_sqnr_db, w.growth_db, w.detail, hint);
+    fmt::print("  {} ({} {})  {:.1f} dB (inputs {:.1f} dB, {:+.1f} dB): {}; {}\n", w.tensor,
+               w.op_type, w.node, w.sqnr_db, w.input_sqnr_db, -w.growth_db, w.detail, hint);
   }
   (void)o;
+}
+
+// The exact conv fusions before calibration; returns one note saying what changed.
+std::vector<std::string> Prepare(io::Model& model) {
+  passes::PassContext context;
+  passes::TransformReport report = passes::PrepareForQuantization(model, context);
+  int fused = report.nodes_before - report.nodes_after;
+  if (fused == 0) return {};
+  std::vector<std::string> ops;
+  for (const auto& [op, before] : report.ops_before) {
+    auto it = report.ops_after.find(op);
+    int after = it == report.ops_after.end() ? 0 : it->second;
+    if (before > after && op != "Constant") ops.push_back(fmt::format("{} {}", before - after, op));
+  }
+  return {
+      fmt::format("prepared for quantization: folded {} into the convs' weights and biases "
+                  "(exact; tables and QDQ model use the prepared graph; --no-prepare keeps "
+                  "the graph as it is)",
+                  util::Join(ops, ", "))};
 }
 
 int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
@@ -134,6 +154,8 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   }
   std::string table_in = o.data.empty() ? o.table : "";
   io::Model model = io::Load(o.model);
+  std::vector<std::string> prepare_notes;
+  if (!o.no_prepare) prepare_notes = Prepare(model);
   // Samples run in parallel threads; kernels then stay single-threaded so they do not compete.
   if (o.threads > 1) runtime::ApplyProcessSettings({.threads = 1});
   quant::QuantizeCalibrateRequest req;
@@ -158,6 +180,7 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   // Used only when the samples are images; written into the table with it.
   req.preprocess = PreprocessFrom(o);
   quant::QuantizeCalibrateResult r = quant::QuantizeCalibrate(model, req);
+  r.notes.insert(r.notes.begin(), prepare_notes.begin(), prepare_notes.end());
   // Everything is computed before anything is written: an error leaves no partial output.
   if (!o.table.empty() && table_in.empty()) {
     io::WriteFileAtomic(o.table, util::DumpJson(r.table.ToJson(), 2) + "\n");
@@ -202,6 +225,10 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run) {
                 "Per-output-channel weight scales (axis 0 Conv, 1 ConvTranspose/MatMul)");
   cmd->add_flag("--symmetric-activations", o->symmetric,
                 "int8 activations with zero point 0 (default: uint8 asymmetric)");
+  cmd->add_flag("--no-prepare", o->no_prepare,
+                "Keep the graph as it is: by default BatchNormalization and constant Mul/Add "
+                "after a conv are folded into it first (exact), as ONNX Runtime's "
+                "quant_pre_process does, so they do not cost a requantization each");
   cmd->add_option("--exclude-ops", o->exclude_ops, "Op types to keep float")->delimiter(',');
   cmd->add_option("--exclude-nodes", o->exclude_nodes, "Node names to keep float")->delimiter(',');
   cmd->add_option("--table", o->table,
