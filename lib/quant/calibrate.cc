@@ -8,7 +8,9 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
+#include "lib/quant/derived_ranges.h"
 #include "lib/util/error.h"
 
 namespace porttool::quant {
@@ -50,21 +52,62 @@ void DeclaredTypes(const onnx::GraphProto& g, std::map<std::string, int32_t>& ty
   }
 }
 
-void Observe(StatsMap& stats, const std::string& name, const runtime::Tensor& t,
-             const onnx::NodeProto* node, const CollectOptions& options) {
-  if (t.dtype() != TP::FLOAT || t.size() == 0) return;
-  TensorStatsEntry& e = stats[name];
-  if (!options.histogram_tensors || options.histogram_tensors->count(name)) {
-    e.stats.AddSampled(t.data<float>(), t.size(), options.histogram_values);
-  } else {
-    e.stats.AddExtremes(t.data<float>(), t.size());
+// The derivable ranges, with a slot for each tensor a rule reads.
+struct RangePlan {
+  explicit RangePlan(const io::Model& model) : rules(DerivableRanges(model)) {
+    for (const auto& [out, rule] : rules) slot.emplace(rule.input, static_cast<int>(slot.size()));
   }
-  e.samples += 1;
-  if (node != nullptr && e.op_type.empty()) {
-    e.op_type = node->op_type();
-    e.node = node->name();
+  std::map<std::string, RangeRule> rules;
+  std::unordered_map<std::string, int> slot;
+};
+
+// One worker's observer. The extremes a rule reads are kept in fixed slots stamped with the
+// sample they came from (nothing is allocated per sample: small blocks freed between the big
+// tensors fragment the heap and raised peak RSS with the sample count).
+class SampleObserver {
+ public:
+  SampleObserver(const RangePlan& plan, const CollectOptions& options, StatsMap& stats)
+      : plan_(plan), options_(options), stats_(stats), seen_(plan.slot.size()) {}
+
+  void StartSample() { ++sample_; }
+
+  void Observe(const std::string& name, const runtime::Tensor& t, const onnx::NodeProto* node,
+               bool in_subgraph) {
+    if (t.dtype() != TP::FLOAT || t.size() == 0) return;
+    std::optional<SampleRange> known;
+    if (auto rule = plan_.rules.find(name); rule != plan_.rules.end() && !in_subgraph) {
+      const Seen& x = seen_[plan_.slot.at(rule->second.input)];
+      if (x.sample == sample_) known = DeriveRange(rule->second, x.range);
+    }
+    const SampleRange* k = known ? &*known : nullptr;
+    TensorStatsEntry& e = stats_[name];
+    SampleRange range;
+    if (!options_.histogram_tensors || options_.histogram_tensors->count(name)) {
+      range = e.stats.AddSampled(t.data<float>(), t.size(), options_.histogram_values, k);
+    } else {
+      range = e.stats.AddExtremes(t.data<float>(), t.size(), k);
+    }
+    if (auto slot = plan_.slot.find(name); slot != plan_.slot.end() && !in_subgraph) {
+      seen_[slot->second] = {sample_, range};
+    }
+    e.samples += 1;
+    if (node != nullptr && e.op_type.empty()) {
+      e.op_type = node->op_type();
+      e.node = node->name();
+    }
   }
-}
+
+ private:
+  struct Seen {
+    size_t sample = 0;
+    SampleRange range{0, 0, 0};
+  };
+  const RangePlan& plan_;
+  const CollectOptions& options_;
+  StatsMap& stats_;
+  std::vector<Seen> seen_;
+  size_t sample_ = 0;
+};
 
 // Per-thread partial statistics are merged into `into`; merge order does not change the result.
 void MergeInto(StatsMap& into, const StatsMap& part) {
@@ -87,6 +130,7 @@ StatsMap CollectStats(const io::Model& model, const SampleSet& set, const Collec
   // Parallelism is across samples; the program should run kernels single-threaded then
   // (runtime::ApplyProcessSettings({1}), as the CLI does) so they do not fight for the cores.
   std::vector<StatsMap> parts(threads);
+  const RangePlan plan(model);
   std::atomic<size_t> next{0}, done{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -95,14 +139,17 @@ StatsMap CollectStats(const io::Model& model, const SampleSet& set, const Collec
   auto worker = [&](int w) {
     try {
       runtime::Session session(model, {.fail_on_nan = true});
+      SampleObserver observer(plan, options, parts[w]);
+      DecodedImage image;
       for (size_t i; !failed && (i = next++) < set.size();) {
         try {
-          runtime::TensorMap inputs = LoadSample(set, i, session.inputs());
-          for (const auto& [name, t] : inputs) Observe(parts[w], name, t, nullptr, options);
+          runtime::TensorMap inputs = LoadSample(set, i, session.inputs(), &image);
+          observer.StartSample();
+          for (const auto& [name, t] : inputs) observer.Observe(name, t, nullptr, false);
           session.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
             // Constant outputs are weights: they get their own (per-channel) scales.
             if (p.node.op_type() != "Constant") {
-              Observe(parts[w], p.name, p.value, &p.node, options);
+              observer.Observe(p.name, p.value, &p.node, p.in_subgraph);
             }
           });
         } catch (...) {

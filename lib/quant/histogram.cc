@@ -139,17 +139,31 @@ inline int BinOf(float a) {
   return a <= std::numeric_limits<float>::max() ? kHistogramBins - 1 : kHistogramBins;
 }
 
-// Adds |v| * scale to `bins`. Four interleaved partial histograms let consecutive values that
-// land in the same bin increment without waiting on each other; 32-bit partial counts are
-// flushed before they could overflow.
-void BinAbsValues(const float* v, int64_t n, float scale, uint64_t* bins) {
+// Adds |v| * scale to `bins` for runs of `block` values every `step` values (block == step: all
+// of them), reading the runs where they are. Four interleaved partial histograms let consecutive
+// values that land in the same bin increment without waiting on each other; their 16-bit counts
+// (16 KB to clear and fold per call, which matters for 2^16-value calls on a hundred tensors per
+// sample) are folded into `bins` before any could overflow.
+int64_t BinAbsValues(const float* v, int64_t n, int64_t block, int64_t step, float scale,
+                     uint64_t* bins) {
   constexpr int kSlots = kHistogramBins + 1;
-  constexpr int64_t kFlushEvery = int64_t{1} << 30;
-  thread_local std::vector<uint32_t> part(4 * kSlots);
-  for (int64_t start = 0; start < n; start += kFlushEvery) {
-    const int64_t end = std::min(n, start + kFlushEvery);
+  // Values go round-robin to the 4 partials; a run's last 1-3 values go to the first. Runs are
+  // folded before their total passes kFlushEvery, so no partial count passes 65532 + 3.
+  constexpr int64_t kFlushEvery = 4 * int64_t{65532};
+  if (block == step) block = step = std::min(block, kFlushEvery);  // every value: in chunks
+  block = std::min(block, step);
+  thread_local std::vector<uint16_t> part(4 * kSlots);
+  std::fill(part.begin(), part.end(), 0u);
+  uint16_t* p = part.data();
+  auto flush = [&] {
+    for (int b = 0; b < kHistogramBins; ++b) {
+      bins[b] += uint64_t{p[b]} + p[kSlots + b] + p[2 * kSlots + b] + p[3 * kSlots + b];
+    }
     std::fill(part.begin(), part.end(), 0u);
-    uint32_t* p = part.data();
+  };
+  int64_t binned = 0, pending = 0;
+  for (int64_t start = 0; start < n; start += step) {
+    const int64_t end = std::min(n, start + block);
     int64_t i = start;
     for (; i + 4 <= end; i += 4) {
       ++p[BinOf(std::fabs(v[i]) * scale)];
@@ -158,10 +172,15 @@ void BinAbsValues(const float* v, int64_t n, float scale, uint64_t* bins) {
       ++p[3 * kSlots + BinOf(std::fabs(v[i + 3]) * scale)];
     }
     for (; i < end; ++i) ++p[BinOf(std::fabs(v[i]) * scale)];
-    for (int b = 0; b < kHistogramBins; ++b) {
-      bins[b] += uint64_t{p[b]} + p[kSlots + b] + p[2 * kSlots + b] + p[3 * kSlots + b];
+    binned += end - start;
+    pending += end - start;
+    if (pending + block > kFlushEvery) {
+      flush();
+      pending = 0;
     }
   }
+  if (pending > 0) flush();
+  return binned;
 }
 
 }  // namespace
@@ -183,37 +202,35 @@ void RangeStats::GrowTo(double abs_max) {
 
 void RangeStats::Add(const float* values, int64_t n) { AddSampled(values, n, 0); }
 
-void RangeStats::AddExtremes(const float* values, int64_t n) {
-  const Extremes e = FindExtremes(values, n);
+SampleRange RangeStats::AddExtremes(const float* values, int64_t n, const SampleRange* known) {
+  const Extremes e =
+      known ? Extremes{known->lo, known->hi, known->nonfinite} : FindExtremes(values, n);
   nonfinite_ += e.nonfinite;
-  if (n == e.nonfinite) return;
+  if (n == e.nonfinite) return {e.lo, e.hi, e.nonfinite};
   min_ = count_ == 0 ? e.lo : std::min<double>(min_, e.lo);
   max_ = count_ == 0 ? e.hi : std::max<double>(max_, e.hi);
   count_ += n - e.nonfinite;
+  return {e.lo, e.hi, e.nonfinite};
 }
 
-void RangeStats::AddSampled(const float* values, int64_t n, int64_t max_binned) {
+SampleRange RangeStats::AddSampled(const float* values, int64_t n, int64_t max_binned,
+                                   const SampleRange* known) {
   const uint64_t before = count_;
-  AddExtremes(values, n);
-  if (count_ == before) return;  // nothing finite
+  const SampleRange range = AddExtremes(values, n, known);
+  if (count_ == before) return range;  // nothing finite
   GrowTo(abs_max());
   // range_ is a power of two, so the scale is exact and so is every bin index.
   const float scale = range_ > 0 ? static_cast<float>(kHistogramBins / range_) : 0.f;
   if (max_binned <= 0 || n <= max_binned) {
-    BinAbsValues(values, n, scale, bins_.data());
-    binned_ += static_cast<uint64_t>(n);
-    return;
+    binned_ += static_cast<uint64_t>(BinAbsValues(values, n, n, n, scale, bins_.data()));
+    return range;
   }
-  // Whole cache lines (kSampleBlock values) every stride-th block, gathered first: reading 1/stride
-  // of the tensor's memory instead of touching every line for a value or two.
+  // Whole cache lines (kSampleBlock values) every stride-th block: reading 1/stride of the
+  // tensor's memory instead of touching every line for a value or two.
   const int64_t stride = ((n + max_binned - 1) / max_binned) | 1;
-  thread_local std::vector<float> picked;
-  picked.clear();
-  for (int64_t start = 0; start < n; start += stride * kSampleBlock) {
-    picked.insert(picked.end(), values + start, values + std::min(n, start + kSampleBlock));
-  }
-  BinAbsValues(picked.data(), static_cast<int64_t>(picked.size()), scale, bins_.data());
-  binned_ += picked.size();
+  binned_ += static_cast<uint64_t>(
+      BinAbsValues(values, n, kSampleBlock, stride * kSampleBlock, scale, bins_.data()));
+  return range;
 }
 
 void RangeStats::Merge(const RangeStats& other) {

@@ -23,6 +23,13 @@ inline constexpr int kHistogramBins = 2048;
 // and max stay exact, and the thresholds move by a median 1-2 % against binning every value.
 inline constexpr int64_t kDefaultHistogramValues = int64_t{1} << 16;
 
+// One tensor's extremes in one sample (lo > hi when it had no finite value) and how many of its
+// values were NaN or infinite.
+struct SampleRange {
+  float lo, hi;
+  int64_t nonfinite = 0;
+};
+
 class RangeStats {
  public:
   RangeStats();
@@ -31,10 +38,13 @@ class RangeStats {
   // Exact min/max and counts of all n values, but the histogram gets about `max_binned` of them:
   // runs of 16 consecutive values (one cache line) taken every stride-th run, with an odd stride
   // so that rows of power-of-two width are not sampled at the same columns every time.
-  // max_binned <= 0 (or n <= max_binned) bins every value, as Add does.
-  void AddSampled(const float* values, int64_t n, int64_t max_binned);
+  // max_binned <= 0 (or n <= max_binned) bins every value, as Add does. `known`: the values'
+  // extremes and non-finite count when the caller has them exactly (the values are then not
+  // scanned). Returns the values' extremes.
+  SampleRange AddSampled(const float* values, int64_t n, int64_t max_binned,
+                         const SampleRange* known = nullptr);
   // Exact min/max and counts only: for tensors whose range method is minmax anyway.
-  void AddExtremes(const float* values, int64_t n);
+  SampleRange AddExtremes(const float* values, int64_t n, const SampleRange* known = nullptr);
   // Whether any value went into the histogram (false after AddExtremes alone).
   bool has_histogram() const { return binned_ > 0; }
   // Adds another tensor's statistics (same tensor, other samples). Order-independent.

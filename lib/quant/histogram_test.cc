@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -117,6 +118,22 @@ TEST(RangeStats, SampledBinsEvenlyStridedRunsAndKeepsExtremesExact) {
   EXPECT_FALSE(extremes.has_histogram());
   EXPECT_EQ(extremes.min(), -20);
   EXPECT_EQ(extremes.max(), s.max());
+}
+
+// The partial counts are 16-bit: a million equal values, all binned (one run) or in strided runs,
+// all land in one bin with the exact count. A missed fold would wrap at 65536.
+TEST(RangeStats, CountsOfOneBinPastSixteenBits) {
+  const int64_t n = 1000003;  // not a multiple of 4: the run's tail goes to one partial
+  std::vector<float> v(n, 0.75f);
+  RangeStats all;
+  all.Add(v.data(), n);
+  EXPECT_EQ(*std::max_element(all.bins().begin(), all.bins().end()), uint64_t(n));
+  RangeStats sampled;
+  sampled.AddSampled(v.data(), n, 500000);  // stride 3: every third 16-value run
+  uint64_t total = 0;
+  for (uint64_t c : sampled.bins()) total += c;
+  EXPECT_EQ(*std::max_element(sampled.bins().begin(), sampled.bins().end()), total);
+  EXPECT_EQ(total, uint64_t((n / 48) * 16 + std::min<int64_t>(16, n % 48)));
 }
 
 // 990 values in [0, 0.99) and 10 outliers at 100: range 128, bin width 1/16. The 99th percentile

@@ -215,11 +215,11 @@ void CheckAgainstSpec(const Tensor& t, const runtime::InputSpec& spec, const fs:
 }  // namespace
 
 runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
-                              const std::vector<runtime::InputSpec>& inputs) {
+                              const std::vector<runtime::InputSpec>& inputs, DecodedImage* cache) {
   runtime::TensorMap map;
   for (const auto& spec : inputs) {
     const fs::path& file = set.files.at(index).at(spec.name);
-    Tensor t = set.images ? LoadImage(file, set.preprocess, set.crop.at(index))
+    Tensor t = set.images ? LoadImage(file, set.preprocess, set.crop.at(index), cache)
                           : runtime::ReadTensorFile(file);
     CheckAgainstSpec(t, spec, file);
     map[spec.name] = std::move(t);
@@ -243,7 +243,7 @@ std::array<int, 4> CropWindow(int k, int w, int h) {
 // two neighbours and the weight of the second (half-pixel centres, like OpenCV's INTER_LINEAR).
 struct Tap {
   int i0, i1, nearest;
-  double w;
+  float w;
 };
 
 std::vector<Tap> Taps(int s, int64_t n) {
@@ -253,13 +253,15 @@ std::vector<Tap> Taps(int s, int64_t n) {
                           static_cast<double>(s - 1));
     int i0 = static_cast<int>(f);
     taps[static_cast<size_t>(d)] = {i0, std::min(i0 + 1, s - 1),
-                                    std::min(static_cast<int>(std::lround(f)), s - 1), f - i0};
+                                    std::min(static_cast<int>(std::lround(f)), s - 1),
+                                    static_cast<float>(f - i0)};
   }
   return taps;
 }
 
-// Resizes interleaved 8-bit RGB (row stride `stride` pixels) to w x h. Calibration decodes every
-// sample, so the per-axis coordinates are computed once, not per pixel and channel.
+// Resizes interleaved 8-bit RGB (row stride `stride` pixels) to w x h, float arithmetic (the
+// source has 8 bits; float keeps 24). Calibration decodes every sample, so the per-axis
+// coordinates are computed once, not per pixel and channel.
 std::vector<float> ResizeRgb(const uint8_t* src, int stride, int sw, int sh, int64_t w, int64_t h,
                              bool nearest) {
   std::vector<float> out(static_cast<size_t>(w * h * 3));
@@ -274,44 +276,66 @@ std::vector<float> ResizeRgb(const uint8_t* src, int stride, int sw, int sh, int
           *o = static_cast<float>(r0[tx.nearest * 3 + c]);
           continue;
         }
-        const double a = r0[tx.i0 * 3 + c], b = r0[tx.i1 * 3 + c];
-        const double d = r1[tx.i0 * 3 + c], e = r1[tx.i1 * 3 + c];
-        *o = static_cast<float>((a * (1 - tx.w) + b * tx.w) * (1 - ty.w) +
-                                (d * (1 - tx.w) + e * tx.w) * ty.w);
+        const float a = r0[tx.i0 * 3 + c], b = r0[tx.i1 * 3 + c];
+        const float d = r1[tx.i0 * 3 + c], e = r1[tx.i1 * 3 + c];
+        const float top = a + (b - a) * tx.w, bottom = d + (e - d) * tx.w;
+        *o = top + (bottom - top) * ty.w;
       }
     }
   }
   return out;
 }
 
-}  // namespace
-
-Tensor LoadImage(const fs::path& path, const Preprocess& p, int crop) {
+// Decodes `path` into `image` unless it holds that file already.
+void Decode(const fs::path& path, DecodedImage& image) {
+  if (!image.rgb.empty() && image.path == path) return;
   int w = 0, h = 0, channels = 0;
   std::unique_ptr<uint8_t, void (*)(void*)> pixels(
       stbi_load(path.string().c_str(), &w, &h, &channels, 3), stbi_image_free);
   if (!pixels) {
     ThrowBadInput("cannot decode image '{}': {}", path.string(), stbi_failure_reason());
   }
+  image.path = path;
+  image.width = w;
+  image.height = h;
+  image.rgb.assign(pixels.get(), pixels.get() + static_cast<size_t>(w) * h * 3);
+}
+
+}  // namespace
+
+Tensor LoadImage(const fs::path& path, const Preprocess& p, int crop, DecodedImage* cache) {
+  DecodedImage local;
+  DecodedImage& image = cache ? *cache : local;
+  Decode(path, image);
+  const int w = image.width, h = image.height;
   std::array<int, 4> win = crop > 0 ? CropWindow(crop, w, h) : std::array<int, 4>{0, 0, w, h};
   int64_t ow = p.width > 0 ? p.width : win[2], oh = p.height > 0 ? p.height : win[3];
-  std::vector<float> rgb = ResizeRgb(pixels.get() + (win[1] * w + win[0]) * 3, w, win[2], win[3],
-                                     ow, oh, p.interpolation == "nearest");
+  std::vector<float> rgb = ResizeRgb(image.rgb.data() + (win[1] * w + win[0]) * 3, w, win[2],
+                                     win[3], ow, oh, p.interpolation == "nearest");
   bool nchw = p.layout == "NCHW";
   std::vector<int64_t> shape =
       nchw ? std::vector<int64_t>{1, 3, oh, ow} : std::vector<int64_t>{1, oh, ow, 3};
   bool raw = p.dtype == "uint8";
   Tensor t(raw ? TP::UINT8 : TP::FLOAT, shape);
   const bool bgr = p.channel_order == "BGR";
-  for (int64_t i = 0; i < oh * ow; ++i) {
-    for (int c = 0; c < 3; ++c) {
-      int src_c = bgr ? 2 - c : c;
-      double v = rgb[static_cast<size_t>(i * 3 + src_c)];
-      int64_t at = nchw ? c * oh * ow + i : i * 3 + c;
+  // (v * scale - mean) / std as one multiply-add per value.
+  float gain[3], offset[3];
+  for (int c = 0; c < 3; ++c) {
+    gain[c] = static_cast<float>(p.scale / p.std[c]);
+    offset[c] = static_cast<float>(-p.mean[c] / p.std[c]);
+  }
+  uint8_t* out8 = raw ? t.mutable_data<uint8_t>() : nullptr;
+  float* out = raw ? nullptr : t.mutable_data<float>();
+  for (int c = 0; c < 3; ++c) {
+    const int src_c = bgr ? 2 - c : c;
+    const float* in = rgb.data() + src_c;
+    for (int64_t i = 0; i < oh * ow; ++i) {
+      const float v = in[i * 3];
+      const int64_t at = nchw ? c * oh * ow + i : i * 3 + c;
       if (raw) {
-        t.mutable_data<uint8_t>()[at] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+        out8[at] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
       } else {
-        t.mutable_data<float>()[at] = static_cast<float>((v * p.scale - p.mean[c]) / p.std[c]);
+        out[at] = v * gain[c] + offset[c];
       }
     }
   }

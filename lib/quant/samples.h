@@ -57,11 +57,22 @@ SampleSet ListSamples(const std::filesystem::path& dir,
 
 // Loads sample `index`, checked against the input specs (dtype, rank, static dims, NaN/Inf):
 // Error(kBadInput) naming the file.
+// The last image a reader decoded: the crops of an image are consecutive samples, so one worker
+// decodes each image once instead of once per crop.
+struct DecodedImage {
+  std::filesystem::path path;
+  int width = 0, height = 0;
+  std::vector<uint8_t> rgb;  // interleaved 8-bit RGB
+};
+
+// `cache` (optional, one per thread) keeps the last decoded image.
 runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
-                              const std::vector<runtime::InputSpec>& inputs);
+                              const std::vector<runtime::InputSpec>& inputs,
+                              DecodedImage* cache = nullptr);
 
 // Decodes and preprocesses one image into a [1, C, H, W] or [1, H, W, C] tensor.
-runtime::Tensor LoadImage(const std::filesystem::path& path, const Preprocess& p, int crop = 0);
+runtime::Tensor LoadImage(const std::filesystem::path& path, const Preprocess& p, int crop = 0,
+                          DecodedImage* cache = nullptr);
 
 // Splits off the last `count` samples (evaluation held out from calibration).
 SampleSet TakeLast(SampleSet& set, size_t count);
