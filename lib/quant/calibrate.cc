@@ -24,15 +24,17 @@ std::string MethodName(Method m) {
       return "percentile";
     case Method::kEntropy:
       return "entropy";
+    case Method::kMse:
+      return "mse";
   }
   return "?";
 }
 
 Method ParseMethod(const std::string& name) {
-  for (Method m : {Method::kMinMax, Method::kPercentile, Method::kEntropy}) {
+  for (Method m : {Method::kMinMax, Method::kPercentile, Method::kEntropy, Method::kMse}) {
     if (MethodName(m) == name) return m;
   }
-  ThrowUsage("unknown calibration method '{}' (minmax, percentile, entropy)", name);
+  ThrowUsage("unknown calibration method '{}' (minmax, percentile, entropy, mse)", name);
 }
 
 namespace {
@@ -237,9 +239,13 @@ CalibrationTable BuildTable(const StatsMap& stats, const CalibrationOptions& opt
     if (!s.stats.has_histogram() || BoundedOutput(s.op_type))
       e.method = MethodName(Method::kMinMax);
     if (e.method != MethodName(Method::kMinMax)) {
+      const auto& bins = s.stats.bins();
+      const double width = s.stats.bin_width();
       double t = options.method == Method::kPercentile
-                     ? PercentileThreshold(s.stats.bins(), s.stats.bin_width(), options.percentile)
-                     : EntropyThreshold(s.stats.bins(), s.stats.bin_width());
+                     ? PercentileThreshold(bins, width, options.percentile)
+                 : options.method == Method::kEntropy
+                     ? EntropyThreshold(bins, width)
+                     : MseThreshold(bins, width, lo, hi, options.symmetric_activations);
       lo = std::max(lo, -t);  // clamped to what was seen, as ONNX Runtime does
       hi = std::min(hi, t);
     }

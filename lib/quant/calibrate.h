@@ -19,7 +19,7 @@
 
 namespace porttool::quant {
 
-enum class Method { kMinMax, kPercentile, kEntropy };
+enum class Method { kMinMax, kPercentile, kEntropy, kMse };
 std::string MethodName(Method m);
 Method ParseMethod(const std::string& name);  // Error(kUsage) for an unknown name
 

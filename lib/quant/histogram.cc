@@ -257,6 +257,34 @@ double PercentileThreshold(const std::vector<uint64_t>& bins, double bin_width, 
   return static_cast<double>(bins.size()) * bin_width;
 }
 
+double MseThreshold(const std::vector<uint64_t>& bins, double bin_width, double lo, double hi,
+                    bool symmetric) {
+  size_t stop = bins.size();
+  while (stop > 0 && bins[stop - 1] == 0) --stop;
+  if (stop == 0) return 0;
+  // Suffix sums of n, n*c and n*c^2 (c: bin centre) give the clipping error above any cut.
+  std::vector<double> n(stop + 1, 0), nc(stop + 1, 0), ncc(stop + 1, 0);
+  for (size_t b = stop; b-- > 0;) {
+    const double c = (static_cast<double>(b) + 0.5) * bin_width, k = static_cast<double>(bins[b]);
+    n[b] = n[b + 1] + k;
+    nc[b] = nc[b + 1] + k * c;
+    ncc[b] = ncc[b + 1] + k * c * c;
+  }
+  double best_t = static_cast<double>(stop) * bin_width, best = -1;
+  for (size_t i = 1; i <= stop; ++i) {  // T at the upper edge of bin i - 1
+    const double t = static_cast<double>(i) * bin_width;
+    const double step = symmetric ? std::min(t, std::max(-lo, hi)) / 127
+                                  : (std::min(t, hi) - std::max(-t, std::min(lo, 0.0))) / 255;
+    const double clipped = ncc[i] - 2 * t * nc[i] + t * t * n[i];
+    const double error = (n[0] - n[i]) * step * step / 12 + clipped;
+    if (best < 0 || error < best) {
+      best = error;
+      best_t = t;
+    }
+  }
+  return best_t;
+}
+
 double EntropyThreshold(std::vector<uint64_t> bins, double bin_width, int quantized_levels) {
   // The zero bin holds every exact zero (ReLU outputs, padding): its spike would dominate the
   // divergence of every window wider than `levels` bins and always pick the narrowest one.

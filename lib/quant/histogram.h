@@ -82,4 +82,13 @@ double PercentileThreshold(const std::vector<uint64_t>& bins, double bin_width, 
 // Runs in O(bins * levels) with prefix sums.
 double EntropyThreshold(std::vector<uint64_t> bins, double bin_width, int quantized_levels = 128);
 
+// The threshold T minimising the expected squared quantization error of the histogram's values:
+// rounding noise step^2 / 12 for |x| <= T, clipping error (|x| - T)^2 above it (each bin's values
+// taken at its centre), for a tensor seen in [lo, hi] whose range becomes [max(-T, lo), min(T, hi)]
+// on 255 uint8 steps, or [-T', T'] (T' = min(T, max(-lo, hi))) on 127 int8 steps per side when
+// `symmetric`. This is the SQNR-optimal range, the criterion NVIDIA's pytorch-quantization calls
+// "mse". O(bins) with prefix sums.
+double MseThreshold(const std::vector<uint64_t>& bins, double bin_width, double lo, double hi,
+                    bool symmetric);
+
 }  // namespace porttool::quant

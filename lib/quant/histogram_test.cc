@@ -136,6 +136,23 @@ TEST(RangeStats, CountsOfOneBinPastSixteenBits) {
   EXPECT_EQ(total, uint64_t((n / 48) * 16 + std::min<int64_t>(16, n % 48)));
 }
 
+// One outlier at 99.5 (bin 99 of width 1) and N values at 0.5, uint8 over [0, 100]. The error at a
+// cut T below the outlier is N (T / 255)^2 / 12 + (99.5 - T)^2: for N = 10^6 its minimum is at
+// T = 99.5 / (1 + 10^6 / (255^2 * 12)) = 43.6 -> the bin edge 44 (43: 5561.9, 44: 5561.3,
+// 45: 5565.5), far below the 12820 of keeping the outlier. Symmetric int8 (127 steps per side):
+// 99.5 / (1 + 10^6 / (127^2 * 12)) = 16.1 -> 16. With N = 1000 the outlier is kept: T = 99 costs
+// 1000 (99 / 255)^2 / 12 + 0.5^2 = 12.81, T = 100 costs 1001 (100 / 255)^2 / 12 = 12.83, and
+// T = 98 costs 12.30 + 2.25.
+TEST(Thresholds, MseByHand) {
+  std::vector<uint64_t> bins(kHistogramBins, 0);
+  bins[99] = 1;
+  bins[0] = 1000000;
+  EXPECT_EQ(MseThreshold(bins, 1.0, 0, 100, false), 44);
+  EXPECT_EQ(MseThreshold(bins, 1.0, 0, 100, true), 16);
+  bins[0] = 1000;
+  EXPECT_EQ(MseThreshold(bins, 1.0, 0, 100, false), 99);
+}
+
 // 990 values in [0, 0.99) and 10 outliers at 100: range 128, bin width 1/16. The 99th percentile
 // is inside bin 15 ([0.9375, 1)), so T = 1; at 99.5 % it is the outliers' bin 1600, whose upper
 // edge is 100.0625.

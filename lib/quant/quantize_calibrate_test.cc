@@ -111,7 +111,7 @@ TEST(Calibrate, SameTableForAnyThreadCount) {
   WriteSamples(tmp / "data", 7);
   io::Model m = Net();
   SampleSet set = List(m, tmp / "data");
-  for (Method method : {Method::kMinMax, Method::kPercentile, Method::kEntropy}) {
+  for (Method method : {Method::kMinMax, Method::kPercentile, Method::kEntropy, Method::kMse}) {
     CalibrationOptions o{.method = method};
     auto one = BuildTable(CollectStats(m, set, Threads(1)), o).ToJson();
     auto three = BuildTable(CollectStats(m, set, Threads(3)), o).ToJson();

@@ -210,8 +210,9 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run) {
       "--method entropy --table det.table.json --qdq det.qdq.onnx");
   AddModelArg(*cmd, o->model);
   cmd->add_option("--data", o->data, "Calibration samples directory")->check(CLI::ExistingPath);
-  cmd->add_option("--method", o->method, "minmax | percentile | entropy")
-      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}))
+  cmd->add_option("--method", o->method,
+                  "minmax | percentile | entropy | mse (the range with the least squared error)")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}))
       ->capture_default_str();
   cmd->add_option("--percentile", o->percentile, "Percentile of |x| kept (percentile method)")
       ->check(CLI::Range(50.0, 100.0))
