@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "lib/util/error.h"
@@ -34,6 +37,17 @@ struct Accumulator {
       b.insert(b.end(), pb, pb + tb.size());
     }
   }
+  // Adds another sample's sums and values after this one's.
+  void Merge(const Accumulator& o) {
+    signal += o.signal;
+    noise += o.noise;
+    dot += o.dot;
+    norm_a += o.norm_a;
+    norm_b += o.norm_b;
+    max_abs = std::max(max_abs, o.max_abs);
+    a.insert(a.end(), o.a.begin(), o.a.end());
+    b.insert(b.end(), o.b.begin(), o.b.end());
+  }
   double Sqnr() const {
     if (noise == 0) return std::numeric_limits<double>::infinity();
     return 10 * std::log10(signal / noise);
@@ -43,6 +57,37 @@ struct Accumulator {
     return dot / std::sqrt(norm_a * norm_b);
   }
 };
+
+// One evaluation sample: per-tensor and per-output sums of the float and QDQ runs.
+struct SampleAccuracy {
+  std::map<std::string, Accumulator> outputs, tensors;
+  std::map<std::string, const onnx::NodeProto*> producer;
+};
+
+SampleAccuracy RunSample(runtime::Session& fs, runtime::Session& qs, const SampleSet& eval,
+                         size_t s) {
+  SampleAccuracy r;
+  runtime::TensorMap inputs = LoadSample(eval, s, fs.inputs());
+  // The float run keeps its tensors (one sample at a time) for the QDQ run to compare against.
+  std::map<std::string, runtime::Tensor> ref;
+  auto fo = fs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
+    if (p.value.dtype() == TP::FLOAT && !p.in_subgraph) {
+      ref[p.name] = p.value;
+      r.producer[p.name] = &p.node;
+    }
+  });
+  auto qo = qs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
+    auto it = ref.find(p.name);
+    if (it == ref.end() || p.value.shape() != it->second.shape()) return;
+    r.tensors[p.name].Add(it->second, p.value, false);
+    ref.erase(it);
+  });
+  for (size_t i = 0; i < fo.size() && i < qo.size(); ++i) {
+    if (fo[i].value.dtype() != TP::FLOAT || fo[i].value.shape() != qo[i].value.shape()) continue;
+    r.outputs[fo[i].name].Add(fo[i].value, qo[i].value, true);
+  }
+  return r;
+}
 
 std::string Suggest(const std::string& op, const AccuracyOptions& o, std::string& detail) {
   bool weighted = op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm";
@@ -116,29 +161,29 @@ AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& q
                  util::Join(names, ", "));
     }
   }
+  // Samples run in parallel; each sample's sums are merged in sample order, so the report is the
+  // same for any thread count.
   std::map<std::string, Accumulator> outputs, tensors;
   std::map<std::string, const onnx::NodeProto*> producer;
-  for (size_t s = 0; s < eval.size(); ++s) {
-    runtime::TensorMap inputs = LoadSample(eval, s, fs.inputs());
-    // The float run keeps its tensors (one sample at a time) for the QDQ run to compare against.
-    std::map<std::string, runtime::Tensor> ref;
-    auto fo = fs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
-      if (p.value.dtype() == TP::FLOAT && !p.in_subgraph) {
-        ref[p.name] = p.value;
-        producer[p.name] = &p.node;
-      }
-    });
-    auto qo = qs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
-      auto it = ref.find(p.name);
-      if (it == ref.end() || p.value.shape() != it->second.shape()) return;
-      tensors[p.name].Add(it->second, p.value, false);
-      ref.erase(it);
-    });
-    for (size_t i = 0; i < fo.size() && i < qo.size(); ++i) {
-      if (fo[i].value.dtype() != TP::FLOAT || fo[i].value.shape() != qo[i].value.shape()) continue;
-      outputs[fo[i].name].Add(fo[i].value, qo[i].value, true);
+  std::vector<std::optional<SampleAccuracy>> done(eval.size());
+  size_t merged = 0;
+  std::mutex mu;
+  auto finish = [&](size_t s, SampleAccuracy r) {
+    std::lock_guard<std::mutex> lock(mu);
+    done[s] = std::move(r);
+    for (; merged < done.size() && done[merged]; ++merged) {
+      SampleAccuracy& m = *done[merged];
+      for (auto& [name, acc] : m.outputs) outputs[name].Merge(acc);
+      for (auto& [name, acc] : m.tensors) tensors[name].Merge(acc);
+      producer.insert(m.producer.begin(), m.producer.end());
+      done[merged].reset();
     }
-  }
+  };
+  ForEachSample(eval.size(), options.threads, [&](int) -> std::function<void(size_t)> {
+    auto fs = std::make_shared<runtime::Session>(float_model, so);
+    auto qs = std::make_shared<runtime::Session>(qdq_model, so);
+    return [&, fs, qs](size_t s) { finish(s, RunSample(*fs, *qs, eval, s)); };
+  });
   AccuracyReport report;
   report.samples = eval.size();
   for (const auto& name : names) {

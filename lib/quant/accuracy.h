@@ -52,6 +52,7 @@ struct AccuracyOptions {
   std::map<std::string, double> thresholds;  // output -> float threshold
   bool per_channel = false;
   std::string method;
+  int threads = 1;  // samples evaluated in parallel (the kernels should then run single-threaded)
 };
 
 // Runs both models on every sample of `eval`. Error(kUsage) for a threshold on an unknown output.

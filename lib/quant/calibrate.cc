@@ -5,9 +5,8 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <exception>
+#include <memory>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 
 #include "lib/quant/derived_ranges.h"
@@ -133,53 +132,30 @@ StatsMap CollectStats(const io::Model& model, const SampleSet& set, const Collec
   // (runtime::ApplyProcessSettings({1}), as the CLI does) so they do not fight for the cores.
   std::vector<StatsMap> parts(threads);
   const RangePlan plan(model);
-  std::atomic<size_t> next{0}, done{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  size_t first_error_index = SIZE_MAX;
-  std::exception_ptr first_error;
-  auto worker = [&](int w) {
-    try {
-      runtime::Session session(model, {.fail_on_nan = true});
-      SampleObserver observer(plan, options, parts[w]);
-      DecodedImage image;
-      for (size_t i; !failed && (i = next++) < set.size();) {
-        try {
-          runtime::TensorMap inputs = LoadSample(set, i, session.inputs(), &image);
-          observer.StartSample();
-          for (const auto& [name, t] : inputs) observer.Observe(name, t, nullptr, false);
-          session.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
-            // Constant outputs are weights: they get their own (per-channel) scales.
-            if (p.node.op_type() != "Constant") {
-              observer.Observe(p.name, p.value, &p.node, p.in_subgraph);
-            }
-          });
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mu);
-          failed = true;
-          if (i < first_error_index) {
-            first_error_index = i;
-            first_error = std::current_exception();
-          }
-          return;
+  std::atomic<size_t> done{0};
+  std::mutex progress_mu;
+  ForEachSample(set.size(), threads, [&](int w) -> std::function<void(size_t)> {
+    auto session =
+        std::make_shared<runtime::Session>(model, runtime::SessionOptions{.fail_on_nan = true});
+    auto observer = std::make_shared<SampleObserver>(plan, options, parts[w]);
+    auto image = std::make_shared<DecodedImage>();
+    return [&, session, observer, image](size_t i) {
+      runtime::TensorMap inputs = LoadSample(set, i, session->inputs(), image.get());
+      observer->StartSample();
+      for (const auto& [name, t] : inputs) observer->Observe(name, t, nullptr, false);
+      session->RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
+        // Constant outputs are weights: they get their own (per-channel) scales.
+        if (p.node.op_type() != "Constant") {
+          observer->Observe(p.name, p.value, &p.node, p.in_subgraph);
         }
-        size_t n = ++done;
-        if (progress) {
-          std::lock_guard<std::mutex> lock(mu);
-          progress(n, set.size());
-        }
+      });
+      size_t n = ++done;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        progress(n, set.size());
       }
-    } catch (...) {  // the session itself failed: the same for every worker
-      std::lock_guard<std::mutex> lock(mu);
-      failed = true;
-      if (!first_error) first_error = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int w = 1; w < threads; ++w) pool.emplace_back(worker, w);
-  worker(0);
-  for (auto& t : pool) t.join();
-  if (first_error) std::rethrow_exception(first_error);
+    };
+  });
   StatsMap all;
   for (const auto& part : parts) MergeInto(all, part);
   std::map<std::string, int32_t> types;

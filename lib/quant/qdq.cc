@@ -319,6 +319,11 @@ class QdqBuilder {
       }
       excluded[idx] = "excluded by the user (node name)";
     }
+    for (const auto& name : options_.fallback_nodes) {
+      if (int idx = view.FindNode(name); idx >= 0) {
+        excluded.emplace(idx, "mixed precision: its output lost the most SQNR, so it stays float");
+      }
+    }
     for (int i = 0; i < g_.node_size(); ++i) {
       const auto& n = g_.node(i);
       for (const auto& op : options_.exclude_ops) {

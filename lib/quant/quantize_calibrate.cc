@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
@@ -15,6 +17,24 @@ namespace {
 std::set<std::string> HistogramTensors(const io::Model& model, Method method) {
   if (method == Method::kMinMax) return {};
   return QuantizableActivations(model.proto.graph());
+}
+
+double WorstOutputSqnr(const AccuracyReport& a) {
+  double worst = std::numeric_limits<double>::infinity();
+  for (const auto& o : a.outputs) worst = std::min(worst, o.sqnr_db);
+  return worst;
+}
+
+// The node whose output lost the most dB and is not kept float yet (the report lists quantized
+// nodes only, largest loss first).
+const LayerError* NextToKeepFloat(const AccuracyReport& a, const std::vector<std::string>& kept) {
+  for (const auto& w : a.worst) {
+    if (w.growth_db > 0 && !w.node.empty() &&
+        std::find(kept.begin(), kept.end(), w.node) == kept.end()) {
+      return &w;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -53,14 +73,35 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
       }
     }
   }
-  result.qdq_model = model;
-  result.qdq = InsertQdq(result.qdq_model, result.table, request.qdq);
-  if (eval && request.evaluate && eval->size() > 0) {
-    AccuracyOptions options;
-    options.thresholds = request.thresholds;
-    options.per_channel = request.qdq.per_channel;
-    options.method = result.table.method;
+  const bool evaluate = eval && request.evaluate && eval->size() > 0;
+  if (request.target_sqnr_db && !evaluate) {
+    ThrowUsage(
+        "a target SQNR needs evaluation samples (the held-out part of the data or an "
+        "evaluation directory)");
+  }
+  AccuracyOptions options;
+  options.thresholds = request.thresholds;
+  options.per_channel = request.qdq.per_channel;
+  options.method = result.table.method;
+  options.threads = request.calibration.threads;
+  QdqOptions qdq = request.qdq;
+  result.target_sqnr_db = request.target_sqnr_db;
+  for (;;) {
+    result.qdq_model = model;
+    result.qdq = InsertQdq(result.qdq_model, result.table, qdq);
+    if (!evaluate) break;
     result.accuracy = EvaluateAccuracy(model, result.qdq_model, *eval, options);
+    if (!request.target_sqnr_db) break;
+    const double worst = WorstOutputSqnr(*result.accuracy);
+    result.target_reached = worst >= *request.target_sqnr_db;
+    if (result.target_reached ||
+        static_cast<int>(result.fallback.size()) >= request.max_float_nodes) {
+      break;
+    }
+    const LayerError* next = NextToKeepFloat(*result.accuracy, qdq.fallback_nodes);
+    if (next == nullptr) break;
+    result.fallback.push_back({next->node, next->op_type, worst});
+    qdq.fallback_nodes.push_back(next->node);
   }
   return result;
 }
@@ -91,6 +132,15 @@ nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
         {"notes", r.qdq.notes}}},
       {"notes", r.notes},
       {"accuracy", nullptr}};
+  if (r.target_sqnr_db) {
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& f : r.fallback) {
+      kept.push_back(
+          {{"node", f.node}, {"op_type", f.op_type}, {"sqnr_db_before", Num(f.sqnr_db_before)}});
+    }
+    j["mixed_precision"] = {
+        {"target_sqnr_db", *r.target_sqnr_db}, {"reached", r.target_reached}, {"kept_float", kept}};
+  }
   if (!r.accuracy) return j;
   const AccuracyReport& a = *r.accuracy;
   nlohmann::json outputs = nlohmann::json::array(), worst = nlohmann::json::array(),

@@ -22,7 +22,17 @@ struct QuantizeCalibrateRequest {
   QdqOptions qdq;
   bool evaluate = true;
   std::map<std::string, double> thresholds;
+  // Mixed precision: while an output's SQNR is below target_sqnr_db, keep the quantized node
+  // whose output loses the most dB float and evaluate again, up to max_float_nodes nodes.
+  std::optional<double> target_sqnr_db;
+  int max_float_nodes = 8;
   ProgressFn progress;
+};
+
+// One round of the mixed-precision search: the node kept float and the worst output SQNR before.
+struct FallbackStep {
+  std::string node, op_type;
+  double sqnr_db_before = 0;
 };
 
 struct QuantizeCalibrateResult {
@@ -32,6 +42,9 @@ struct QuantizeCalibrateResult {
   std::optional<AccuracyReport> accuracy;
   size_t calibration_samples = 0;
   std::vector<std::string> notes;
+  std::optional<double> target_sqnr_db;  // the request's
+  std::vector<FallbackStep> fallback;    // in order; empty without a target
+  bool target_reached = false;
 };
 
 QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,

@@ -232,6 +232,47 @@ TEST(Qdq, QuantizesConvMatMulKeepsSoftmaxFloatAndStaysClose) {
   EXPECT_FALSE(r.accuracy->worst.empty());
 }
 
+// The evaluation merges samples in order: any thread count gives the same report.
+TEST(Accuracy, SameReportForAnyThreadCount) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 8);
+  io::Model m = Net();
+  QuantizeCalibrateRequest req;
+  req.data_dir = tmp / "data";
+  req.qdq.per_channel = true;
+  req.thresholds = {{"y", 0.4}};
+  auto one = ReportJson(QuantizeCalibrate(m, req));
+  req.calibration.threads = 3;
+  auto three = ReportJson(QuantizeCalibrate(m, req));
+  EXPECT_EQ(one["accuracy"], three["accuracy"]);
+}
+
+// Mixed precision keeps the worst node float, evaluates again, and stops at the node budget when
+// the target is out of reach; a reachable target stops at once.
+TEST(Qdq, MixedPrecisionKeepsWorstNodesFloatUpToTheBudget) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 8);
+  io::Model m = Net();
+  QuantizeCalibrateRequest req;
+  req.data_dir = tmp / "data";
+  req.target_sqnr_db = 500;
+  req.max_float_nodes = 2;
+  auto r = QuantizeCalibrate(m, req);
+  ASSERT_EQ(r.fallback.size(), 2u);
+  EXPECT_FALSE(r.target_reached);
+  EXPECT_NE(r.fallback[0].node, r.fallback[1].node);
+  int kept = 0;
+  for (const auto& e : r.qdq.excluded) kept += e.reason.find("mixed precision") == 0;
+  EXPECT_EQ(kept, 2);
+  EXPECT_EQ(r.qdq.quantized_nodes, 1);  // 3 quantizable nodes, 2 kept float
+  auto json = ReportJson(r);
+  EXPECT_EQ(json["mixed_precision"]["kept_float"].size(), 2u);
+  req.target_sqnr_db = 0;
+  auto easy = QuantizeCalibrate(m, req);
+  EXPECT_TRUE(easy.target_reached);
+  EXPECT_TRUE(easy.fallback.empty());
+}
+
 TEST(Qdq, TableAppliesUnchangedToAnExtractedSegment) {
   testing::TempDir tmp;
   WriteSamples(tmp / "data", 4);
@@ -255,14 +296,22 @@ TEST(Qdq, UnknownExclusionsAreUsageErrors) {
   io::Model m = Net();
   CalibrationTable t;
   try {
-    InsertQdq(m, t, {.per_channel = false, .exclude_ops = {"Softmx"}, .exclude_nodes = {}});
+    InsertQdq(m, t,
+              {.per_channel = false,
+               .exclude_ops = {"Softmx"},
+               .exclude_nodes = {},
+               .fallback_nodes = {}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_NE(std::string(e.what()).find("Softmax"), std::string::npos) << e.what();
   }
   try {
-    InsertQdq(m, t, {.per_channel = false, .exclude_ops = {}, .exclude_nodes = {"Conv_9"}});
+    InsertQdq(m, t,
+              {.per_channel = false,
+               .exclude_ops = {},
+               .exclude_nodes = {"Conv_9"},
+               .fallback_nodes = {}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);

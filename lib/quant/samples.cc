@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/tensor_io.h"
@@ -340,6 +344,46 @@ Tensor LoadImage(const fs::path& path, const Preprocess& p, int crop, DecodedIma
     }
   }
   return t;
+}
+
+void ForEachSample(size_t count, int threads,
+                   const std::function<std::function<void(size_t)>(int)>& start) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  size_t error_index = SIZE_MAX;
+  std::exception_ptr error;
+  auto fail = [&](size_t index) {
+    std::lock_guard<std::mutex> lock(mu);
+    failed = true;
+    if (!error || index < error_index) {
+      error_index = index;
+      error = std::current_exception();
+    }
+  };
+  auto worker = [&](int w) {
+    std::function<void(size_t)> process;
+    try {
+      process = start(w);
+    } catch (...) {
+      fail(SIZE_MAX);
+      return;
+    }
+    for (size_t i; !failed && (i = next++) < count;) {
+      try {
+        process(i);
+      } catch (...) {
+        fail(i);
+        return;
+      }
+    }
+  };
+  const int n = static_cast<int>(std::max<size_t>(1, std::min<size_t>(count, threads)));
+  std::vector<std::thread> pool;
+  for (int w = 1; w < n; ++w) pool.emplace_back(worker, w);
+  worker(0);
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 SampleSet TakeLast(SampleSet& set, size_t count) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -73,6 +74,13 @@ runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
 // Decodes and preprocesses one image into a [1, C, H, W] or [1, H, W, C] tensor.
 runtime::Tensor LoadImage(const std::filesystem::path& path, const Preprocess& p, int crop = 0,
                           DecodedImage* cache = nullptr);
+
+// Runs samples 0..count-1 on min(threads, count) threads. Each thread calls start(worker index)
+// once for its per-thread state (a session) and gets back the function that processes one sample
+// index, then takes indices in turn. On errors, all threads stop taking new samples and the error
+// of the lowest sample index (or of start) is rethrown: the same message for any thread count.
+void ForEachSample(size_t count, int threads,
+                   const std::function<std::function<void(size_t)>(int)>& start);
 
 // Splits off the last `count` samples (evaluation held out from calibration).
 SampleSet TakeLast(SampleSet& set, size_t count);

@@ -44,6 +44,10 @@ TEST(CliQuantizeCalibrate, WritesTableCacheQdqAndReport) {
   EXPECT_GT(doc["accuracy"]["outputs"][0]["sqnr_db"].get<double>(), 30);
   EXPECT_EQ(doc["accuracy"]["outputs"][0]["quantiles"].size(), 7u);
   EXPECT_EQ(doc["accuracy"]["thresholds"][0]["output"], "score");
+  EXPECT_GT(doc["accuracy"]["thresholds"][0]["iou"].get<double>(), 0.5);
+  // The demo's three Conv + BatchNormalization pairs are folded before calibration.
+  EXPECT_NE(doc["notes"].dump().find("folded 3 BatchNormalization"), std::string::npos)
+      << doc["notes"];
   auto table = nlohmann::json::parse(testing::ReadFile(tmp / "t.json"));
   EXPECT_EQ(table["format"], "porttool-calibration-table");
   EXPECT_EQ(table["model_sha256"].get<std::string>().size(), 64u);
@@ -98,6 +102,11 @@ TEST(CliQuantizeCalibrate, BadInputExitCodesAndNothingWritten) {
   r = RunPorttool("quantize-calibrate " + model + " --data " + (tmp / "data").string() +
                   " --exclude-nodes nosuchnode --qdq " + (tmp / "q.onnx").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "q.onnx"));
+  r = RunPorttool("quantize-calibrate " + model + " --data " + (tmp / "data").string() +
+                  " --target-sqnr 30 --no-eval --qdq " + (tmp / "q.onnx").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("target SQNR needs evaluation samples"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(tmp / "q.onnx"));
   r = RunPorttool("quantize-calibrate " + model + " --method kl");
   EXPECT_EQ(r.exit_code, 2);

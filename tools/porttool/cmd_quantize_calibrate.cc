@@ -30,7 +30,8 @@ struct QuantizeCalibrateOptions {
   std::string resize, layout = "NCHW", channel_order = "RGB";
   double scale = 1.0 / 255.0;
   std::vector<double> mean = {0, 0, 0}, std = {1, 1, 1};
-  int threads = 1, crops = 0;
+  int threads = 1, crops = 0, max_float_nodes = 8;
+  std::optional<double> target_sqnr;
   int64_t histogram_values = quant::kDefaultHistogramValues;
   ModelOutputOptions qdq;
 };
@@ -101,6 +102,15 @@ void PrintText(const quant::QuantizeCalibrateResult& r, const QuantizeCalibrateO
   for (const auto& n : r.notes) fmt::print("note: {}\n", n);
   if (!r.accuracy) return;
   const auto& a = *r.accuracy;
+  if (r.target_sqnr_db) {
+    for (const auto& f : r.fallback) {
+      fmt::print("mixed precision: kept {} ({}) float (worst output was {:.1f} dB)\n", f.node,
+                 f.op_type, f.sqnr_db_before);
+    }
+    fmt::print("mixed precision: target {:.1f} dB {} with {} node(s) kept float{}\n",
+               *r.target_sqnr_db, r.target_reached ? "reached" : "NOT reached", r.fallback.size(),
+               r.target_reached ? "" : " (raise --max-float-nodes, or try --method mse)");
+  }
   fmt::print("accuracy on {} evaluation samples:\n", a.samples);
   for (const auto& out : a.outputs) {
     fmt::print("  {}  sqnr {:.1f} dB  cosine {:.6f}  max_abs {:.4g}\n", out.name, out.sqnr_db,
@@ -166,9 +176,14 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   req.calibration.symmetric_activations = o.symmetric;
   req.calibration.threads = o.threads;
   req.calibration.histogram_values = o.histogram_values;
-  req.qdq = {o.per_channel, o.exclude_ops, o.exclude_nodes};
+  req.qdq = {.per_channel = o.per_channel,
+             .exclude_ops = o.exclude_ops,
+             .exclude_nodes = o.exclude_nodes,
+             .fallback_nodes = {}};
   req.thresholds = ParseThresholds(o.thresholds);
   req.evaluate = !o.no_eval;
+  req.target_sqnr_db = o.target_sqnr;
+  req.max_float_nodes = o.max_float_nodes;
   req.progress = Progress();
   if (!table_in.empty()) {
     std::ifstream in(table_in);
@@ -241,6 +256,13 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run) {
                   "Evaluation samples (default: the last quarter of --data is held out)")
       ->check(CLI::ExistingPath);
   cmd->add_flag("--no-eval", o->no_eval, "Calibrate on every sample and skip the accuracy report");
+  cmd->add_option("--target-sqnr", o->target_sqnr,
+                  "Mixed precision: while an output's SQNR (dB) is below this, keep the node that "
+                  "loses the most float and evaluate again (each kept node is listed)");
+  cmd->add_option("--max-float-nodes", o->max_float_nodes,
+                  "With --target-sqnr: stop after keeping this many nodes float")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   cmd->add_option("--threshold", o->thresholds,
                   "OUTPUT:VALUE: report the QDQ threshold keeping the same fraction above");
   cmd->add_option("--preprocess", o->preprocess_file, "Image preprocessing spec (JSON)")
