@@ -23,7 +23,8 @@
 namespace porttool::passes {
 namespace {
 
-constexpr char kNoConv[] = "neither operand comes from a Conv/ConvTranspose";
+// Not a candidate (no conv output with a constant operand): no note, or every Add would get one.
+constexpr char kNoConv[] = "no operand is a conv output with a constant on the other side";
 
 struct Plan {
   int conv;
@@ -43,7 +44,7 @@ std::variant<Plan, std::string> Match(const io::Model& model, const ir::GraphVie
     bool transposed = conv.op_type() == "ConvTranspose";
     if ((conv.op_type() != "Conv" && !transposed) || !ir::IsOnnxDomain(conv.domain())) continue;
     auto k = FloatConstant(model, constants, mul.input(1 - side));
-    if (!k) return std::string("the other operand is not a float constant");
+    if (!k) continue;  // conv output times an activation: not this pattern
     if (auto why = WhyNotPrivate(view, mul.input(side), mul_index)) return *why;
     auto w = FloatConstant(model, constants, conv.input(1));
     if (!w || w->rank() < 3) return std::string("the conv weight is not a float constant");

@@ -56,7 +56,9 @@ void DeclaredTypes(const onnx::GraphProto& g, std::map<std::string, int32_t>& ty
 // The derivable ranges, with a slot for each tensor a rule reads.
 struct RangePlan {
   explicit RangePlan(const io::Model& model) : rules(DerivableRanges(model)) {
-    for (const auto& [out, rule] : rules) slot.emplace(rule.input, static_cast<int>(slot.size()));
+    for (const auto& [out, rule] : rules) {
+      for (const auto& in : rule.inputs) slot.emplace(in, static_cast<int>(slot.size()));
+    }
   }
   std::map<std::string, RangeRule> rules;
   std::unordered_map<std::string, int> slot;
@@ -77,8 +79,7 @@ class SampleObserver {
     if (t.dtype() != TP::FLOAT || t.size() == 0) return;
     std::optional<SampleRange> known;
     if (auto rule = plan_.rules.find(name); rule != plan_.rules.end() && !in_subgraph) {
-      const Seen& x = seen_[plan_.slot.at(rule->second.input)];
-      if (x.sample == sample_) known = DeriveRange(rule->second, x.range);
+      known = Derive(rule->second);
     }
     const SampleRange* k = known ? &*known : nullptr;
     TensorStatsEntry& e = stats_[name];
@@ -99,6 +100,17 @@ class SampleObserver {
   }
 
  private:
+  // The rule's result from this sample's input extremes, if every input was seen in it.
+  std::optional<SampleRange> Derive(const RangeRule& rule) {
+    inputs_.clear();
+    for (const auto& in : rule.inputs) {
+      const Seen& x = seen_[plan_.slot.at(in)];
+      if (x.sample != sample_) return std::nullopt;
+      inputs_.push_back(x.range);
+    }
+    return DeriveRange(rule, inputs_);
+  }
+
   struct Seen {
     size_t sample = 0;
     SampleRange range{0, 0, 0};
@@ -107,6 +119,7 @@ class SampleObserver {
   const CollectOptions& options_;
   StatsMap& stats_;
   std::vector<Seen> seen_;
+  std::vector<SampleRange> inputs_;  // reused: no allocation per tensor
   size_t sample_ = 0;
 };
 

@@ -28,6 +28,44 @@ float AttrFloat(const onnx::NodeProto& n, const std::string& name, float def) {
   return def;
 }
 
+std::string AttrString(const onnx::NodeProto& n, const std::string& name, const std::string& def) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return a.s();
+  }
+  return def;
+}
+
+// A nearest Resize/Upsample with constant scales all >= 1: every input element is copied to at
+// least one output element (the source index advances by at most one per output step and spans
+// the whole axis), so the output holds exactly the input's values.
+bool Enlarges(const io::Model& model, const ir::ConstantLookup& constants,
+              const onnx::NodeProto& n) {
+  if (AttrString(n, "mode", "nearest") != "nearest" ||
+      AttrString(n, "coordinate_transformation_mode", "") == "tf_crop_and_resize") {
+    return false;
+  }
+  // Upsample-7 has a scales attribute; Upsample-9 input 1, Resize-10 input 1, Resize-11+ input 2
+  // (and then sizes, input 3, must be absent).
+  const bool resize = n.op_type() == "Resize";
+  const int scales_at = resize && n.input_size() >= 3 ? 2 : 1;
+  if (resize && n.input_size() > 3 && !n.input(3).empty()) return false;
+  std::optional<std::vector<double>> scales;
+  if (n.input_size() > scales_at && !n.input(scales_at).empty()) {
+    if (const onnx::TensorProto* t = constants.Find(n.input(scales_at))) {
+      scales = ir::ConstantAsDoubles(model, *t);
+    }
+  } else {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "scales") scales = std::vector<double>(a.floats().begin(), a.floats().end());
+    }
+  }
+  if (!scales || scales->empty()) return false;
+  for (double s : *scales) {
+    if (!(s >= 1)) return false;
+  }
+  return true;
+}
+
 // The rule for node `n`, if it computes a monotonic function of one activation input.
 std::optional<RangeRule> RuleFor(const io::Model& model, const ir::ConstantLookup& constants,
                                  const onnx::NodeProto& n) {
@@ -35,11 +73,26 @@ std::optional<RangeRule> RuleFor(const io::Model& model, const ir::ConstantLooku
     return std::nullopt;
   }
   const std::string& op = n.op_type();
-  if (op == "Relu" && n.input_size() == 1) return RangeRule{n.input(0), Op::kRelu};
+  if (op == "Relu" && n.input_size() == 1) return RangeRule{{n.input(0)}, Op::kRelu};
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Transpose" || op == "Identity") {
+    return RangeRule{{n.input(0)}, Op::kSame};
+  }
+  if ((op == "Resize" || op == "Upsample") && Enlarges(model, constants, n)) {
+    return RangeRule{{n.input(0)}, Op::kSame};
+  }
+  if (op == "Concat") {
+    RangeRule r{{}, Op::kSame};
+    for (const auto& in : n.input()) {
+      if (in.empty() || constants.IsConstant(in)) return std::nullopt;
+      r.inputs.push_back(in);
+    }
+    return r;
+  }
   if (op == "Clip") {
     constexpr float kLowest = std::numeric_limits<float>::lowest();
     constexpr float kMax = std::numeric_limits<float>::max();
-    RangeRule r{n.input(0), Op::kClip, AttrFloat(n, "min", kLowest), AttrFloat(n, "max", kMax)};
+    RangeRule r{{n.input(0)}, Op::kClip, AttrFloat(n, "min", kLowest), AttrFloat(n, "max", kMax)};
     for (int i = 1; i < n.input_size() && i <= 2; ++i) {
       if (n.input(i).empty()) continue;
       auto bound = ScalarConstant(model, constants, n.input(i));
@@ -56,10 +109,10 @@ std::optional<RangeRule> RuleFor(const io::Model& model, const ir::ConstantLooku
   if (c0.has_value() == c1.has_value()) return std::nullopt;  // need one activation
   const std::string& x = c1 ? n.input(0) : n.input(1);
   const float c = c1 ? *c1 : *c0;
-  if (op == "Add") return RangeRule{x, Op::kAdd, c};
-  if (op == "Mul") return RangeRule{x, Op::kMultiply, c};
-  if (op == "Sub") return RangeRule{x, c1 ? Op::kSubtract : Op::kSubtractFrom, c};
-  if (c1) return RangeRule{x, Op::kDivide, c};  // c / x is not monotonic across 0
+  if (op == "Add") return RangeRule{{x}, Op::kAdd, c};
+  if (op == "Mul") return RangeRule{{x}, Op::kMultiply, c};
+  if (op == "Sub") return RangeRule{{x}, c1 ? Op::kSubtract : Op::kSubtractFrom, c};
+  if (c1) return RangeRule{{x}, Op::kDivide, c};  // c / x is not monotonic across 0
   return std::nullopt;
 }
 
@@ -80,6 +133,8 @@ float Apply(const RangeRule& r, float v) {
       return v * r.a;
     case Op::kDivide:
       return v / r.a;
+    case Op::kSame:
+      return v;
   }
   return v;
 }
@@ -91,16 +146,28 @@ std::map<std::string, RangeRule> DerivableRanges(const io::Model& model) {
   ir::ConstantLookup constants(view);
   std::map<std::string, RangeRule> rules;
   for (const auto& n : model.proto.graph().node()) {
-    if (auto rule = RuleFor(model, constants, n); rule && !constants.IsConstant(rule->input)) {
+    auto rule = RuleFor(model, constants, n);
+    if (rule && !rule->inputs.empty() && !constants.IsConstant(rule->inputs[0])) {
       rules[n.output(0)] = *rule;
     }
   }
   return rules;
 }
 
-std::optional<SampleRange> DeriveRange(const RangeRule& rule, const SampleRange& x) {
-  if (x.nonfinite != 0 || x.lo > x.hi) return std::nullopt;
-  const float a = Apply(rule, x.lo), b = Apply(rule, x.hi);
+std::optional<SampleRange> DeriveRange(const RangeRule& rule, const std::vector<SampleRange>& x) {
+  if (x.empty()) return std::nullopt;
+  for (const auto& r : x) {
+    if (r.nonfinite != 0 || r.lo > r.hi) return std::nullopt;
+  }
+  if (rule.op == Op::kSame) {
+    SampleRange out = x[0];
+    for (const auto& r : x) {
+      out.lo = std::min(out.lo, r.lo);
+      out.hi = std::max(out.hi, r.hi);
+    }
+    return out;
+  }
+  const float a = Apply(rule, x[0].lo), b = Apply(rule, x[0].hi);
   if (!std::isfinite(a) || !std::isfinite(b)) return std::nullopt;
   return SampleRange{std::min(a, b), std::max(a, b), 0};
 }

@@ -18,8 +18,8 @@ namespace porttool::quant {
 
 struct QdqOptions {
   bool per_channel = false;
-  std::vector<std::string> exclude_ops;    // op types kept float (in addition to the defaults)
-  std::vector<std::string> exclude_nodes;  // node names kept float
+  std::vector<std::string> exclude_ops;     // op types kept float (in addition to the defaults)
+  std::vector<std::string> exclude_nodes;   // node names kept float
   std::vector<std::string> fallback_nodes;  // kept float by the mixed-precision search
 };
 
