@@ -5,9 +5,11 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "lib/io/model.h"
@@ -15,6 +17,7 @@
 #include "lib/ir/graph_view.h"
 #include "lib/ir/rewrite.h"
 #include "lib/runtime/tensor.h"
+#include "passes/pass.h"
 
 namespace porttool::passes {
 
@@ -37,6 +40,39 @@ std::optional<std::vector<float>> ChannelValues(const runtime::Tensor& k, int ra
 // ConvTranspose weights are [C_in, C_out/group, k...], so the output channel of weight (i, j) is
 // (i / (C_in/group)) * (C_out/group) + j.
 void ScaleWeights(runtime::Tensor& w, bool transposed, int64_t group, const std::vector<float>& s);
+
+// A conv (Conv/ConvTranspose, ONNX domain) whose output meets a per-channel float constant in a
+// two-input elementwise node: what fuse-conv-add and fuse-conv-mul fold.
+struct ConvWithChannelConstant {
+  int conv = -1;
+  runtime::Tensor weight;               // the conv's weight
+  std::optional<runtime::Tensor> bias;  // the conv's bias, when it has one
+  std::vector<float> values;            // the constant, one value per output channel
+  bool transposed = false;
+  int64_t group = 1;
+};
+
+// Not a candidate: no input of the node is a conv output with a constant on the other side.
+inline constexpr char kNotConvWithConstant[] =
+    "no operand is a conv output with a constant on the other side";
+
+// The match for elementwise node `index`, or why it cannot fold (kNotConvWithConstant when it is
+// not a candidate at all; callers note only the other reasons). `what` names the constant's role
+// in the reason ("bias", "scale").
+std::variant<ConvWithChannelConstant, std::string> MatchConvWithChannelConstant(
+    const io::Model& model, const ir::GraphView& view, const ir::ConstantLookup& constants,
+    int index, const std::string& what);
+
+// What folding one elementwise node into its conv gives the conv: new weights and/or bias.
+struct ConvFold {
+  std::optional<runtime::Tensor> weight, bias;
+};
+
+// fuse-conv-add and fuse-conv-mul: every ONNX `op_type` node matching
+// MatchConvWithChannelConstant is folded into its conv by `fold` (one node per conv and run), the
+// conv taking the node's output name; the other reasons become notes. Returns the pass result.
+PassResult FoldIntoConvs(io::Model& model, const std::string& op_type, const std::string& what,
+                         const std::function<ConvFold(const ConvWithChannelConstant&)>& fold);
 
 // "kept Op 'name': reason" — one format for every skip note.
 std::string SkipNote(const onnx::NodeProto& node, const std::string& reason);

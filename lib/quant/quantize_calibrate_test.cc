@@ -36,6 +36,12 @@ net (float[1,2,4,4] x) => (float[1,3] y) {
   y = Softmax (l)
 })";
 
+// Names every node n0, n1, ... in graph order (the text format leaves them unnamed).
+void NameNodes(io::Model& m) {
+  int i = 0;
+  for (auto& n : *m.proto.mutable_graph()->mutable_node()) n.set_name("n" + std::to_string(i++));
+}
+
 io::Model Net() {
   io::Model m = io::ParseText(kNet);
   int i = 0;
@@ -388,8 +394,7 @@ g (float[2,2] x) => (float[2,2] y) {
   m1 = Mul (x, a)
   y = Mul (m1, half)
 })");
-  int i = 0;
-  for (auto& n : *m.proto.mutable_graph()->mutable_node()) n.set_name("n" + std::to_string(i++));
+  NameNodes(m);
   CalibrationTable t;
   ComputeQuantParams(-1, 1, false, t.tensors["x"]);
   QdqResult r = InsertQdq(m, t, {});
@@ -421,8 +426,7 @@ g (float[1,2,4,4] x) => (float[1,2,4,4] y) {
   c = Conv (t, w)
   y = Add (c, t)
 })");
-  int i = 0;
-  for (auto& n : *m.proto.mutable_graph()->mutable_node()) n.set_name("n" + std::to_string(i++));
+  NameNodes(m);
   CalibrationTable table;
   for (const char* name : {"x", "c0", "s", "a", "a3", "r6", "h", "t", "c"}) {
     ComputeQuantParams(-4, 4, false, table.tensors[name]);
