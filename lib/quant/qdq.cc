@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "lib/ir/constants.h"
 #include "lib/ir/graph_view.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
@@ -33,8 +34,8 @@ bool IsOp(const onnx::NodeProto& n, std::initializer_list<const char*> ops) {
 }
 
 constexpr const char* kAffineReason =
-    "elementwise with a constant (a scale or shift): integer backends fold it into the "
-    "neighbouring op, so a Q/DQ in front of it would only add a requantization";
+    "elementwise with a scalar or per-channel constant (a scale or shift): integer backends fold "
+    "it into the neighbouring op, so a Q/DQ in front of it would only add a requantization";
 constexpr const char* kHardSwishReason =
     "decomposed hard-swish (x * relu6(x + 3) / 6 or x * HardSigmoid(x)): one activation that "
     "integer backends fuse; Q/DQ inside it would requantize the same values twice";
@@ -51,7 +52,7 @@ std::set<std::string> ConstantNames(const onnx::GraphProto& g) {
 
 // Whether `tensor` is computed from `source` through at most four elementwise steps with
 // constants or unary activations (the gate side of a decomposed hard-swish).
-bool DerivedElementwise(const ir::GraphView& view, const std::set<std::string>& constants,
+bool DerivedElementwise(const ir::GraphView& view, const ir::ConstantLookup& constants,
                         std::string tensor, const std::string& source) {
   for (int depth = 0; depth < 4; ++depth) {
     int p = view.Producer(tensor);
@@ -60,7 +61,7 @@ bool DerivedElementwise(const ir::GraphView& view, const std::set<std::string>& 
     if (!IsOp(n, {"Add", "Sub", "Mul", "Div", "Clip", "Relu", "HardSigmoid"})) return false;
     std::string next;
     for (const auto& in : n.input()) {
-      if (in.empty() || constants.count(in)) continue;
+      if (in.empty() || constants.IsConstant(in)) continue;
       if (!next.empty()) return false;  // two activation operands: not a gate
       next = in;
     }
@@ -71,17 +72,28 @@ bool DerivedElementwise(const ir::GraphView& view, const std::set<std::string>& 
   return false;
 }
 
+// A constant with at most one dimension above 1: a scalar or per-channel scale or shift, which
+// an integer backend folds into the neighbouring op. A full-size constant (a positional
+// embedding) is a real elementwise operand.
+bool ScaleOrShift(const ir::ConstantLookup& constants, const std::string& name) {
+  const onnx::TensorProto* t = constants.Find(name);
+  if (t == nullptr) return false;
+  int wide = 0;
+  for (int64_t d : t->dims()) wide += d > 1;
+  return wide <= 1;
+}
+
 // Marks the Add/Mul nodes that integer backends fuse into a neighbour: an elementwise op with a
-// constant operand (PP-LCNetV3's affine blocks, an unfused scale), and the final Mul of a
+// scale or shift constant (PP-LCNetV3's affine blocks, an unfused scale), and the final Mul of a
 // decomposed hard-swish. A residual Add or an attention/SE Mul of two activations stays
 // quantized.
-void MarkFusedElementwise(const ir::GraphView& view, const std::set<std::string>& constants,
-                          std::map<int, std::string>& excluded) {
+void MarkFusedElementwise(const ir::GraphView& view, std::map<int, std::string>& excluded) {
+  const ir::ConstantLookup constants(view);
   const auto& g = view.graph();
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
     if (!IsOp(n, {"Add", "Mul"}) || n.input_size() != 2) continue;
-    if (constants.count(n.input(0)) || constants.count(n.input(1))) {
+    if (ScaleOrShift(constants, n.input(0)) || ScaleOrShift(constants, n.input(1))) {
       excluded.emplace(i, kAffineReason);
     } else if (n.op_type() == "Mul" &&
                (DerivedElementwise(view, constants, n.input(1), n.input(0)) ||
@@ -338,7 +350,7 @@ class QdqBuilder {
       }
     }
     MarkPatterns(view, excluded);
-    MarkFusedElementwise(view, ConstantNames(g_), excluded);
+    MarkFusedElementwise(view, excluded);
     return excluded;
   }
 
@@ -579,7 +591,7 @@ std::set<std::string> QuantizableActivations(const onnx::GraphProto& graph) {
   ir::GraphView view(graph);
   std::map<int, std::string> fused;  // never quantized, whatever the user excludes
   MarkPatterns(view, fused);
-  MarkFusedElementwise(view, constant, fused);
+  MarkFusedElementwise(view, fused);
   std::set<std::string> out;
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& n = graph.node(i);

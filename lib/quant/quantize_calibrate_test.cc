@@ -442,6 +442,26 @@ g (float[1,2,4,4] x) => (float[1,2,4,4] y) {
   EXPECT_NE(reasons["n11"].find("hard-swish"), std::string::npos);  // h = Mul(a, r6)
 }
 
+// A full-size constant (a positional embedding) is a real operand, not a scale or shift: that Add
+// stays quantized, while the per-channel shift before it is folded away.
+TEST(Qdq, FullSizeConstantOperandStaysQuantized) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,2] x) => (float[1,2,2] y) {
+  shift = Constant <value = float[1,2,1] {0.5, -0.5}> ()
+  pos = Constant <value = float[1,2,2] {0.1, 0.2, 0.3, 0.4}> ()
+  s = Add (x, shift)
+  y = Add (s, pos)
+})");
+  NameNodes(m);
+  CalibrationTable t;
+  for (const char* name : {"x", "s"}) ComputeQuantParams(-2, 2, false, t.tensors[name]);
+  QdqResult r = InsertQdq(m, t, {});
+  EXPECT_EQ(r.quantized_nodes, 1);  // y = Add(s, pos)
+  ASSERT_EQ(r.excluded.size(), 1u);
+  EXPECT_EQ(r.excluded[0].node, "n2");  // s = Add(x, shift)
+}
+
 class BadSamples : public ::testing::Test {
  protected:
   void ExpectBadInput(const std::string& needle) {
