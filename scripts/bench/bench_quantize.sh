@@ -7,7 +7,8 @@
 #    observers add at most 30 %); single inference is `porttool run` median at 1 thread on the
 #    model as given.
 # This machine kind is noisy (the same run varies by 15 %), so ROUNDS rounds each measure the
-# anchor and both calibrations back to back; the median ratio is the figure.
+# anchor (before and after, averaged) and both calibrations back to back; the median ratio is the
+# figure.
 # Usage: scripts/bench/bench_quantize.sh [THREADS=2] [ROUNDS=3]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,10 +29,19 @@ calib() {  # crops -> "seconds peak_kb"
 }
 
 /usr/bin/python3 -c "import numpy as np; np.save('$TMP/x.npy', np.random.default_rng(0).standard_normal((1,3,640,640)).astype(np.float32))"
+single() {  # median ms of 5 `porttool run` inferences at 1 thread
+  $PT run "$MODEL" --input x="$TMP/x.npy" --threads 1 --repeat 5 --json |
+    /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['latency_ms']['median'])"
+}
 for round in $(seq "$ROUNDS"); do
-  single_ms=$($PT run "$MODEL" --input x="$TMP/x.npy" --threads 1 --repeat 5 --json |
-    /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['latency_ms']['median'])")
-  echo "$single_ms $(calib 0) $(calib 7)" >> "$TMP/rounds"
+  # The anchor is measured before and after the calibrations and averaged, so a slow or fast
+  # spell of the machine weighs on both sides of the ratio.
+  before=$(single)
+  c8=$(calib 0)
+  c64=$(calib 7)
+  after=$(single)
+  single_ms=$(/usr/bin/python3 -c "print(($before + $after) / 2)")
+  echo "$single_ms $c8 $c64" >> "$TMP/rounds"
 done
 /usr/bin/python3 - "$THREADS" "$TMP/rounds" <<'PY'
 import statistics, sys
