@@ -179,10 +179,12 @@ AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& q
       done[merged].reset();
     }
   };
-  ForEachSample(eval.size(), options.threads, [&](int) -> std::function<void(size_t)> {
-    auto fs = std::make_shared<runtime::Session>(float_model, so);
-    auto qs = std::make_shared<runtime::Session>(qdq_model, so);
-    return [&, fs, qs](size_t s) { finish(s, RunSample(*fs, *qs, eval, s)); };
+  // Worker 0 runs on this thread and reuses the sessions planned above; the others plan their own.
+  ForEachSample(eval.size(), options.threads, [&](int w) -> std::function<void(size_t)> {
+    if (w == 0) return [&](size_t s) { finish(s, RunSample(fs, qs, eval, s)); };
+    auto fs_w = std::make_shared<runtime::Session>(float_model, so);
+    auto qs_w = std::make_shared<runtime::Session>(qdq_model, so);
+    return [&, fs_w, qs_w](size_t s) { finish(s, RunSample(*fs_w, *qs_w, eval, s)); };
   });
   AccuracyReport report;
   report.samples = eval.size();
