@@ -9,12 +9,16 @@
 // inputs, outputs and attributes as at the source version and accepts the element types the
 // model declares for it, only the version changes; otherwise the converter runs, and any failure
 // is an Error(kBadInput) naming the cause. Resize 11+ -> below 10 points to resize-to-upsample.
+// With min=/max= instead of to=, the model moves to the nearest opset of that range and a model
+// already inside it is left alone: how a target profile's rewrites ask for "an opset I accept".
 // Why: vendor converters pin opsets (RKNN-Toolkit2 wants 12..19, older TensorRT 11).
 #include "passes/convert_opset.h"
 
 #include <fmt/format.h>
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
+
+#include <algorithm>
 
 #include "lib/ir/constants.h"
 #include "lib/ir/graph_view.h"
@@ -84,12 +88,29 @@ void SetOpset(onnx::ModelProto& model, int to) {
   }
 }
 
+// The opset to convert to: `to`, or with min/max (a target profile's supported range) the nearest
+// opset of the range, which is the model's own when it is inside (no conversion at all).
+int TargetOpset(const PassOptions& options, int from) {
+  if (options.Has("to")) {
+    if (options.Has("min") || options.Has("max")) {
+      ThrowUsage("convert-opset takes to=N, or min=N and/or max=N, not both");
+    }
+    return static_cast<int>(options.GetInt("to", 0));
+  }
+  if (!options.Has("min") && !options.Has("max")) {
+    ThrowUsage("convert-opset needs to=N (the target opset), or a range min=N max=N");
+  }
+  int lo = static_cast<int>(options.GetInt("min", 1));
+  int hi = static_cast<int>(options.GetInt("max", 1000));
+  if (lo > hi) ThrowUsage("convert-opset: min={} is above max={}", lo, hi);
+  return std::clamp(from, lo, hi);
+}
+
 }  // namespace
 
 PassResult ConvertOpsetPass::Run(io::Model& model, const PassOptions& options, PassContext&) const {
-  if (!options.Has("to")) ThrowUsage("convert-opset needs to=N (the target opset)");
-  int to = static_cast<int>(options.GetInt("to", 0));
   int from = static_cast<int>(ir::OnnxOpset(model.proto));
+  int to = TargetOpset(options, from);
   PassResult result;
   if (to == from) return result;
   if (to < 10) {

@@ -3,6 +3,7 @@
 
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
+#include "passes/check.h"
 #include "passes/constant_to_initializer.h"
 #include "passes/convert_opset.h"
 #include "passes/decompose_gelu.h"
@@ -15,10 +16,10 @@
 #include "passes/fuse_conv_mul.h"
 #include "passes/gelu_to_tanh.h"
 #include "passes/hardswish.h"
+#include "passes/infer_shapes.h"
 #include "passes/pass.h"
 #include "passes/replace_with_custom_op.h"
 #include "passes/resize_to_upsample.h"
-#include "passes/stages.h"
 #include "passes/topo_sort.h"
 
 namespace porttool::passes {
@@ -26,8 +27,8 @@ namespace porttool::passes {
 const std::vector<std::unique_ptr<Pass>>& Registry() {
   static const auto* registry = [] {
     auto* r = new std::vector<std::unique_ptr<Pass>>();
-    r->push_back(std::make_unique<InferShapesStage>());
-    r->push_back(std::make_unique<CheckStage>());
+    r->push_back(std::make_unique<InferShapesPass>());
+    r->push_back(std::make_unique<CheckPass>());
     r->push_back(std::make_unique<TopoSortPass>());
     r->push_back(std::make_unique<EliminateIdentityPass>());
     r->push_back(std::make_unique<FoldConstantsPass>());

@@ -462,7 +462,10 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
                   "unsupported_reason",
                   "generic_constraints",
                   "op_constraints",
-                  "cpu_constraints"});
+                  "cpu_constraints",
+                  "rewrites",
+                  "default_input_shape",
+                  "runner_backend"});
   for (const auto& [key, value] : f.root().items()) seen.insert(key);
   if (f.String("/schema") != "porttool.target/1") {
     f.Fail("/schema", "expected \"porttool.target/1\"");
@@ -534,6 +537,19 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
     t.generic_constraints = ParseConstraints(f, "/generic_constraints");
   if (has("op_constraints")) t.op_constraints = ParseOpConstraints(f, "/op_constraints", t);
   if (has("cpu_constraints")) t.cpu_constraints = ParseOpConstraints(f, "/cpu_constraints", t);
+  if (has("rewrites")) {
+    t.rewrites = f.String("/rewrites");
+    t.rewrites_file = f.name();
+  }
+  if (has("default_input_shape")) {
+    t.default_input_shape = f.String("/default_input_shape");
+    if (t.default_input_shape.empty()) f.Fail("/default_input_shape", "expected NAME:DIMS");
+    t.default_input_shape_file = f.name();
+  }
+  if (has("runner_backend")) {
+    t.runner_backend = f.String("/runner_backend");
+    if (t.runner_backend != "rknn") f.Fail("/runner_backend", "expected \"rknn\"");
+  }
 }
 
 void LoadInto(const std::filesystem::path& path, TargetProfile& t, std::set<std::string>& seen,

@@ -78,6 +78,18 @@ struct TargetProfile {
   double bridge_bytes_per_s = 0;
   double switch_ms = -1;
   std::string pipeline_source;
+  // port: the exact rewrites this target's converter needs, as a pipeline string of pass ids
+  // ("convert-opset{min=12,max=19},resize-nearest-half-pixel"), and the input shape port pins when
+  // none is given ("NAME:DIMS[,...]", NAME "*" for any input of that rank). Their pass ids and
+  // syntax are checked by lib/stages (decide knows no passes); errors name the profile file that
+  // set each (this one or the one it extends).
+  std::string rewrites;
+  std::string rewrites_file;
+  std::string default_input_shape;
+  std::string default_input_shape_file;
+  // The generated runner's backend for this target's accelerator segments besides porttool's
+  // reference one: "rknn" (librknnrt), or empty when porttool has none for it.
+  std::string runner_backend;
   // ops
   enum class Fallback { kAll, kList, kNone };
   Fallback fallback = Fallback::kNone;

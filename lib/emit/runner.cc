@@ -16,6 +16,7 @@
 #include "lib/emit/runner_render.h"
 #include "lib/io/atomic_file.h"
 #include "lib/io/model.h"
+#include "lib/io/staging_dir.h"
 #include "lib/runtime/session.h"
 #include "lib/util/error.h"
 
@@ -161,21 +162,12 @@ void WritePackage(const std::filesystem::path& out, const std::vector<RenderedFi
     ThrowUsage("{} exists and is not a runner package: choose another output directory",
                out.string());
   }
-  fs::path tmp = out;
-  tmp += fmt::format(".tmp-{}", std::random_device{}());
-  fs::create_directories(tmp);
-  try {
-    for (const auto& f : files) {
-      fs::create_directories((tmp / f.name).parent_path());
-      io::WriteFileAtomic(tmp / f.name, f.text);
-    }
-    if (fs::exists(out)) fs::remove_all(out);
-    fs::rename(tmp, out);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    throw;
+  io::StagingDir staging(out);
+  for (const auto& f : files) {
+    fs::create_directories((staging.path() / f.name).parent_path());
+    io::WriteFileAtomic(staging.path() / f.name, f.text);
   }
+  staging.Commit();
 }
 
 }  // namespace

@@ -47,6 +47,11 @@ struct RunnerRequest {
   uint64_t alignment = 64;
   std::filesystem::path custom_op_dir;  // a scaffolded kernel (see README "emit-runner")
   int threads = 0;                      // kernel threads per segment session (0: all cores)
+  // What the generated comments and README call the pipeline (empty: the pipeline.json path)
+  // and where the runner loads segment files from unless told otherwise (empty: the pipeline's
+  // absolute directory). `port` sets both relative to its bundle, so the bundle can move.
+  std::string pipeline_label;
+  std::string segment_dir;
 };
 
 struct RunnerSegment {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "lib/io/external_data.h"
 #include "lib/io/model.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -201,8 +202,10 @@ Pipeline ParsePipeline(const std::filesystem::path& pipeline_json) {
     std::string ptr = fmt::format("/segments/{}", i);
     PipelineSegment seg;
     const json& file = r.Field(segments[i], ptr, "file");
-    if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos) {
-      r.Fail(ptr + "/file", "must be a file name inside the pipeline directory");
+    // A relative path below the pipeline's directory (port bundles keep segments/ beside it);
+    // the same rule as an external-data location: nothing absolute, no "..".
+    if (!file.is_string() || io::UnsafeLocationReason(file.get<std::string>())) {
+      r.Fail(ptr + "/file", "must be a relative path inside the pipeline directory");
     }
     seg.file = file.get<std::string>();
     std::string role = r.Field(segments[i], ptr, "role").get<std::string>();

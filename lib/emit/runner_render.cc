@@ -199,6 +199,10 @@ std::string RenderTables(const Pipeline& p, const RunnerLayout& layout, const Ru
   return out;
 }
 
+std::string PipelineLabel(const RunnerRequest& req) {
+  return req.pipeline_label.empty() ? req.pipeline_json.string() : req.pipeline_label;
+}
+
 std::string RenderHeader(const Pipeline& p, const RunnerRequest& req, const RunnerResult& r) {
   CNameTable names({"BYTES", "OFFSET", "SCALE", "ZERO_POINT"});
   const auto& npu = req.fake_npu;
@@ -213,12 +217,13 @@ std::string RenderHeader(const Pipeline& p, const RunnerRequest& req, const Runn
       "#define PIPELINE_FAKE_NPU {}\n#define PIPELINE_NC1HWC2_BLOCK {}\n"
       "#define PIPELINE_W_STRIDE_ALIGN {}\n#ifndef PIPELINE_THREADS\n#define PIPELINE_THREADS {}\n"
       "#endif\n#ifndef PIPELINE_SEGMENT_DIR\n#define PIPELINE_SEGMENT_DIR {}\n#endif\n\n",
-      CommentText(req.pipeline_json.string()), p.segments.size(),
+      CommentText(PipelineLabel(req)), p.segments.size(),
       CommentText(r.quant.empty() ? "none" : r.quant_source), p.segments.size(),
       p.graph_input_list.size(), p.graph_output_list.size(), r.arena.alignment, r.arena.arena_bytes,
       r.arena.naive_bytes, r.arena.lower_bound_bytes, req.backend == RunnerBackend::kRknn ? 1 : 0,
       req.rknn_zero_copy ? 1 : 0, npu && npu->int8 ? 1 : 0, npu ? npu->block : 0,
-      npu ? npu->width_align : 0, req.threads, CStringLiteral(p.dir.string()));
+      npu ? npu->width_align : 0, req.threads,
+      CStringLiteral(req.segment_dir.empty() ? p.dir.string() : req.segment_dir));
   for (size_t i = 0; i < p.graph_input_list.size(); ++i) {
     const auto& t = p.graph_input_list[i];
     std::string id = "PIPELINE_INPUT_" + ToUpper(names.Assign(t.name));
@@ -312,8 +317,9 @@ std::string RenderReadme(const Pipeline& p, const RunnerRequest& req, const Runn
       "times and prints median total and segment times; `--dump-bridges DIR` writes each "
       "bridge as the consumers saw it. API: `pipeline.h` (`pipeline_init`, `pipeline_run`, "
       "`pipeline_free`).\n{}",
-      p.dir.string(), p.segments.size(), p.bridges.size(), r.arena.arena_bytes, r.arena.alignment,
-      segs, r.quant.empty() ? "none (float bridges)" : r.quant_source, rknn);
+      req.pipeline_label.empty() ? p.dir.string() : req.pipeline_label, p.segments.size(),
+      p.bridges.size(), r.arena.arena_bytes, r.arena.alignment, segs,
+      r.quant.empty() ? "none (float bridges)" : r.quant_source, rknn);
 }
 
 }  // namespace

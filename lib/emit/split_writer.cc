@@ -9,6 +9,7 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/io/external_data.h"
+#include "lib/io/staging_dir.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
 #include "lib/util/json_text.h"
@@ -63,11 +64,12 @@ nlohmann::json TensorListJson(const std::vector<ir::BoundaryTensor>& tensors) {
 
 nlohmann::json PipelineManifest(const ir::SplitResult& result, const io::Model& source,
                                 const std::string& source_sha256, const std::string& weights_mode,
-                                const nlohmann::json& annotations) {
+                                const nlohmann::json& annotations, const std::string& source_name) {
   nlohmann::json doc;
   doc["format"] = "porttool-pipeline/1";
-  doc["source"] = {
-      {"path", source.path.string()}, {"sha256", source_sha256}, {"nodes", result.source_nodes}};
+  doc["source"] = {{"path", source_name.empty() ? source.path.string() : source_name},
+                   {"sha256", source_sha256},
+                   {"nodes", result.source_nodes}};
   doc["weights"] = weights_mode;
   nlohmann::json segments = nlohmann::json::array();
   for (size_t s = 0; s < result.segments.size(); ++s) {
@@ -122,29 +124,6 @@ nlohmann::json PipelineManifest(const ir::SplitResult& result, const io::Model& 
 // ---------------------------------------------------------------------------------------------
 namespace {
 
-// A directory under construction; removed unless released.
-class TempDirGuard {
- public:
-  explicit TempDirGuard(const fs::path& target) {
-    std::string name = fmt::format(".{}.tmp-XXXXXX", target.filename().string());
-    std::string pattern = (target.parent_path() / name).string();
-    if (!::mkdtemp(pattern.data())) {
-      ThrowBadInput("cannot create a directory next to '{}': {}", target.string(),
-                    std::strerror(errno));
-    }
-    path_ = pattern;
-  }
-  ~TempDirGuard() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  void Release() { path_.clear(); }
-
- private:
-  fs::path path_;
-};
-
 bool IsInside(const fs::path& path, const fs::path& dir) {
   std::error_code ec;
   fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
@@ -170,37 +149,6 @@ void CheckReplaceable(const fs::path& dir, const io::Model& source) {
         "it: choose another output directory",
         dir.string());
   }
-}
-
-// Swaps the finished directory into place; an old split there is removed afterwards.
-void MoveIntoPlace(TempDirGuard& built, const fs::path& dir) {
-  std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    TempDirGuard old(dir);
-    fs::remove(old.path());
-    fs::rename(dir, old.path(), ec);
-    if (ec) ThrowBadInput("cannot replace '{}': {}", dir.string(), ec.message());
-    fs::rename(built.path(), dir, ec);
-    if (ec) {
-      // Put the previous split back. If even that fails, keep it where it is (the guard would
-      // delete it) and say where: losing the user's last good split is worse than a stray dir.
-      std::error_code restore_ec;
-      fs::rename(old.path(), dir, restore_ec);
-      if (restore_ec) {
-        fs::path kept = old.path();
-        old.Release();
-        ThrowBadInput(
-            "cannot move the split into '{}' ({}) nor restore the previous one ({}); "
-            "the previous split is kept in '{}'",
-            dir.string(), ec.message(), restore_ec.message(), kept.string());
-      }
-      ThrowBadInput("cannot move the split into '{}': {}", dir.string(), ec.message());
-    }
-  } else {
-    fs::rename(built.path(), dir, ec);
-    if (ec) ThrowBadInput("cannot move the split into '{}': {}", dir.string(), ec.message());
-  }
-  built.Release();
 }
 
 uint64_t WeightBytes(const onnx::ModelProto& proto) {
@@ -244,31 +192,33 @@ fs::path DefaultSplitDir(const fs::path& model_path) {
   return fs::path(model_path.stem().string() + ".split");
 }
 
-WriteSplitResult WriteSplit(ir::SplitResult& result, const io::Model& source,
-                            const fs::path& dir_in, const WriteSplitOptions& options) {
-  fs::path dir = dir_in.lexically_normal();
-  if (dir.filename().empty()) dir = dir.parent_path();
-  if (dir.empty()) ThrowUsage("the output directory must not be empty");
-  std::error_code ec;
-  if (!dir.parent_path().empty()) fs::create_directories(dir.parent_path(), ec);
-  CheckReplaceable(dir, source);
-
+WriteSplitResult WriteSplitFiles(ir::SplitResult& result, const io::Model& source,
+                                 const fs::path& dir, const WriteSplitOptions& options) {
   WriteSplitResult written;
   written.dir = dir;
-  TempDirGuard building(dir);
   std::set<std::string> notes;
+  if (!options.segment_dir.empty()) io::CreateOutputDir(dir / options.segment_dir);
   for (auto& segment : result.segments) {
-    io::SaveResult saved =
-        SaveSegment(segment, building.path() / segment.file, options.copy_weights);
+    if (!options.segment_dir.empty()) segment.file = options.segment_dir + "/" + segment.file;
+    io::SaveResult saved = SaveSegment(segment, dir / segment.file, options.copy_weights);
     notes.insert(saved.notes.begin(), saved.notes.end());
   }
   std::string sha = source.path.empty() ? "" : util::Sha256File(source.path);
-  written.manifest = PipelineManifest(
-      result, source, sha, options.copy_weights ? "copy" : "zero-copy", options.annotations);
-  io::WriteFileAtomic(building.path() / "pipeline.json",
-                      util::DumpJson(written.manifest, 2) + "\n");
-  MoveIntoPlace(building, dir);
+  written.manifest =
+      PipelineManifest(result, source, sha, options.copy_weights ? "copy" : "zero-copy",
+                       options.annotations, options.source_name);
+  io::WriteFileAtomic(dir / "pipeline.json", util::DumpJson(written.manifest, 2) + "\n");
   written.notes.assign(notes.begin(), notes.end());
+  return written;
+}
+
+WriteSplitResult WriteSplit(ir::SplitResult& result, const io::Model& source,
+                            const fs::path& dir_in, const WriteSplitOptions& options) {
+  io::StagingDir building(dir_in);
+  CheckReplaceable(building.target(), source);
+  WriteSplitResult written = WriteSplitFiles(result, source, building.path(), options);
+  building.Commit();
+  written.dir = building.target();
   return written;
 }
 

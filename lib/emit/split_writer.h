@@ -19,6 +19,11 @@ struct WriteSplitOptions {
   bool copy_weights = false;
   // Extra top-level pipeline.json fields (split --auto adds its cost estimate as "estimate").
   nlohmann::json annotations = nlohmann::json::object();
+  // Segment files go into this sub-directory of the output (pipeline.json then names them
+  // "<segment_dir>/<file>"); empty: beside pipeline.json.
+  std::string segment_dir{};
+  // What pipeline.json records as the source model's path; empty: the path it was loaded from.
+  std::string source_name{};
 };
 
 struct WriteSplitResult {
@@ -38,10 +43,17 @@ WriteSplitResult WriteSplit(ir::SplitResult& result, const io::Model& source,
                             const std::filesystem::path& dir,
                             const WriteSplitOptions& options = {});
 
+// The same into `dir`, an existing directory the caller makes atomic (port's bundle). Segment
+// file names in `result` gain the options' segment_dir.
+WriteSplitResult WriteSplitFiles(ir::SplitResult& result, const io::Model& source,
+                                 const std::filesystem::path& dir,
+                                 const WriteSplitOptions& options = {});
+
 // The pipeline.json document (see README "split"): source, segments, bridges, outputs, advice,
 // then `annotations`.
 nlohmann::json PipelineManifest(const ir::SplitResult& result, const io::Model& source,
                                 const std::string& source_sha256, const std::string& weights_mode,
-                                const nlohmann::json& annotations = nlohmann::json::object());
+                                const nlohmann::json& annotations = nlohmann::json::object(),
+                                const std::string& source_name = "");
 
 }  // namespace porttool::emit

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "lib/runtime/chain.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
@@ -64,8 +65,9 @@ struct SampleAccuracy {
   std::map<std::string, const onnx::NodeProto*> producer;
 };
 
-SampleAccuracy RunSample(runtime::Session& fs, runtime::Session& qs, const SampleSet& eval,
-                         size_t s) {
+// `Quantized` is a Session (one QDQ model) or a ChainSession (QDQ segments chained).
+template <typename Quantized>
+SampleAccuracy RunSample(runtime::Session& fs, Quantized& qs, const SampleSet& eval, size_t s) {
   SampleAccuracy r;
   runtime::TensorMap inputs = LoadSample(eval, s, fs.inputs());
   // The float run keeps its tensors (one sample at a time) for the QDQ run to compare against.
@@ -150,10 +152,15 @@ ThresholdMapping MapThreshold(std::vector<float> ref, std::vector<float> qdq, do
   return m;
 }
 
-AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& qdq_model,
-                                const SampleSet& eval, const AccuracyOptions& options) {
+namespace {
+
+template <typename Quantized, typename MakeQuantized>
+AccuracyReport Evaluate(const io::Model& float_model,
+                        const std::vector<const io::Model*>& qdq_models, const SampleSet& eval,
+                        const AccuracyOptions& options, MakeQuantized make_quantized) {
   runtime::SessionOptions so{.fail_on_nan = true};
-  runtime::Session fs(float_model, so), qs(qdq_model, so);
+  runtime::Session fs(float_model, so);
+  std::unique_ptr<Quantized> qs = make_quantized(so);
   auto names = fs.output_names();
   for (const auto& [out, _] : options.thresholds) {
     if (std::find(names.begin(), names.end(), out) == names.end()) {
@@ -181,9 +188,9 @@ AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& q
   };
   // Worker 0 runs on this thread and reuses the sessions planned above; the others plan their own.
   ForEachSample(eval.size(), options.threads, [&](int w) -> std::function<void(size_t)> {
-    if (w == 0) return [&](size_t s) { finish(s, RunSample(fs, qs, eval, s)); };
+    if (w == 0) return [&](size_t s) { finish(s, RunSample(fs, *qs, eval, s)); };
     auto fs_w = std::make_shared<runtime::Session>(float_model, so);
-    auto qs_w = std::make_shared<runtime::Session>(qdq_model, so);
+    std::shared_ptr<Quantized> qs_w = make_quantized(so);
     return [&, fs_w, qs_w](size_t s) { finish(s, RunSample(*fs_w, *qs_w, eval, s)); };
   });
   AccuracyReport report;
@@ -204,9 +211,11 @@ AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& q
   }
   // Only nodes that run quantized add quantization error; the others pass it on.
   std::set<std::string> quantized;
-  for (const auto& n : qdq_model.proto.graph().node()) {
-    for (const auto& in : n.input()) {
-      if (util::EndsWith(in, "_DequantizeLinear_Output")) quantized.insert(n.name());
+  for (const io::Model* qdq_model : qdq_models) {
+    for (const auto& n : qdq_model->proto.graph().node()) {
+      for (const auto& in : n.input()) {
+        if (util::EndsWith(in, "_DequantizeLinear_Output")) quantized.insert(n.name());
+      }
     }
   }
   for (const auto& [name, acc] : tensors) {
@@ -227,6 +236,25 @@ AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& q
       [](const LayerError& a, const LayerError& b) { return a.growth_db > b.growth_db; });
   if (report.worst.size() > 10) report.worst.resize(10);
   return report;
+}
+
+}  // namespace
+
+AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& qdq_model,
+                                const SampleSet& eval, const AccuracyOptions& options) {
+  return Evaluate<runtime::Session>(float_model, {&qdq_model}, eval, options,
+                                    [&](const runtime::SessionOptions& so) {
+                                      return std::make_unique<runtime::Session>(qdq_model, so);
+                                    });
+}
+
+AccuracyReport EvaluateChainAccuracy(const io::Model& float_model,
+                                     const std::vector<const io::Model*>& chain,
+                                     const SampleSet& eval, const AccuracyOptions& options) {
+  return Evaluate<runtime::ChainSession>(
+      float_model, chain, eval, options, [&](const runtime::SessionOptions& so) {
+        return std::make_unique<runtime::ChainSession>(float_model, chain, so);
+      });
 }
 
 }  // namespace porttool::quant

@@ -59,6 +59,12 @@ struct AccuracyOptions {
 AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& qdq_model,
                                 const SampleSet& eval, const AccuracyOptions& options);
 
+// The same with the QDQ side a chain of segments (quantized accelerator segments and float host
+// segments of a split, run as runtime::ChainSession): accuracy end to end through the pipeline.
+AccuracyReport EvaluateChainAccuracy(const io::Model& float_model,
+                                     const std::vector<const io::Model*>& chain,
+                                     const SampleSet& eval, const AccuracyOptions& options);
+
 // The threshold on `qdq` values keeping the fraction of elements above `threshold` in `ref`.
 ThresholdMapping MapThreshold(std::vector<float> ref, std::vector<float> qdq, double threshold);
 

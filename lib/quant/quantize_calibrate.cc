@@ -74,6 +74,7 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
     }
   }
   const bool evaluate = eval && request.evaluate && eval->size() > 0;
+  if (evaluate) result.eval_samples = eval;
   if (request.target_sqnr_db && !evaluate) {
     ThrowUsage(
         "a target SQNR needs evaluation samples (the held-out part of the data or an "

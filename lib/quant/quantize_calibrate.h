@@ -40,6 +40,7 @@ struct QuantizeCalibrateResult {
   io::Model qdq_model;
   QdqResult qdq;
   std::optional<AccuracyReport> accuracy;
+  std::optional<SampleSet> eval_samples;  // what accuracy was measured on (held out or given)
   size_t calibration_samples = 0;
   std::vector<std::string> notes;
   std::optional<double> target_sqnr_db;  // the request's

@@ -20,8 +20,9 @@ struct VerifyResult {
   std::vector<std::string> problems;      // human-readable reasons when not identical
 };
 
-// Throws Error(kBadInput) when a segment needs a tensor that neither the inputs nor an earlier
-// segment provides (naming segment and tensor).
+// Runs `original` and its chained segments (a ChainSession) on `inputs`. Throws Error(kBadInput)
+// when a segment needs a tensor that neither the inputs nor an earlier segment provides, or an
+// output comes from no segment (naming segment and tensor).
 VerifyResult VerifyChain(const io::Model& original, const std::vector<const io::Model*>& segments,
                          const TensorMap& inputs, const SessionOptions& options = {});
 

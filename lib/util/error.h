@@ -48,6 +48,10 @@ template <typename... Args>
   throw Error(ErrorKind::kUsage, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
+[[noreturn]] void ThrowCheckFailed(fmt::format_string<Args...> f, Args&&... args) {
+  throw Error(ErrorKind::kCheckFailed, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
 [[noreturn]] void ThrowInternal(fmt::format_string<Args...> f, Args&&... args) {
   throw Error(ErrorKind::kInternal, fmt::format(f, std::forward<Args>(args)...));
 }

@@ -3,8 +3,7 @@
 
 #include <iostream>
 
-#include "lib/analysis/check.h"
-#include "lib/decide/scan.h"
+#include "lib/stages/check.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -21,62 +20,28 @@ struct CheckOptions {
   std::vector<std::string> input_shapes;
 };
 
-nlohmann::json ReportJson(const analysis::CheckReport& report) {
-  nlohmann::json findings = nlohmann::json::array();
-  for (const auto& f : report.findings) {
-    findings.push_back({{"severity", analysis::SeverityName(f.severity)},
-                        {"id", f.id},
-                        {"node", f.node},
-                        {"tensor", f.tensor},
-                        {"message", f.message},
-                        {"fix", f.fix}});
-  }
-  return {{"ok", !report.HasErrors()},
-          {"errors", report.Count(analysis::Severity::kError)},
-          {"warnings", report.Count(analysis::Severity::kWarning)},
-          {"infos", report.Count(analysis::Severity::kInfo)},
-          {"findings", findings}};
-}
-
-void PrintText(const std::string& path, const analysis::CheckReport& report) {
-  for (const auto& f : report.findings) {
-    std::cout << fmt::format("{}[{}] {}\n", analysis::SeverityName(f.severity), f.id, f.message);
-    if (!f.fix.empty()) std::cout << fmt::format("    fix: {}\n", f.fix);
-  }
-  std::cout << fmt::format(
-      "{}: {} ({} errors, {} warnings, {} infos)\n", path, report.HasErrors() ? "FAILED" : "OK",
-      report.Count(analysis::Severity::kError), report.Count(analysis::Severity::kWarning),
-      report.Count(analysis::Severity::kInfo));
-}
-
 int RunCheck(const CheckOptions& o) {
-  shape::InputShapes pins = ParseShapeFlags(o.input_shapes);
+  stages::CheckStageOptions options;
+  options.full_check = !o.no_full_check;
+  options.input_shapes = ParseShapeFlags(o.input_shapes);
+  if (!o.target.empty()) options.target = LoadTargetFlag(o.rules_dir, o.target);
   io::Model model = LoadModel(o.model);
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
-  analysis::CheckOptions options;
-  options.full_check = !o.no_full_check;
-  options.input_shapes = pins;
-  analysis::CheckReport report = analysis::CheckModel(model, options);
-  nlohmann::json target_json;
-  if (!o.target.empty()) {
-    // The compatibility scan and memory fit against a target profile (rules/targets/); its
-    // failures join the findings so that the run has one verdict.
-    StageTimer timer("target scan");
-    decide::TargetCheck target =
-        decide::CheckModelOnTarget(model, LoadTargetFlag(o.rules_dir, o.target), pins);
-    decide::AddTargetFindings(target, report);
-    target_json = decide::TargetCheckToJson(target);
-    if (!o.json) std::cout << decide::TargetCheckToText(target);
-  }
+  stages::CheckStageResult result = stages::CheckStage(model, options);
+  const analysis::CheckReport& report = result.report;
   if (o.json) {
-    nlohmann::json doc = ReportJson(report);
+    nlohmann::json doc = stages::CheckJson(result);
     doc["model"] = o.model;
-    if (!target_json.is_null()) doc["target"] = target_json;
     PrintJson(doc);
   } else {
-    PrintText(o.model, report);
+    if (result.target) std::cout << decide::TargetCheckToText(*result.target);
+    std::cout << stages::FindingsText(report);
+    std::cout << fmt::format(
+        "{}: {} ({} errors, {} warnings, {} infos)\n", o.model,
+        report.HasErrors() ? "FAILED" : "OK", report.Count(analysis::Severity::kError),
+        report.Count(analysis::Severity::kWarning), report.Count(analysis::Severity::kInfo));
   }
-  return report.HasErrors() ? kExitCheckFailed : kExitOk;
+  return result.ok() ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <functional>
 
-#include "lib/runtime/compare.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/stages/compare.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -98,26 +98,6 @@ void PrintRow(const runtime::TensorComparison& c) {
       s.within_tolerance ? "ok" : "OVER TOLERANCE");
 }
 
-io::Model LoadWithShapes(const std::string& path, const std::vector<std::string>& specs) {
-  io::Model m = LoadModel(path);
-  if (!specs.empty()) shape::ApplyInputShapes(m, ParseShapeFlags(specs));
-  return m;
-}
-
-runtime::TensorMap StoredInputs(const runtime::TensorStore& store) {
-  runtime::TensorMap inputs;
-  for (const auto& e : store.entries()) {
-    if (e.role == "input") inputs[e.name] = store.Read(e);
-  }
-  return inputs;
-}
-
-runtime::TensorMap MakeInputs(const io::Model& model, const CompareCliOptions& o,
-                              const runtime::SessionOptions& session) {
-  runtime::Session specs(model, session);
-  return runtime::CompleteWithRandom(specs, ReadInputFlags(o.inputs), o.seed);
-}
-
 void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& o,
                const runtime::CompareOptions& options) {
   fmt::print("outputs (rtol {}, atol {}{}):\n", options.tolerance.rtol, options.tolerance.atol,
@@ -160,33 +140,6 @@ nlohmann::json ResultJson(const runtime::ModelComparison& result,
   return doc;
 }
 
-// The reference side: a saved store (--load-outputs), or model A run now, into --save-outputs
-// or a scratch store that CompareModels removes.
-runtime::ModelComparison Compare(const CompareCliOptions& o, runtime::CompareOptions& options) {
-  if (!o.load_outputs.empty()) {
-    if (!o.model_b.empty() || !o.save_outputs.empty() || !o.inputs.empty()) {
-      ThrowUsage(
-          "--load-outputs compares ONE model against saved tensors (inputs included): drop "
-          "MODEL_B, --save-outputs and --input");
-    }
-    runtime::TensorStore store = runtime::TensorStore::Open(o.load_outputs);
-    io::Model candidate = LoadWithShapes(o.model_a, o.input_shapes);
-    return runtime::CompareWithStore(candidate, StoredInputs(store), store, options);
-  }
-  io::Model a = LoadWithShapes(o.model_a, o.input_shapes);
-  runtime::TensorMap inputs = MakeInputs(a, o, options.session);
-  if (o.save_outputs.empty()) {
-    return runtime::CompareModels(a, LoadWithShapes(o.model_b, o.input_shapes), inputs, options);
-  }
-  runtime::TensorStore store = runtime::TensorStore::Create(o.save_outputs);
-  std::function<bool(const std::string&)> keep;
-  if (o.per_tensor) keep = [](const std::string&) { return true; };
-  runtime::RecordRun(a, inputs, options.session, keep, store);
-  if (o.model_b.empty()) return {};
-  return runtime::CompareWithStore(LoadWithShapes(o.model_b, o.input_shapes), inputs, store,
-                                   options);
-}
-
 int RunCompare(const CompareCliOptions& o) {
   runtime::ApplyProcessSettings({o.threads});
   runtime::CompareOptions options;
@@ -200,7 +153,23 @@ int RunCompare(const CompareCliOptions& o) {
   if (o.model_b.empty() && o.save_outputs.empty() && o.load_outputs.empty()) {
     ThrowUsage("give MODEL_B, or --save-outputs DIR (record MODEL_A), or --load-outputs DIR");
   }
-  runtime::ModelComparison result = Compare(o, options);
+  if (!o.load_outputs.empty() &&
+      (!o.model_b.empty() || !o.save_outputs.empty() || !o.inputs.empty())) {
+    ThrowUsage(
+        "--load-outputs compares ONE model against saved tensors (inputs included): drop "
+        "MODEL_B, --save-outputs and --input");
+  }
+  stages::CompareStageOptions stage;
+  stage.compare = options;
+  stage.inputs = ReadInputFlags(o.inputs);
+  stage.seed = o.seed;
+  stage.input_shapes = ParseShapeFlags(o.input_shapes);
+  stage.save_outputs = o.save_outputs;
+  stage.load_outputs = o.load_outputs;
+  io::Model a = LoadModel(o.model_a);
+  std::optional<io::Model> b;
+  if (!o.model_b.empty()) b = LoadModel(o.model_b);
+  runtime::ModelComparison result = stages::CompareStage(a, b ? &*b : nullptr, stage);
   if (o.model_b.empty() && o.load_outputs.empty()) {
     if (o.json) PrintJson({{"saved", o.save_outputs}});
     if (!o.json) fmt::print("saved {}'s tensors to {}/\n", o.model_a, o.save_outputs);

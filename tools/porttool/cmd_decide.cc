@@ -1,8 +1,8 @@
 // `porttool decide`: the go-ONNX-or-custom-operator decision report (lib/decide/report.h).
 #include <iostream>
 
-#include "lib/decide/report.h"
 #include "lib/io/atomic_file.h"
+#include "lib/stages/decide.h"
 #include "lib/util/json_text.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -70,7 +70,7 @@ int RunDecide(const DecideCliOptions& o) {
   }
   io::Model model = LoadModel(o.model);
   RefuseOverwritingInput(model, o.output);
-  decide::DecisionReport report = decide::Decide(model, options);
+  decide::DecisionReport report = stages::DecideStage(model, options);
   bool json = o.json || o.format == "json";
   std::string text = json ? util::DumpJson(report.ToJson(), 2) + "\n" : report.ToMarkdown();
   if (o.output.empty()) {

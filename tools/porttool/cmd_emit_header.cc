@@ -7,9 +7,8 @@
 #include <iostream>
 #include <iterator>
 
-#include "lib/emit/emit_header.h"
 #include "lib/ir/dtype.h"
-#include "lib/runtime/shape_completion.h"
+#include "lib/stages/emit_header.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
@@ -44,70 +43,6 @@ std::string CommandLine() {
   return util::Join(args, " ");
 }
 
-// Static shapes for every tensor: pinned inputs, then inference. Tensors inference leaves
-// unknown are reported by the stage that needs them (I/O buffers, arena), naming the tensor.
-void MakeShapesStatic(io::Model& model, const std::vector<std::string>& specs) {
-  runtime::ShapeCompletion c = runtime::CompleteShapes(model, ParseShapeFlags(specs));
-  if (!c.dynamic_inputs.empty()) {
-    ThrowUsage("inputs with unknown dims: {}; pin them with --input-shape (e.g. --input-shape {})",
-               util::Join(c.dynamic_inputs, ", "), shape::ExampleInputShapes(model));
-  }
-  for (const auto& note : c.inference.notes) spdlog::warn("{}", note);
-  if (!c.by_execution.empty()) {
-    spdlog::info(
-        "{} tensor shape(s) static inference left unknown were taken from one run of the "
-        "executor (e.g. '{}')",
-        c.by_execution.size(), c.by_execution.front());
-  }
-  if (!c.unresolved.empty()) spdlog::warn("{}", c.Summary());
-}
-
-nlohmann::json ToJson(const emit::EmitResult& r) {
-  nlohmann::json doc;
-  doc["buffers"] = nlohmann::json::array();
-  for (const auto& b : r.header.buffers) {
-    doc["buffers"].push_back(nlohmann::json{{"name", b.name},
-                                            {"c_name", b.c_name},
-                                            {"kind", b.is_input ? "input" : "output"},
-                                            {"dtype", ir::DtypeName(b.dtype)},
-                                            {"shape", b.dims},
-                                            {"elements", b.elements},
-                                            {"bytes", b.bytes},
-                                            {"aligned_bytes", b.aligned_bytes}});
-  }
-  if (r.arena) {
-    nlohmann::json tensors = nlohmann::json::array();
-    for (const auto& t : r.arena->tensors) {
-      tensors.push_back({{"name", t.name},
-                         {"c_name", r.header.c_names.at(t.name)},
-                         {"offset", t.offset},
-                         {"bytes", t.bytes},
-                         {"first_use", t.first_use},
-                         {"last_use", t.last_use}});
-    }
-    doc["arena"] = {{"size_bytes", r.arena->arena_bytes},
-                    {"naive_bytes", r.arena->naive_bytes},
-                    {"lower_bound_bytes", r.arena->lower_bound_bytes},
-                    {"alignment", r.arena->alignment},
-                    {"strategy", r.arena->strategy},
-                    {"steps", r.liveness->order.size()},
-                    {"tensors", tensors}};
-  }
-  if (r.weights) {
-    nlohmann::json tensors = nlohmann::json::array();
-    for (const auto& e : r.weights->entries) {
-      tensors.push_back({{"name", e.name}, {"offset", e.offset}, {"bytes", e.bytes}});
-    }
-    doc["weights"] = {{"size_bytes", r.weights->total_bytes}, {"tensors", tensors}};
-  }
-  doc["renamed"] = nlohmann::json::array();
-  for (const auto& c : r.header.collisions) {
-    doc["renamed"].push_back({{"name", c.name}, {"c_name", c.c_name}, {"conflict", c.conflict}});
-  }
-  for (const auto& f : r.files) doc["files"].push_back(f.string());
-  return doc;
-}
-
 void PrintText(const emit::EmitResult& r) {
   for (const auto& b : r.header.buffers) {
     std::cout << fmt::format("{:<6} {:<24} {:<8} {:<18} {:>12} bytes  aligned {:>12}  {}\n",
@@ -138,26 +73,24 @@ void PrintText(const emit::EmitResult& r) {
 
 int RunEmitHeader(const EmitHeaderOptions& o) {
   emit::CheckAlignment(o.align);
+  stages::EmitHeaderStageOptions options;
+  options.input_shapes = ParseShapeFlags(o.input_shapes);
+  options.request = {o.output,
+                     o.weights,
+                     o.align,
+                     o.prefix,
+                     o.arena || o.arena_io,
+                     {o.arena_io, o.arena_io, false},
+                     CommandLine()};
   io::Model model = LoadModel(o.model);
   RefuseOverwritingInput(model, o.output);
   RefuseOverwritingInput(model, o.weights);
-  MakeShapesStatic(model, o.input_shapes);
-  emit::EmitRequest request{o.output,
-                            o.weights,
-                            o.align,
-                            o.prefix,
-                            o.arena || o.arena_io,
-                            {o.arena_io, o.arena_io, false},
-                            CommandLine()};
-  emit::EmitResult result = emit::EmitHeaderFiles(model, request);
-  for (const auto& c : result.header.collisions) {
-    spdlog::warn("tensor '{}' is {} in C: '{}' already had that identifier", c.name, c.c_name,
-                 c.conflict);
-  }
+  stages::EmitHeaderStageResult result = stages::EmitHeaderStage(model, options);
+  for (const auto& note : result.notes) spdlog::warn("{}", WithFlagHint(note));
   if (o.json) {
-    PrintJson(ToJson(result));
+    PrintJson(stages::EmitHeaderJson(result.emitted));
   } else {
-    PrintText(result);
+    PrintText(result.emitted);
   }
   return kExitOk;
 }

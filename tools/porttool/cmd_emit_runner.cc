@@ -6,9 +6,9 @@
 #include <iostream>
 
 #include "lib/decide/target.h"
-#include "lib/emit/runner.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/stages/emit_runner.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
@@ -58,35 +58,6 @@ emit::FakeNpu ParseFakeNpu(const std::string& spec) {
   return npu;
 }
 
-nlohmann::json ToJson(const emit::RunnerResult& r) {
-  nlohmann::json doc;
-  for (const auto& s : r.segments) {
-    doc["segments"].push_back(
-        {{"file", s.file},
-         {"role", s.role},
-         {"custom_op", s.custom_op.empty() ? nullptr : nlohmann::json(s.custom_op)}});
-  }
-  doc["arena"] = {{"size_bytes", r.arena.arena_bytes},
-                  {"naive_bytes", r.arena.naive_bytes},
-                  {"lower_bound_bytes", r.arena.lower_bound_bytes},
-                  {"alignment", r.arena.alignment}};
-  for (const auto& t : r.arena.tensors) {
-    doc["arena"]["tensors"].push_back({{"name", t.name},
-                                       {"offset", t.offset},
-                                       {"bytes", t.bytes},
-                                       {"first_use", t.first_use},
-                                       {"last_use", t.last_use}});
-  }
-  doc["int8"] = nlohmann::json::object();
-  for (const auto& [name, q] : r.quant) {
-    doc["int8"][name] = {
-        {"scale", q.scale}, {"zero_point", q.zero_point}, {"min", q.min}, {"max", q.max}};
-  }
-  doc["int8_source"] = r.quant_source;
-  for (const auto& f : r.files) doc["files"].push_back(f.string());
-  return doc;
-}
-
 int RunEmitRunner(const EmitRunnerOptions& o) {
   emit::RunnerRequest request;
   request.pipeline_json = o.pipeline;
@@ -104,10 +75,10 @@ int RunEmitRunner(const EmitRunnerOptions& o) {
   request.custom_op_dir = o.custom_op;
   request.threads = o.threads;
   runtime::ApplyProcessSettings({o.threads});
-  emit::RunnerResult r = emit::EmitRunner(request);
+  emit::RunnerResult r = stages::EmitRunnerStage(request);
   for (const auto& note : r.notes) spdlog::warn("{}", WithFlagHint(note));
   if (o.json) {
-    PrintJson(ToJson(r));
+    PrintJson(stages::RunnerJson(r));
     return kExitOk;
   }
   for (size_t s = 0; s < r.segments.size(); ++s) {

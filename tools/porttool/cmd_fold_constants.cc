@@ -2,7 +2,6 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/util/strings.h"
-#include "passes/transform.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 #include "tools/porttool/transform_output.h"
@@ -13,18 +12,14 @@ namespace {
 struct FoldConstantsOptions {
   std::string model;
   std::vector<std::string> input_shapes;
-  FoldLimits limits;
+  stages::TransformLimits limits;
   ModelOutputOptions output;
   bool json = false;
 };
 
 int RunFoldConstants(const FoldConstantsOptions& o) {
-  std::map<std::string, std::string> options;
-  if (!o.input_shapes.empty()) options["input-shape"] = util::Join(o.input_shapes, ",");
   io::Model model = io::Load(o.model);
-  passes::PassContext context = LoggingContext(o.limits);
-  auto report = passes::Transform(model, {{"fold-constants", passes::PassOptions(options)}},
-                                  /*fixed_point=*/false, context);
+  auto report = stages::FoldStage(model, {util::Join(o.input_shapes, ","), o.limits, LogNotes()});
   for (const auto& note : report.steps.back().result.notes) {
     if (note.rfind("stopped at the round cap", 0) == 0) {
       spdlog::warn("{}; raise --max-rounds to go on", note);

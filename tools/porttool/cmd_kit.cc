@@ -6,17 +6,13 @@
 
 #include <filesystem>
 
-#include "lib/emit/kit.h"
-#include "lib/runtime/tensor_io.h"
-#include "lib/shape/input_shapes.h"
+#include "lib/stages/scaffold.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
 namespace porttool::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct KitCliOptions {
   std::vector<std::string> positional;  // MODEL, or with --check: KIT_DIR OUTPUTS_DIR
@@ -31,43 +27,6 @@ struct KitCliOptions {
   std::vector<std::string> custom_ops;
   bool json = false;
 };
-
-// --data DIR: every .npy/.pb file is one sample of a single-input model; for several inputs,
-// every sub-directory is one sample holding <input name>.npy or .pb per input.
-std::vector<runtime::TensorMap> ReadSamples(const std::string& dir, const io::Model& model) {
-  if (!fs::is_directory(dir)) ThrowBadInput("--data {}: not a directory", dir);
-  std::vector<fs::path> entries;
-  for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
-  std::sort(entries.begin(), entries.end());
-  std::vector<std::string> inputs;
-  for (const auto& in : model.proto.graph().input()) {
-    bool init = false;
-    for (const auto& i : model.proto.graph().initializer()) init |= i.name() == in.name();
-    if (!init) inputs.push_back(in.name());
-  }
-  std::vector<runtime::TensorMap> samples;
-  for (const auto& p : entries) {
-    if (fs::is_directory(p)) {
-      runtime::TensorMap sample;
-      for (const auto& name : inputs) {
-        for (const char* ext : {".npy", ".pb"}) {
-          if (fs::is_regular_file(p / (name + ext)))
-            sample[name] = runtime::ReadTensorFile(p / (name + ext));
-        }
-      }
-      samples.push_back(std::move(sample));
-    } else if ((p.extension() == ".npy" || p.extension() == ".pb") && inputs.size() == 1) {
-      samples.push_back({{inputs[0], runtime::ReadTensorFile(p)}});
-    }
-  }
-  if (samples.empty()) {
-    ThrowBadInput(
-        "--data {}: no samples (expected .npy/.pb files for a single-input model, or "
-        "one sub-directory per sample with <input name>.npy)",
-        dir);
-  }
-  return samples;
-}
 
 int RunCheck(const KitCliOptions& o) {
   if (o.positional.size() != 2) ThrowUsage("kit --check takes KIT_DIR OUTPUTS_DIR");
@@ -97,19 +56,20 @@ int RunKit(const KitCliOptions& o) {
   if (o.output.empty()) ThrowUsage("kit needs -o DIR");
   int selectors = !o.node.empty() + !o.op.empty() + o.all;
   if (selectors != 1) ThrowUsage("give exactly one of --node NAME, --op TYPE, --all");
+  stages::KitStageOptions options;
+  options.input_shapes = ParseShapeFlags(o.input_shapes);
   io::Model model = io::Load(o.positional[0]);
-  if (!o.input_shapes.empty()) shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
-  emit::KitOptions options;
-  options.select = o.all            ? emit::KitOptions::Select::kAll
-                   : o.node.empty() ? emit::KitOptions::Select::kOp
-                                    : emit::KitOptions::Select::kNode;
-  options.name = o.node.empty() ? o.op : o.node;
-  options.seed = o.seed;
-  options.header_max_bytes = o.header_max_bytes;
-  options.kernels = custom->Kernels();
-  if (!o.data.empty()) options.samples = ReadSamples(o.data, model);
-  auto kits = emit::MakeKits(model, options, o.output);
+  options.kit.select = o.all            ? emit::KitOptions::Select::kAll
+                       : o.node.empty() ? emit::KitOptions::Select::kOp
+                                        : emit::KitOptions::Select::kNode;
+  options.kit.name = o.node.empty() ? o.op : o.node;
+  options.kit.seed = o.seed;
+  options.kit.header_max_bytes = o.header_max_bytes;
+  options.kit.kernels = custom->Kernels();
+  options.samples_dir = o.data;
+  options.out_dir = o.output;
+  auto kits = stages::KitStage(model, options);
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& k : kits) {

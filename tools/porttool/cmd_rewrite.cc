@@ -17,12 +17,14 @@ struct RewriteOptions {
 };
 
 int RunRewrite(const RewriteOptions& o) {
-  auto steps = passes::RuleSteps(o.rules);
-  passes::ValidatePipeline(steps);  // unknown rule ids: exit 2 before any I/O
+  stages::RewriteStageOptions options;
+  options.steps = passes::RuleSteps(o.rules);
+  passes::ValidatePipeline(options.steps);  // unknown rule ids: exit 2 before any I/O
+  options.fixed_point = o.fixed_point;
+  options.limits.max_rounds = o.max_rounds;
+  options.note_sink = LogNotes();
   io::Model model = io::Load(o.model);
-  passes::PassContext context = LoggingContext();
-  context.max_rounds = o.max_rounds;
-  auto report = passes::Transform(model, steps, o.fixed_point, context);
+  auto report = stages::RewriteStage(model, options);
   WarnIfCapped(report, "--max-rounds");
   return FinishTransform(model, report, o.output, o.json);
 }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/decide/rules_dir.h"
+#include "lib/stages/target.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -23,7 +24,7 @@ int RunRulesValidate(const RulesOptions& o) {
   if (files.empty()) files = decide::ShippedRuleFiles(rules_dir);
   nlohmann::json report = nlohmann::json::array();
   for (const auto& f : files) {
-    std::string kind = decide::ValidateRuleFile(rules_dir, f);
+    std::string kind = stages::ValidateRuleFile(rules_dir, f);
     report.push_back({{"file", f.string()}, {"kind", kind}, {"ok", true}});
     if (!o.json) std::cout << "ok  " << kind << "  " << f.string() << "\n";
   }

@@ -10,19 +10,16 @@
 #include <iostream>
 
 #include "lib/ir/dtype.h"
-#include "lib/ir/graph_view.h"
 #include "lib/runtime/compare.h"
 #include "lib/runtime/process_settings.h"
-#include "lib/runtime/session.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/stages/run.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
 namespace porttool::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct RunOptions {
   std::string model;
@@ -41,77 +38,27 @@ struct RunOptions {
   std::vector<std::string> custom_ops;
 };
 
-struct Latency {
-  double median = 0, min = 0, max = 0;
-};
-
-Latency Summarize(std::vector<double> ms) {
-  std::sort(ms.begin(), ms.end());
-  size_t n = ms.size();
-  return {n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2, ms.front(), ms.back()};
-}
-
-// Per-node time from the executor's observer: it is called right after each node ran, so the
-// time since the previous node finished is this node's time (a node's later outputs add none).
-struct Profile {
-  struct Row {
-    std::string name, op_type;
-    double ms = 0;
-    int calls = 0;
-  };
-  std::vector<Row> nodes;  // by node index
-  std::map<std::string, int> producer;
-  Clock::time_point last;
-  int last_node = -1;
-  int runs = 0;
-
-  explicit Profile(const io::Model& model) {
-    ir::GraphView view(model.proto.graph());
-    for (int i = 0; i < view.node_count(); ++i) {
-      const auto& n = view.node(i);
-      nodes.push_back({n.name().empty() ? fmt::format("#{}", i) : n.name(), n.op_type()});
-      for (const auto& out : n.output()) producer[out] = i;
-    }
-  }
-  void Start() {
-    last = Clock::now();
-    last_node = -1;
-    ++runs;
-  }
-  void Observe(const std::string& tensor) {
-    auto it = producer.find(tensor);
-    if (it == producer.end() || it->second == last_node) return;
-    auto now = Clock::now();
-    nodes[it->second].ms += std::chrono::duration<double, std::milli>(now - last).count();
-    nodes[it->second].calls++;
-    last = now;
-    last_node = it->second;
-  }
-};
-
-nlohmann::json ProfileJson(const Profile& p) {
+nlohmann::json ProfileJson(const stages::RunStageResult& r) {
   nlohmann::json nodes = nlohmann::json::array(), ops = nlohmann::json::object();
-  for (const auto& r : p.nodes) {
-    double ms = r.ms / std::max(p.runs, 1);
-    nodes.push_back({{"node", r.name}, {"op_type", r.op_type}, {"ms", ms}});
-    ops[r.op_type] = ops.value(r.op_type, 0.0) + ms;
+  for (const auto& n : r.profile) {
+    nodes.push_back({{"node", n.name}, {"op_type", n.op_type}, {"ms", n.ms}});
+    ops[n.op_type] = ops.value(n.op_type, 0.0) + n.ms;
   }
-  return {{"runs", p.runs}, {"nodes", nodes}, {"op_types", ops}};
+  return {{"runs", r.profile_runs}, {"nodes", nodes}, {"op_types", ops}};
 }
 
-void PrintProfile(const Profile& p, size_t top) {
-  std::vector<Profile::Row> rows = p.nodes;
+void PrintProfile(const stages::RunStageResult& r, size_t top) {
+  std::vector<stages::NodeTime> rows = r.profile;
   std::map<std::string, std::pair<double, int>> ops;
   double total = 0;
-  for (auto& r : rows) {
-    r.ms /= std::max(p.runs, 1);
-    total += r.ms;
-    ops[r.op_type].first += r.ms;
-    ops[r.op_type].second++;
+  for (const auto& n : rows) {
+    total += n.ms;
+    ops[n.op_type].first += n.ms;
+    ops[n.op_type].second++;
   }
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
   fmt::print("profile: {:.2f} ms per run in {} nodes (mean of {} run(s)); top {} nodes:\n", total,
-             rows.size(), p.runs, std::min(top, rows.size()));
+             rows.size(), r.profile_runs, std::min(top, rows.size()));
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     fmt::print("  {:>8.3f} ms {:>5.1f}%  {:<20} {}\n", rows[i].ms,
                total > 0 ? 100 * rows[i].ms / total : 0.0, rows[i].op_type, rows[i].name);
@@ -167,45 +114,36 @@ void PrintOutput(const runtime::NamedTensor& out, const std::string& file) {
 
 int RunRun(const RunOptions& o) {
   runtime::ApplyProcessSettings({o.threads});
+  stages::RunStageOptions options;
+  options.input_shapes = ParseShapeFlags(o.input_shapes);
+  options.inputs = ReadInputFlags(o.inputs);
+  options.random_inputs = o.random_inputs;
+  options.seed = o.seed;
+  options.repeat = o.repeat;
+  options.profile = o.profile;
+  options.fail_on_nan = o.fail_on_nan;
   io::Model model = LoadModel(o.model);
-  if (!o.input_shapes.empty()) shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
-  runtime::Session session(model, {o.fail_on_nan, custom->Kernels()});
-  runtime::TensorMap inputs = ReadInputFlags(o.inputs);
-  if (o.random_inputs) inputs = runtime::CompleteWithRandom(session, std::move(inputs), o.seed);
-
-  std::vector<double> times_ms;
-  std::vector<runtime::NamedTensor> outputs;
-  int timed_runs = std::max(o.repeat, 1);
-  if (o.repeat > 0) outputs = session.Run(inputs);  // warm-up
-  Profile profile(model);
-  runtime::Observer observer;
-  if (o.profile)
-    observer = [&](const std::string& name, const runtime::Tensor&) { profile.Observe(name); };
-  for (int i = 0; i < timed_runs; ++i) {
-    auto start = Clock::now();
-    if (o.profile) profile.Start();
-    outputs = session.Run(inputs, observer);
-    std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
-    times_ms.push_back(elapsed.count());
-  }
-  for (const auto& w : session.warnings()) spdlog::warn("{}", w);
-  std::vector<std::string> files = WriteOutputs(outputs, o);
-  files.resize(outputs.size());
-  Latency lat = Summarize(times_ms);
+  options.kernels = custom->Kernels();
+  stages::RunStageResult r = stages::RunStage(model, options);
+  for (const auto& w : r.warnings) spdlog::warn("{}", w);
+  std::vector<std::string> files = WriteOutputs(r.outputs, o);
+  files.resize(r.outputs.size());
+  stages::Latency lat = r.latency();
   if (o.json) {
     nlohmann::json doc = {{"outputs", nlohmann::json::array()}};
-    for (size_t i = 0; i < outputs.size(); ++i)
-      doc["outputs"].push_back(OutputJson(outputs[i], files[i]));
+    for (size_t i = 0; i < r.outputs.size(); ++i)
+      doc["outputs"].push_back(OutputJson(r.outputs[i], files[i]));
     doc["latency_ms"] = {{"median", lat.median}, {"min", lat.min}, {"max", lat.max}};
-    if (o.profile) doc["profile"] = ProfileJson(profile);
+    if (o.profile) doc["profile"] = ProfileJson(r);
     PrintJson(doc);
     return kExitOk;
   }
-  for (size_t i = 0; i < outputs.size(); ++i) PrintOutput(outputs[i], files[i]);
+  for (size_t i = 0; i < r.outputs.size(); ++i) PrintOutput(r.outputs[i], files[i]);
   fmt::print("latency: median {:.2f} ms, min {:.2f} ms, max {:.2f} ms over {} run(s){}\n",
-             lat.median, lat.min, lat.max, timed_runs, o.repeat > 0 ? " after 1 warm-up" : "");
-  if (o.profile) PrintProfile(profile, o.top);
+             lat.median, lat.min, lat.max, r.times_ms.size(),
+             o.repeat > 0 ? " after 1 warm-up" : "");
+  if (o.profile) PrintProfile(r, o.top);
   return kExitOk;
 }
 

@@ -4,8 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/emit/scaffold_op.h"
-#include "lib/shape/input_shapes.h"
+#include "lib/stages/scaffold.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -26,9 +25,10 @@ struct ScaffoldOpOptions {
 int RunScaffoldOp(const ScaffoldOpOptions& o) {
   // Checked first: a typo in --target is exit 2 before any work.
   std::vector<std::string> targets = emit::ParseAdapterTargets(o.targets);
+  shape::InputShapes pins = ParseShapeFlags(o.input_shapes);
   io::Model model = io::Load(o.model);
-  if (!o.input_shapes.empty()) shape::ApplyInputShapes(model, ParseShapeFlags(o.input_shapes));
-  emit::ScaffoldResult result = emit::ScaffoldOp(model, {o.node, o.seed, targets}, o.output);
+  emit::ScaffoldResult result =
+      stages::ScaffoldStage(model, {pins, {o.node, o.seed, targets}, o.output});
   for (const auto& note : result.notes) spdlog::warn("{}", note);
   const auto& spec = result.spec;
   if (o.json) {

@@ -2,7 +2,6 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/util/strings.h"
-#include "passes/transform.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 #include "tools/porttool/transform_output.h"
@@ -13,15 +12,15 @@ namespace {
 struct SimplifyOptions {
   std::string model;
   std::vector<std::string> input_shapes;
-  FoldLimits limits;
+  stages::TransformLimits limits;
   ModelOutputOptions output;
   bool json = false;
 };
 
 int RunSimplify(const SimplifyOptions& o) {
   io::Model model = io::Load(o.model);
-  passes::PassContext context = LoggingContext(o.limits);
-  auto report = passes::Simplify(model, util::Join(o.input_shapes, ","), context);
+  auto report =
+      stages::SimplifyStage(model, {util::Join(o.input_shapes, ","), o.limits, LogNotes()});
   WarnIfCapped(report, "--max-rounds");
   return FinishTransform(model, report, o.output, o.json);
 }

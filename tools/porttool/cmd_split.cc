@@ -5,16 +5,8 @@
 
 #include <iostream>
 
-#include "lib/analysis/check.h"
-#include "lib/analysis/cut_advice.h"
-#include "lib/decide/partition.h"
-#include "lib/decide/scan.h"
-#include "lib/emit/split_writer.h"
 #include "lib/ir/dtype.h"
-#include "lib/ir/split.h"
-#include "lib/runtime/shape_completion.h"
-#include "lib/runtime/verify.h"
-#include "lib/shape/infer.h"
+#include "lib/stages/split.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
@@ -71,93 +63,23 @@ std::string FormatSplitTable(const ir::SplitResult& result) {
   return out;
 }
 
-// Which nodes go to the host: the --at nodes, or with --auto every node the target's accelerator
-// cannot run (decision engine's compatibility scan). `model` has its shapes completed already.
-ir::SplitResult PlanSplit(const io::Model& model, const SplitOptions& o,
-                          std::optional<decide::Partition>& partition) {
-  ir::SplitOptions options;
-  options.infer_types = shape::TypeInference();
-  ir::SplitResult result;
-  if (!o.auto_cut) {
-    result = ir::SplitAtNodes(model, o.at, options);
-  } else {
-    partition = decide::PlanAutoSplit(model, LoadTargetFlag(o.rules_dir, o.target),
-                                      {o.min_segment_nodes, o.max_segments});
-    result = ir::SplitModel(model, partition->chosen.host, options);
-  }
-  result.advice = analysis::AdviseCuts(model, result, {.bridge_warn_bytes = o.bridge_warn_bytes});
-  return result;
-}
-
-// Segments need complete types (the ONNX checker rejects a bridge without a shape): the same
-// shape completion as emit-header and decide, on a copy; the input file is never changed.
-io::Model CompletedModel(const io::Model& model, const SplitOptions& o) {
-  io::Model completed = model;
-  runtime::ShapeCompletion c = runtime::CompleteShapes(completed, ParseShapeFlags(o.input_shapes));
-  for (const auto& note : c.inference.notes) spdlog::warn("{}", note);
-  if (!c.by_execution.empty()) {
-    spdlog::info(
-        "{} tensor shape(s) static inference left unknown were taken from one executor run",
-        c.by_execution.size());
-  }
-  if (!c.unresolved.empty() && c.dynamic_inputs.empty()) spdlog::warn("{}", c.Summary());
-  return completed;
-}
-
-// The ONNX checker on every written segment: a segment a converter would reject is not a
-// verified split, whatever the outputs say.
-bool CheckSegments(const ir::SplitResult& result, const emit::WriteSplitResult& written) {
-  bool ok = true;
-  for (const auto& segment : result.segments) {
-    analysis::CheckReport report;
-    analysis::RunOnnxChecker(io::Load(written.dir / segment.file), report);
-    for (const auto& f : report.findings) {
-      spdlog::error("verify: {} fails the ONNX checker: {}", segment.file, f.message);
-      ok = false;
-    }
-  }
-  return ok;
-}
-
-// Runs the original and the chained segments on the same random inputs; outputs must be
-// bit-identical (the executor is deterministic).
-// The segments are re-read from disk, so what is verified is what was written.
-bool VerifySegments(const io::Model& model, const ir::SplitResult& result,
-                    const emit::WriteSplitResult& written, const SplitOptions& o) {
-  io::Model pinned = model;
-  shape::ApplyInputShapes(pinned, ParseShapeFlags(o.input_shapes));
-  std::vector<io::Model> segments;
-  for (const auto& segment : result.segments)
-    segments.push_back(io::Load(written.dir / segment.file));
-  std::vector<const io::Model*> chain;
-  for (const auto& segment : segments) chain.push_back(&segment);
-  auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
-  runtime::SessionOptions session;
-  session.registry = custom->Kernels();
-  runtime::VerifyResult verify = runtime::VerifyChainRandom(pinned, chain, o.seed, session);
-  for (const auto& problem : verify.problems) spdlog::error("verify: {}", problem);
-  if (verify.identical) {
-    spdlog::info("verify: {} output(s) identical between the model and its {} chained segments",
-                 verify.outputs.size(), chain.size());
-  }
-  bool checked = CheckSegments(result, written);
-  return verify.identical && checked;
-}
-
-// A verification that could not run (an op without a kernel) must not hide that the split itself
-// was written: say so, and keep the error's own exit code (1 means "ran and differed").
-std::optional<bool> TryVerify(const io::Model& model, const ir::SplitResult& result,
-                              const emit::WriteSplitResult& written, const SplitOptions& o,
-                              int& exit_code) {
-  try {
-    return VerifySegments(model, result, written, o);
-  } catch (const Error& e) {
-    spdlog::error("verify could not run: {}", e.what());
+void LogVerification(const stages::SplitVerification& v, size_t segments,
+                     const std::filesystem::path& dir) {
+  for (const auto& problem : v.problems) spdlog::error("verify: {}", problem);
+  if (!v.ran) {
+    spdlog::error("verify could not run: {}", v.error);
     spdlog::error("the split itself was written to {}/; only the verification could not run",
-                  written.dir.string());
-    exit_code = ExitCodeFor(e.kind());
-    return std::nullopt;
+                  dir.string());
+  } else if (v.identical) {
+    spdlog::info("verify: {} output(s) identical between the model and its {} chained segments",
+                 v.outputs, segments);
   }
+}
+
+std::string VerifyLine(const stages::SplitVerification& v) {
+  if (!v.ran) return "verify: could not run (the split was written)\n";
+  return v.ok() ? "verify: outputs identical, every segment passes the ONNX checker\n"
+                : "verify: FAILED (see the errors above)\n";
 }
 
 int RunSplit(const SplitOptions& o) {
@@ -166,44 +88,47 @@ int RunSplit(const SplitOptions& o) {
     ThrowUsage("--min-segment-nodes and --max-segments shape --auto partitions only");
   }
   if (o.auto_cut == !o.at.empty()) ThrowUsage("give either --at NODE or --auto --target NAME");
+  stages::SplitStageOptions options;
+  options.at = o.at;
+  if (o.auto_cut) options.target = LoadTargetFlag(o.rules_dir, o.target);
+  options.partition = {o.min_segment_nodes, o.max_segments};
+  options.input_shapes = ParseShapeFlags(o.input_shapes);
+  options.bridge_warn_bytes = o.bridge_warn_bytes;
   io::Model source = LoadModel(o.model);
   auto schemas = LoadCustomOps(o.custom_ops, &source, /*with_kernels=*/false);
-  io::Model model = CompletedModel(source, o);
-  std::optional<decide::Partition> partition;
-  ir::SplitResult result = PlanSplit(model, o, partition);
+  stages::SplitPlan plan = stages::PlanSplit(source, options);
   std::filesystem::path dir =
       o.output.empty() ? emit::DefaultSplitDir(o.model) : std::filesystem::path(o.output);
-  emit::WriteSplitOptions write_options;
-  write_options.copy_weights = o.copy_weights;
-  if (partition) write_options.annotations["estimate"] = decide::PartitionToJson(*partition);
-  emit::WriteSplitResult written = emit::WriteSplit(result, model, dir, write_options);
-  int exit_code = kExitOk;
-  std::optional<bool> verify_ran =
-      o.verify ? TryVerify(model, result, written, o, exit_code) : std::optional<bool>(true);
-  bool verified = verify_ran.value_or(false);
-  if (verify_ran && !verified) exit_code = kExitCheckFailed;
-  for (const auto& note : result.notes) spdlog::warn("{}", WithFlagHint(note));
+  stages::SplitWriteOptions write;
+  write.copy_weights = o.copy_weights;
+  emit::WriteSplitResult written = stages::WriteSplit(plan, dir, write);
+  std::optional<stages::SplitVerification> verify;
+  if (o.verify) {
+    auto custom = LoadCustomOps(o.custom_ops, &source, /*with_kernels=*/true);
+    verify = stages::VerifySplit(source, options.input_shapes, plan, written.dir, o.seed,
+                                 custom->Kernels());
+  }
+  for (const auto& note : plan.notes) spdlog::warn("{}", WithFlagHint(note));
   for (const auto& note : written.notes) spdlog::warn("{}", note);
-  for (const auto& advice : result.advice) spdlog::warn("{}", advice.message);
+  const ir::SplitResult& result = plan.split;
+  if (verify) LogVerification(*verify, result.segments.size(), written.dir);
   if (o.json) {
     nlohmann::json doc = written.manifest;
     doc["dir"] = written.dir.string();
-    if (o.verify) doc["verified"] = verify_ran ? nlohmann::json(verified) : nlohmann::json(nullptr);
+    if (verify) doc["verified"] = verify->ran ? nlohmann::json(verify->ok()) : nullptr;
     PrintJson(doc);
-    return exit_code;
+  } else {
+    std::cout << fmt::format("{} -> {}/ ({} segments, {} bridges, weights {})\n", o.model,
+                             written.dir.string(), result.segments.size(), result.bridges.size(),
+                             o.copy_weights ? "copied" : "zero-copy");
+    std::cout << FormatSplitTable(result);
+    if (plan.partition) std::cout << decide::PartitionToText(*plan.partition);
+    if (verify) std::cout << VerifyLine(*verify);
   }
-  std::cout << fmt::format("{} -> {}/ ({} segments, {} bridges, weights {})\n", o.model,
-                           written.dir.string(), result.segments.size(), result.bridges.size(),
-                           o.copy_weights ? "copied" : "zero-copy");
-  std::cout << FormatSplitTable(result);
-  if (partition) std::cout << decide::PartitionToText(*partition);
-  if (o.verify && verify_ran) {
-    std::cout << (verified ? "verify: outputs identical, every segment passes the ONNX checker\n"
-                           : "verify: FAILED (see the errors above)\n");
-  } else if (o.verify) {
-    std::cout << "verify: could not run (the split was written)\n";
-  }
-  return exit_code;
+  // A verification that could not run keeps its error's exit code (1 means "ran and differed").
+  if (!verify) return kExitOk;
+  if (!verify->ran) return ExitCodeFor(verify->error_kind);
+  return verify->ok() ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run);
 void RegisterFoldConstants(CLI::App& app, RunFn& run);
 void RegisterSimplify(CLI::App& app, RunFn& run);
 void RegisterRewrite(CLI::App& app, RunFn& run);
+void RegisterPort(CLI::App& app, RunFn& run);
 
 int Main(int argc, char** argv);
 

@@ -13,9 +13,10 @@
 
 #include "lib/decide/target.h"
 #include "lib/io/model.h"
-#include "lib/runtime/custom_op_library.h"
+#include "lib/quant/quantize_calibrate.h"
 #include "lib/runtime/session.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/stages/custom_ops.h"
 #include "lib/util/error.h"
 
 namespace porttool::cli {
@@ -65,24 +66,29 @@ void RefuseOverwritingInput(const io::Model& model, const std::filesystem::path&
 // --custom-op DIR (repeatable): scaffold-op packages to load.
 CLI::Option* AddCustomOpOption(CLI::App& cmd, std::vector<std::string>& dirs);
 
-// Scaffolded ops loaded for one command. Schemas are registered with libonnx on load; with
-// kernels, each package's built library is loaded and `kernels` (built-in + custom, the custom
-// kernel replacing a built-in one of the same op) is what sessions get; `fill_kernels` only adds
-// ops the executor lacks (the reference side of compare).
-struct CustomOps {
-  runtime::CustomOpSet set;
-  runtime::KernelRegistry kernels;
-  runtime::KernelRegistry fill_kernels;
-  // Null when no --custom-op was given, so sessions use the built-in registry.
-  const runtime::KernelRegistry* Kernels() const { return set.empty() ? nullptr : &kernels; }
-  const runtime::KernelRegistry* FillKernels() const {
-    return set.empty() ? nullptr : &fill_kernels;
-  }
+// --custom-op packages for one command (lib/stages/custom_ops.h). Errors are exit 3.
+std::unique_ptr<stages::CustomOps> LoadCustomOps(const std::vector<std::string>& dirs,
+                                                 const io::Model* model, bool with_kernels);
+
+// The quantization options quantize-calibrate and port share: one grammar, one parser.
+struct QuantizeFlags {
+  std::string data, eval_data, preprocess_file;
+  std::string method = "percentile";
+  double percentile = 99.999;
+  bool per_channel = false, symmetric = false, no_prepare = false;
+  std::vector<std::string> exclude_ops, exclude_nodes, precision;
+  std::string resize, layout = "NCHW", channel_order = "RGB";
+  double scale = 1.0 / 255.0;
+  std::vector<double> mean = {0, 0, 0}, std = {1, 1, 1};
+  int crops = 0, max_raised = 8;
+  std::string accuracy_target;  // METRIC:VALUE
+  std::optional<double> target_sqnr;
+  int64_t histogram_values = quant::kDefaultHistogramValues;
 };
-// Loads `dirs` and checks `model` (when given) against each op.json. `with_kernels` false: only
-// op.json and the schema (check, infer-shapes). Errors are Error(kBadInput): exit 3.
-std::unique_ptr<CustomOps> LoadCustomOps(const std::vector<std::string>& dirs,
-                                         const io::Model* model, bool with_kernels);
+void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& flags);
+// The request those flags describe (samples, preprocessing, method, QDQ options, mixed-precision
+// target); `threads` samples run at once. Usage errors name the flag.
+quant::QuantizeCalibrateRequest QuantizeRequestFromFlags(const QuantizeFlags& flags, int threads);
 
 // Options for writing a model: -o, --external-data [FILE], --external-threshold, --in-place.
 struct ModelOutputOptions {

@@ -9,33 +9,6 @@
 namespace porttool::cli {
 namespace {
 
-nlohmann::json ReportJson(const passes::TransformReport& r, const std::vector<std::string>& files) {
-  nlohmann::json ops = nlohmann::json::array();
-  std::set<std::string> names;
-  for (const auto& [op, n] : r.ops_before) names.insert(op);
-  for (const auto& [op, n] : r.ops_after) names.insert(op);
-  for (const auto& op : names) {
-    auto before = r.ops_before.count(op) ? r.ops_before.at(op) : 0;
-    auto after = r.ops_after.count(op) ? r.ops_after.at(op) : 0;
-    ops.push_back({{"op", op}, {"before", before}, {"after", after}});
-  }
-  nlohmann::json steps = nlohmann::json::array();
-  for (const auto& s : r.steps) {
-    steps.push_back({{"pass", s.id},
-                     {"changes", s.result.changes},
-                     {"failed", s.result.failed},
-                     {"notes", s.result.notes}});
-  }
-  return {{"nodes_before", r.nodes_before},
-          {"nodes_after", r.nodes_after},
-          {"ops", ops},
-          {"rounds", r.rounds},
-          {"hit_cap", r.hit_cap},
-          {"failed", r.failed},
-          {"steps", steps},
-          {"output", files}};
-}
-
 void PrintText(const passes::TransformReport& r, const std::vector<std::string>& files) {
   for (const auto& s : r.steps) {
     if (s.result.changes == 0 && s.result.notes.empty()) continue;
@@ -76,14 +49,17 @@ int FinishTransform(io::Model& model, const passes::TransformReport& report,
     files = SaveModel(model, output);
   }
   if (json) {
-    PrintJson(ReportJson(report, files));
+    nlohmann::json doc = stages::TransformJson(report);
+    doc["output"] = files;
+    PrintJson(doc);
   } else {
     PrintText(report, files);
   }
   return report.failed ? kExitCheckFailed : kExitOk;
 }
 
-void AddFoldLimitOptions(CLI::App& cmd, FoldLimits& limits, const std::string& rounds_help) {
+void AddFoldLimitOptions(CLI::App& cmd, stages::TransformLimits& limits,
+                         const std::string& rounds_help) {
   cmd.add_option("--max-tensor-bytes", limits.max_tensor_bytes, "Largest tensor folding creates")
       ->capture_default_str();
   cmd.add_option("--max-rounds", limits.max_rounds, rounds_help)
@@ -91,14 +67,9 @@ void AddFoldLimitOptions(CLI::App& cmd, FoldLimits& limits, const std::string& r
       ->capture_default_str();
 }
 
-passes::PassContext LoggingContext(const FoldLimits& limits) {
-  passes::PassContext context;
-  context.max_tensor_bytes = limits.max_tensor_bytes;
-  context.max_rounds = limits.max_rounds;
-  context.note_sink = [](const std::string& pass, const std::string& note) {
-    spdlog::debug("{}: {}", pass, note);
-  };
-  return context;
+stages::NoteSink LogNotes() {
+  return
+      [](const std::string& pass, const std::string& note) { spdlog::debug("{}: {}", pass, note); };
 }
 
 }  // namespace porttool::cli

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "passes/transform.h"
+#include "lib/stages/rewrite.h"
 #include "tools/porttool/common_options.h"
 
 namespace porttool::cli {
@@ -18,13 +18,10 @@ int FinishTransform(io::Model& model, const passes::TransformReport& report,
                     const ModelOutputOptions& output, bool json);
 
 // The folding limits fold-constants and simplify share, as options.
-struct FoldLimits {
-  uint64_t max_tensor_bytes = uint64_t{1} << 20;
-  int max_rounds = 8;
-};
-void AddFoldLimitOptions(CLI::App& cmd, FoldLimits& limits, const std::string& rounds_help);
+void AddFoldLimitOptions(CLI::App& cmd, stages::TransformLimits& limits,
+                         const std::string& rounds_help);
 
-// A PassContext whose notes go to the debug log (-v shows them as they happen), with `limits`.
-passes::PassContext LoggingContext(const FoldLimits& limits = {});
+// Pass notes to the debug log (-v shows them as they happen).
+stages::NoteSink LogNotes();
 
 }  // namespace porttool::cli

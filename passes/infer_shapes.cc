@@ -1,14 +1,13 @@
-#include "passes/stages.h"
+#include "passes/infer_shapes.h"
 
 #include <fmt/format.h>
 
-#include "lib/analysis/check.h"
 #include "lib/shape/infer.h"
 #include "passes/input_shape_spec.h"
 
 namespace porttool::passes {
 
-PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options, PassContext&) const {
+PassResult InferShapesPass::Run(io::Model& model, const PassOptions& options, PassContext&) const {
   shape::InferOptions infer;
   if (options.Has("input-shape"))
     infer.input_shapes = ParseInputShapes({options.Get("input-shape")});
@@ -24,24 +23,6 @@ PassResult InferShapesStage::Run(io::Model& model, const PassOptions& options, P
         fmt::format("unresolved '{}' (node '{}', {}): {}", u.tensor, u.node, u.op_type, u.reason));
   }
   for (const auto& note : report.notes) result.notes.push_back(note);
-  return result;
-}
-
-}  // namespace porttool::passes
-
-namespace porttool::passes {
-
-PassResult CheckStage::Run(io::Model& model, const PassOptions&, PassContext&) const {
-  analysis::CheckReport report = analysis::CheckModel(model);
-  PassResult result;
-  for (const auto& f : report.findings) {
-    std::string where = !f.node.empty()     ? " node '" + f.node + "'"
-                        : !f.tensor.empty() ? " tensor '" + f.tensor + "'"
-                                            : "";
-    result.notes.push_back(
-        fmt::format("{} [{}]{}: {}", analysis::SeverityName(f.severity), f.id, where, f.message));
-  }
-  result.failed = report.HasErrors();
   return result;
 }
 

@@ -1,0 +1,78 @@
+#include "lib/io/staging_dir.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "lib/util/error.h"
+
+namespace porttool::io {
+namespace fs = std::filesystem;
+namespace {
+
+fs::path MakeTempDirBeside(const fs::path& target, const char* tag) {
+  fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string pattern =
+      (parent / fmt::format(".{}.{}-XXXXXX", target.filename().string(), tag)).string();
+  if (!::mkdtemp(pattern.data())) {
+    ThrowBadInput("cannot create a directory next to '{}': {}", target.string(),
+                  std::strerror(errno));
+  }
+  return pattern;
+}
+
+}  // namespace
+
+StagingDir::StagingDir(fs::path target) : target_(std::move(target)) {
+  target_ = target_.lexically_normal();
+  if (target_.filename().empty()) target_ = target_.parent_path();
+  if (target_.empty()) ThrowUsage("the output directory must not be empty");
+  std::error_code ec;
+  if (!target_.parent_path().empty()) fs::create_directories(target_.parent_path(), ec);
+  path_ = MakeTempDirBeside(target_, "tmp");
+}
+
+StagingDir::~StagingDir() {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+fs::path StagingDir::Keep() {
+  fs::path kept = path_;
+  path_.clear();
+  return kept;
+}
+
+void StagingDir::Commit() {
+  std::error_code ec;
+  if (!fs::exists(target_, ec)) {
+    fs::rename(path_, target_, ec);
+    if (ec) ThrowBadInput("cannot move the output into '{}': {}", target_.string(), ec.message());
+    path_.clear();
+    return;
+  }
+  fs::path old = MakeTempDirBeside(target_, "old");
+  fs::remove(old, ec);
+  fs::rename(target_, old, ec);
+  if (ec) ThrowBadInput("cannot replace '{}': {}", target_.string(), ec.message());
+  fs::rename(path_, target_, ec);
+  if (ec) {
+    // Put the previous output back. If even that fails, keep it where it is and say where:
+    // losing the user's last good output is worse than a stray directory.
+    std::error_code restore_ec;
+    fs::rename(old, target_, restore_ec);
+    if (restore_ec) {
+      ThrowBadInput(
+          "cannot move the output into '{}' ({}) nor restore the previous one ({}); the "
+          "previous output is kept in '{}'",
+          target_.string(), ec.message(), restore_ec.message(), old.string());
+    }
+    ThrowBadInput("cannot move the output into '{}': {}", target_.string(), ec.message());
+  }
+  path_.clear();
+  fs::remove_all(old, ec);
+}
+
+}  // namespace porttool::io

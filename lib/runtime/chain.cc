@@ -1,0 +1,80 @@
+#include "lib/runtime/chain.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "lib/util/error.h"
+
+namespace porttool::runtime {
+
+ChainSession::ChainSession(const std::vector<const io::Model*>& segments,
+                           std::vector<InputSpec> inputs, std::vector<std::string> outputs,
+                           const SessionOptions& options)
+    : inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+  for (const io::Model* segment : segments) {
+    sessions_.push_back(std::make_unique<Session>(*segment, options));
+  }
+  CheckWiring();
+}
+
+ChainSession::Interface ChainSession::InterfaceOf(const io::Model& model,
+                                                  const SessionOptions& options) {
+  Session session(model, options);
+  return {session.inputs(), session.output_names()};
+}
+
+ChainSession::ChainSession(const io::Model& original, const std::vector<const io::Model*>& segments,
+                           const SessionOptions& options)
+    : ChainSession(segments, InterfaceOf(original, options), options) {}
+
+ChainSession::ChainSession(const std::vector<const io::Model*>& segments, Interface interface,
+                           const SessionOptions& options)
+    : ChainSession(segments, std::move(interface.first), std::move(interface.second), options) {}
+
+ChainSession::~ChainSession() = default;
+
+// Wiring errors are found before anything runs: names only, so it costs nothing per run.
+void ChainSession::CheckWiring() const {
+  std::set<std::string> available;
+  for (const auto& in : inputs_) available.insert(in.name);
+  for (size_t i = 0; i < sessions_.size(); ++i) {
+    for (const auto& spec : sessions_[i]->inputs()) {
+      if (!available.count(spec.name)) {
+        throw Error(ErrorKind::kBadInput,
+                    fmt::format("segment {} needs '{}', which neither the model inputs nor an "
+                                "earlier segment provides",
+                                i + 1, spec.name),
+                    "", spec.name);
+      }
+    }
+    for (const auto& name : sessions_[i]->output_names()) available.insert(name);
+  }
+  for (const auto& name : outputs_) {
+    if (!available.count(name)) {
+      throw Error(ErrorKind::kBadInput, fmt::format("output '{}' is produced by no segment", name),
+                  "", name);
+    }
+  }
+}
+
+std::vector<NamedTensor> ChainSession::Run(const TensorMap& inputs) {
+  return RunObserved(inputs, nullptr);
+}
+
+std::vector<NamedTensor> ChainSession::RunObserved(const TensorMap& inputs,
+                                                   const NodeObserver& observer) {
+  TensorMap pool = inputs;  // everything available to later segments, by name
+  for (auto& session : sessions_) {
+    TensorMap feed;
+    for (const auto& spec : session->inputs()) feed[spec.name] = pool.at(spec.name);
+    std::vector<NamedTensor> produced =
+        observer ? session->RunObserved(feed, observer) : session->Run(feed);
+    for (auto& out : produced) pool[out.name] = std::move(out.value);
+  }
+  std::vector<NamedTensor> result;
+  for (const auto& name : outputs_) result.push_back({name, pool.at(name)});
+  return result;
+}
+
+}  // namespace porttool::runtime

@@ -1,0 +1,37 @@
+// CheckStage: `porttool check` as one call. It composes the ONNX checker, strict shape inference
+// and the porting lints (lib/analysis/check.h) with, when a target profile is given, the
+// operator-compatibility scan and memory fit (lib/decide/scan.h), whose failures join the
+// findings so that one run has one verdict. The model is only borrowed: it is left as it was.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "lib/analysis/check.h"
+#include "lib/decide/scan.h"
+#include "lib/decide/target.h"
+#include "lib/io/model.h"
+#include "lib/shape/input_shapes.h"
+
+namespace porttool::stages {
+
+struct CheckStageOptions {
+  bool full_check = true;  // strict shape inference after the checker
+  shape::InputShapes input_shapes;
+  std::optional<decide::TargetProfile> target{};
+};
+
+struct CheckStageResult {
+  analysis::CheckReport report;
+  std::optional<decide::TargetCheck> target;  // with a target
+  bool ok() const { return !report.HasErrors(); }
+};
+
+CheckStageResult CheckStage(io::Model& model, const CheckStageOptions& options);
+
+// {"ok", "errors", "warnings", "infos", "findings": [...], "target"?}: the `check --json` shape.
+nlohmann::json CheckJson(const CheckStageResult& result);
+// One line per finding ("error[id] message" and its "    fix: ..."), no verdict line.
+std::string FindingsText(const analysis::CheckReport& report);
+
+}  // namespace porttool::stages

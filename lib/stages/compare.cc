@@ -1,0 +1,57 @@
+#include "lib/stages/compare.h"
+
+#include <functional>
+
+#include "lib/runtime/tensor_store.h"
+#include "lib/util/error.h"
+
+namespace porttool::stages {
+namespace {
+
+io::Model Pinned(const io::Model& model, const shape::InputShapes& shapes) {
+  io::Model m = model;
+  if (!shapes.empty()) shape::ApplyInputShapes(m, shapes);
+  return m;
+}
+
+runtime::TensorMap StoredInputs(const runtime::TensorStore& store) {
+  runtime::TensorMap inputs;
+  for (const auto& e : store.entries()) {
+    if (e.role == "input") inputs[e.name] = store.Read(e);
+  }
+  return inputs;
+}
+
+}  // namespace
+
+runtime::ModelComparison CompareStage(const io::Model& a_in, const io::Model* b_in,
+                                      const CompareStageOptions& o) {
+  runtime::CompareOptions options = o.compare;
+  io::Model a = Pinned(a_in, o.input_shapes);
+  if (!o.load_outputs.empty()) {
+    if (b_in || !o.save_outputs.empty() || !o.inputs.empty()) {
+      ThrowUsage(
+          "comparing ONE model against saved tensors (inputs included) takes no second model, "
+          "no new store and no given inputs");
+    }
+    runtime::TensorStore store = runtime::TensorStore::Open(o.load_outputs);
+    return runtime::CompareWithStore(a, StoredInputs(store), store, options);
+  }
+  runtime::TensorMap inputs;
+  {
+    runtime::Session specs(a, options.session);
+    inputs = runtime::CompleteWithRandom(specs, o.inputs, o.seed);
+  }
+  if (o.save_outputs.empty()) {
+    if (!b_in) ThrowUsage("nothing to compare: give a second model, or a store to record into");
+    return runtime::CompareModels(a, Pinned(*b_in, o.input_shapes), inputs, options);
+  }
+  runtime::TensorStore store = runtime::TensorStore::Create(o.save_outputs);
+  std::function<bool(const std::string&)> keep;
+  if (options.per_tensor) keep = [](const std::string&) { return true; };
+  runtime::RecordRun(a, inputs, options.session, keep, store);
+  if (!b_in) return {};
+  return runtime::CompareWithStore(Pinned(*b_in, o.input_shapes), inputs, store, options);
+}
+
+}  // namespace porttool::stages

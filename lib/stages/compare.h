@@ -1,0 +1,29 @@
+// CompareStage: `porttool compare` as one call. Two models on the same inputs (given ones, the
+// rest seeded random), outputs and optionally every shared intermediate compared
+// (lib/runtime/compare.h); or one model against tensors saved earlier (a TensorStore written by
+// this stage or by another runtime in the same layout), or only recording model A's tensors.
+#pragma once
+
+#include <filesystem>
+
+#include "lib/io/model.h"
+#include "lib/runtime/compare.h"
+#include "lib/shape/input_shapes.h"
+
+namespace porttool::stages {
+
+struct CompareStageOptions {
+  runtime::CompareOptions compare;
+  runtime::TensorMap inputs;  // given inputs; the others are random from `seed`
+  uint64_t seed = 0;
+  shape::InputShapes input_shapes;     // pinned on both models
+  std::filesystem::path save_outputs;  // record A's inputs and outputs (and intermediates)
+  std::filesystem::path load_outputs;  // compare A against this store instead of running a model
+};
+
+// `b` may be null when only recording A (save_outputs) or comparing A with load_outputs.
+// Error(kUsage) for a combination that makes no sense (naming what to drop).
+runtime::ModelComparison CompareStage(const io::Model& a, const io::Model* b,
+                                      const CompareStageOptions& options);
+
+}  // namespace porttool::stages

@@ -1,0 +1,93 @@
+// PortStage: `porttool port MODEL --target NAME`, one call from a PC model to a verified,
+// target-ready bundle. It is a sequence of the other stages, each verified before the next:
+//   1 check     CheckStage; then pin the inputs (given pins, else the target's default shape)
+//   2 simplify  SimplifyStage; the executor's outputs before and after agree within tolerance
+//   3 rewrite   RewriteStage with the target profile's `rewrites`; verified the same way
+//   4 split     the compatibility scan and PlanSplit/WriteSplit on the target; the chained
+//               segments reproduce the model bit for bit (VerifySplit)
+//   5 quantize  with calibration data: QuantizeStage once on the whole model, the same table on
+//               every accelerator segment, accuracy end to end through the chained segments
+//   6 emit      EmitHeaderStage per segment, EmitRunnerStage (reference, and the target's own
+//               backend where there is one), ScaffoldStage for every op the target cannot run
+//   7 report    DecideStage on the ported model, extended with what port did and what is left
+// The bundle is built in a staging directory beside its destination and renamed into place
+// only when every step passed; its files (port.log aside) are byte-identical for the same inputs,
+// whatever the thread count or the output directory's name.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/decide/report.h"
+#include "lib/quant/quantize_calibrate.h"
+#include "lib/shape/input_shapes.h"
+#include "lib/util/error.h"
+
+namespace porttool::stages {
+
+struct PortOptions {
+  std::filesystem::path model;
+  std::filesystem::path rules_dir;
+  std::string target;               // a profile name or a profile file
+  shape::InputShapes input_shapes;  // empty: the target's default_input_shape
+  // With calibration data (request.data_dir): quantize. The request's table, thresholds and
+  // progress are port's own business; the rest (method, QDQ options, target) is the user's.
+  std::optional<quant::QuantizeCalibrateRequest> quantize;
+  std::filesystem::path facts_file;  // the decision report's project facts
+  std::vector<decide::FlagFact> flag_facts;
+  std::filesystem::path output_dir;  // empty: DefaultPortDir(model)
+  bool dry_run = false;              // plan only: run steps 1-4 in memory, write nothing
+  bool force = false;                // replace an existing output directory
+  bool keep_failed = false;          // keep the staging directory when a step fails
+  int threads = 1;                   // samples calibrated and evaluated at once
+  uint64_t seed = 0;                 // random inputs of the verifications
+  double rtol = 1e-4, atol = 1e-5;   // verification tolerance of the inexact steps (2, 3)
+};
+
+struct PortStep {
+  std::string id;  // check, simplify, rewrite, split, quantize, emit, report
+  std::string title;
+  std::string outcome;               // ok | skipped | failed | planned (dry run)
+  std::vector<std::string> details;  // what it did, deterministic (no timings, no paths)
+  double ms = 0;                     // wall time (stdout, --json and port.log only)
+};
+
+struct PortFailure {
+  std::string step;
+  ErrorKind kind = ErrorKind::kInternal;
+  std::string message;
+  std::string node, tensor;
+  std::filesystem::path kept;  // the partial bundle, with keep_failed
+};
+
+struct PortResult {
+  std::filesystem::path bundle;  // written (or, dry run / failed, where it would be)
+  std::vector<PortStep> steps;
+  std::optional<PortFailure> failure;
+  std::string verdict;                    // one line
+  std::vector<std::string> left;          // what is left to a person
+  std::vector<std::string> bundle_files;  // relative to the bundle, sorted
+  nlohmann::json report;                  // what report.json holds
+  bool ok() const { return !failure; }
+};
+
+// "<model stem>.port" in the current directory.
+std::filesystem::path DefaultPortDir(const std::filesystem::path& model);
+
+// Called when a step starts and when it ends (outcome set), for progress logs.
+using PortObserver = std::function<void(const PortStep& step, bool finished)>;
+
+// Errors before the first step (an unknown target, a malformed profile, an existing output
+// directory without `force`) are thrown; a failing step is reported in `failure` with the error's
+// kind, and nothing is left on disk unless keep_failed.
+PortResult PortStage(const PortOptions& options, const PortObserver& observer = nullptr);
+
+// The --json document of a run: steps with timings, failure, verdict, bundle files, report.
+nlohmann::json PortJson(const PortResult& result);
+
+}  // namespace porttool::stages

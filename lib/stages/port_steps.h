@@ -1,0 +1,81 @@
+// The steps of `port` (lib/stages/port.h), each a function of the run's state, and what they hand
+// each other. Internal to lib/stages: port.cc sequences them, port_report.cc renders the report
+// from the state they leave.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/decide/report.h"
+#include "lib/decide/scan.h"
+#include "lib/decide/target.h"
+#include "lib/emit/split_writer.h"
+#include "lib/io/model.h"
+#include "lib/quant/quantize_calibrate.h"
+#include "lib/stages/port.h"
+#include "lib/stages/split.h"
+
+namespace porttool::stages {
+
+// Something port could not do itself, for a person: a custom operator to write (with its
+// scaffolded package), or ops that run on the host CPU (with their estimated cost).
+struct LeftItem {
+  std::string kind;  // custom-op | host
+  std::string op;    // OpKey
+  std::vector<std::string> nodes;
+  std::string text;          // one sentence
+  std::string package;       // custom-ops/<dir>, relative to the bundle
+  nlohmann::json signature;  // custom-op: what to implement
+};
+
+// Float vs the pipeline's quantized chain, end to end.
+struct PortQuantization {
+  quant::CalibrationTable table;
+  quant::QuantizeCalibrateResult whole;  // the whole model: calibration, search, its own accuracy
+  std::vector<std::pair<int, std::string>> qdq_files;  // accelerator segment -> qdq file
+  std::optional<quant::AccuracyReport> chain_accuracy;
+  std::vector<std::string> kept_float;  // by hand and by the search
+};
+
+struct PortState {
+  explicit PortState(const PortOptions& o) : options(o) {}
+  const PortOptions& options;
+  decide::TargetProfile target;
+  std::string model_file;  // the source's file name, as the bundle records it
+  std::string source_sha256;
+  io::Model model;  // as it goes through the steps (the source file is never written)
+  shape::InputShapes pins;
+  std::string pins_origin;  // "given" | "the target profile's default"
+  std::optional<SplitPlan> plan;
+  std::optional<decide::TargetCheck> scan;  // of the model the segments were cut from
+  emit::WriteSplitResult written;
+  std::vector<io::Model> segments;  // as written
+  std::optional<PortQuantization> quant;
+  std::vector<LeftItem> left;
+  std::optional<decide::DecisionReport> decision;
+  nlohmann::json report_json;                 // what report.json holds
+  std::vector<std::string> headers, runners;  // bundle-relative
+  std::filesystem::path dir;                  // where files go (the staging directory)
+};
+
+void CheckAndPinStep(PortState& s, PortStep& step);
+void SimplifyStep(PortState& s, PortStep& step);
+void RewriteStep(PortState& s, PortStep& step);
+void SplitStep(PortState& s, PortStep& step);
+void QuantizeStep(PortState& s, PortStep& step);
+void EmitStep(PortState& s, PortStep& step);
+void ReportStep(PortState& s, PortStep& step, const std::vector<PortStep>& steps);
+
+// What the later steps would do, for a dry run.
+std::vector<std::string> PlannedDetails(const PortState& s, const std::string& step);
+
+// report.json / report.md / report.html from the finished state (no timings, no paths).
+nlohmann::json PortReportJson(const PortState& s, const std::vector<PortStep>& steps);
+std::string PortReportMarkdown(const PortState& s, const std::vector<PortStep>& steps);
+std::string PortReportHtml(const PortState& s, const std::vector<PortStep>& steps);
+// The one-line verdict and its kind (ok | warn | fail).
+std::pair<std::string, std::string> PortVerdict(const PortState& s);
+
+}  // namespace porttool::stages

@@ -1,0 +1,65 @@
+#include "lib/stages/quantize.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "lib/util/error.h"
+#include "lib/util/strings.h"
+#include "passes/transform.h"
+
+namespace porttool::stages {
+namespace {
+
+nlohmann::json ReadJsonFile(const std::filesystem::path& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) ThrowBadInput("cannot read {} '{}'", what, path.string());
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) ThrowBadInput("'{}' is not valid JSON", path.string());
+  return j;
+}
+
+// The exact conv fusions; returns one note saying what changed.
+std::vector<std::string> Prepare(io::Model& model) {
+  passes::PassContext context;
+  passes::TransformReport report = passes::PrepareForQuantization(model, context);
+  if (report.nodes_before == report.nodes_after) return {};
+  std::vector<std::string> ops;
+  for (const auto& [op, before] : report.ops_before) {
+    auto it = report.ops_after.find(op);
+    int after = it == report.ops_after.end() ? 0 : it->second;
+    if (before > after && op != "Constant") ops.push_back(fmt::format("{} {}", before - after, op));
+  }
+  return {fmt::format(
+      "prepared for quantization: folded {} into the convs' weights and biases (exact; tables "
+      "and QDQ model use the prepared graph; preparation can be turned off to keep the graph as "
+      "it is)",
+      util::Join(ops, ", "))};
+}
+
+}  // namespace
+
+quant::CalibrationTable ReadCalibrationTable(const std::filesystem::path& path) {
+  return quant::CalibrationTable::FromJson(ReadJsonFile(path, "table"), path.string());
+}
+
+quant::Preprocess ReadPreprocessSpec(const std::filesystem::path& path) {
+  return quant::Preprocess::FromJson(ReadJsonFile(path, "preprocessing spec"), path.string());
+}
+
+quant::QuantizeCalibrateResult QuantizeStage(const io::Model& model,
+                                             const QuantizeStageOptions& options) {
+  if (options.request.data_dir.empty() && options.table_in.empty() && !options.request.table) {
+    ThrowUsage("no calibration samples and no table to apply: give calibration data, or a table");
+  }
+  quant::QuantizeCalibrateRequest request = options.request;
+  if (!options.table_in.empty()) request.table = ReadCalibrationTable(options.table_in);
+  io::Model prepared = model;
+  std::vector<std::string> notes;
+  if (options.prepare) notes = Prepare(prepared);
+  quant::QuantizeCalibrateResult result = quant::QuantizeCalibrate(prepared, request);
+  result.notes.insert(result.notes.begin(), notes.begin(), notes.end());
+  return result;
+}
+
+}  // namespace porttool::stages

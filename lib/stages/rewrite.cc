@@ -1,0 +1,63 @@
+#include "lib/stages/rewrite.h"
+
+#include <set>
+
+namespace porttool::stages {
+namespace {
+
+passes::PassContext ContextFor(const TransformLimits& limits, const NoteSink& sink) {
+  passes::PassContext context;
+  context.max_tensor_bytes = limits.max_tensor_bytes;
+  context.max_rounds = limits.max_rounds;
+  context.note_sink = sink;
+  return context;
+}
+
+}  // namespace
+
+passes::TransformReport SimplifyStage(io::Model& model, const SimplifyStageOptions& options) {
+  passes::PassContext context = ContextFor(options.limits, options.note_sink);
+  return passes::Simplify(model, options.input_shape, context);
+}
+
+passes::TransformReport FoldStage(io::Model& model, const FoldStageOptions& options) {
+  std::map<std::string, std::string> fold;
+  if (!options.input_shape.empty()) fold["input-shape"] = options.input_shape;
+  passes::PassContext context = ContextFor(options.limits, options.note_sink);
+  return passes::Transform(model, {{"fold-constants", passes::PassOptions(fold)}},
+                           /*fixed_point=*/false, context);
+}
+
+passes::TransformReport RewriteStage(io::Model& model, const RewriteStageOptions& options) {
+  passes::ValidatePipeline(options.steps);
+  passes::PassContext context = ContextFor(options.limits, options.note_sink);
+  return passes::Transform(model, options.steps, options.fixed_point, context);
+}
+
+nlohmann::json TransformJson(const passes::TransformReport& r) {
+  nlohmann::json ops = nlohmann::json::array();
+  std::set<std::string> names;
+  for (const auto& [op, n] : r.ops_before) names.insert(op);
+  for (const auto& [op, n] : r.ops_after) names.insert(op);
+  for (const auto& op : names) {
+    auto before = r.ops_before.count(op) ? r.ops_before.at(op) : 0;
+    auto after = r.ops_after.count(op) ? r.ops_after.at(op) : 0;
+    ops.push_back({{"op", op}, {"before", before}, {"after", after}});
+  }
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : r.steps) {
+    steps.push_back({{"pass", s.id},
+                     {"changes", s.result.changes},
+                     {"failed", s.result.failed},
+                     {"notes", s.result.notes}});
+  }
+  return {{"nodes_before", r.nodes_before},
+          {"nodes_after", r.nodes_after},
+          {"ops", ops},
+          {"rounds", r.rounds},
+          {"hit_cap", r.hit_cap},
+          {"failed", r.failed},
+          {"steps", steps}};
+}
+
+}  // namespace porttool::stages

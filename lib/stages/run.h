@@ -1,0 +1,47 @@
+// RunStage: `porttool run` as one call: the reference executor on given or random inputs
+// (lib/runtime/session.h), timed over repeated runs after a warm-up, with an optional per-node
+// profile taken from the executor's observer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/io/model.h"
+#include "lib/runtime/session.h"
+#include "lib/shape/input_shapes.h"
+
+namespace porttool::stages {
+
+struct RunStageOptions {
+  shape::InputShapes input_shapes;
+  runtime::TensorMap inputs;   // given values
+  bool random_inputs = false;  // fill the others with seeded random values
+  uint64_t seed = 0;
+  int repeat = 0;  // timed runs after one warm-up; 0: a single run, no warm-up
+  bool profile = false;
+  bool fail_on_nan = false;
+  const runtime::KernelRegistry* kernels = nullptr;
+};
+
+struct NodeTime {
+  std::string name, op_type;
+  double ms = 0;  // mean per run
+};
+
+struct Latency {
+  double median = 0, min = 0, max = 0;
+};
+
+struct RunStageResult {
+  std::vector<runtime::NamedTensor> outputs;
+  std::vector<double> times_ms;   // one per timed run
+  std::vector<NodeTime> profile;  // by node index, with options.profile
+  int profile_runs = 0;
+  std::vector<std::string> warnings;  // the executor's (NaN/Inf in inputs)
+  Latency latency() const;
+};
+
+RunStageResult RunStage(const io::Model& model, const RunStageOptions& options);
+
+}  // namespace porttool::stages

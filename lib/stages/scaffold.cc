@@ -1,0 +1,60 @@
+#include "lib/stages/scaffold.h"
+
+#include <algorithm>
+
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/error.h"
+
+namespace porttool::stages {
+namespace fs = std::filesystem;
+
+emit::ScaffoldResult ScaffoldStage(const io::Model& model, const ScaffoldStageOptions& options) {
+  io::Model pinned = model;
+  if (!options.input_shapes.empty()) shape::ApplyInputShapes(pinned, options.input_shapes);
+  return emit::ScaffoldOp(pinned, options.scaffold, options.out_dir);
+}
+
+std::vector<emit::KitSummary> KitStage(const io::Model& model, const KitStageOptions& options) {
+  io::Model pinned = model;
+  if (!options.input_shapes.empty()) shape::ApplyInputShapes(pinned, options.input_shapes);
+  emit::KitOptions kit = options.kit;
+  if (!options.samples_dir.empty()) kit.samples = ReadKitSamples(options.samples_dir, pinned);
+  return emit::MakeKits(pinned, kit, options.out_dir);
+}
+
+std::vector<runtime::TensorMap> ReadKitSamples(const fs::path& dir, const io::Model& model) {
+  if (!fs::is_directory(dir)) ThrowBadInput("kit samples {}: not a directory", dir.string());
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  std::vector<std::string> inputs;
+  for (const auto& in : model.proto.graph().input()) {
+    bool init = false;
+    for (const auto& i : model.proto.graph().initializer()) init |= i.name() == in.name();
+    if (!init) inputs.push_back(in.name());
+  }
+  std::vector<runtime::TensorMap> samples;
+  for (const auto& p : entries) {
+    if (fs::is_directory(p)) {
+      runtime::TensorMap sample;
+      for (const auto& name : inputs) {
+        for (const char* ext : {".npy", ".pb"}) {
+          if (fs::is_regular_file(p / (name + ext)))
+            sample[name] = runtime::ReadTensorFile(p / (name + ext));
+        }
+      }
+      samples.push_back(std::move(sample));
+    } else if ((p.extension() == ".npy" || p.extension() == ".pb") && inputs.size() == 1) {
+      samples.push_back({{inputs[0], runtime::ReadTensorFile(p)}});
+    }
+  }
+  if (samples.empty()) {
+    ThrowBadInput(
+        "kit samples {}: no samples (expected .npy/.pb files for a single-input model, or "
+        "one sub-directory per sample with <input name>.npy)",
+        dir.string());
+  }
+  return samples;
+}
+
+}  // namespace porttool::stages

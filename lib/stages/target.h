@@ -1,0 +1,39 @@
+// Target profiles as the stages use them: a profile (lib/decide/target.h) whose port fields are
+// checked too — `rewrites` must be a pipeline of known passes with valid options and
+// `default_input_shape` valid NAME:DIMS text — with errors naming the profile file and the JSON
+// pointer, as every other profile field's. Also the two things `port` derives from those fields:
+// the rewrite steps, and the input pins for a model when the user gives none.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lib/decide/target.h"
+#include "lib/io/model.h"
+#include "lib/shape/input_shapes.h"
+#include "passes/pipeline.h"
+
+namespace porttool::stages {
+
+// decide::LoadTarget, then ValidatePortFields.
+decide::TargetProfile LoadTargetProfile(const std::filesystem::path& rules_dir,
+                                        const std::string& name_or_path);
+// Error(kBadInput) "FILE:LINE: at /rewrites: ..." for an unknown pass or a malformed pipeline,
+// the same for /default_input_shape.
+void ValidatePortFields(const decide::TargetProfile& target);
+
+// decide::ValidateRuleFile plus the pass names a file refers to: a target's port fields, and a
+// remedies file's "pass" ids (each must be a registered pass). Returns the file's kind.
+std::string ValidateRuleFile(const std::filesystem::path& rules_dir,
+                             const std::filesystem::path& path);
+
+// The profile's rewrites as pipeline steps (empty when it lists none).
+std::vector<passes::PipelineStep> TargetRewrites(const decide::TargetProfile& target);
+
+// The target's default_input_shape applied to `model`'s inputs: a named entry pins that input,
+// a "*" entry every input of the same rank whose declared static dims agree. Inputs it does not
+// cover are left out (the caller reports what stays dynamic).
+shape::InputShapes DefaultInputShapes(const decide::TargetProfile& target, const io::Model& model);
+
+}  // namespace porttool::stages
