@@ -19,6 +19,7 @@
 #include "passes/infer_shapes.h"
 #include "passes/pass.h"
 #include "passes/replace_with_custom_op.h"
+#include "passes/resize_nearest_half_pixel.h"
 #include "passes/resize_to_upsample.h"
 #include "passes/topo_sort.h"
 
@@ -39,6 +40,7 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<FuseConvMulPass>());
     r->push_back(std::make_unique<FuseConvAddPass>());
     r->push_back(std::make_unique<ResizeToUpsamplePass>());
+    r->push_back(std::make_unique<ResizeNearestHalfPixelPass>());
     r->push_back(std::make_unique<DecomposeGeluPass>());
     r->push_back(std::make_unique<GeluToTanhPass>());
     r->push_back(std::make_unique<FuseHardSwishPass>());
