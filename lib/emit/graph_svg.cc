@@ -41,6 +41,15 @@ constexpr std::string_view kAmpersandStandIn = "\xEE\x80\xA6";  // U+E026
 
 constexpr size_t kMaxLabelChars = 40;
 
+// Graphviz sizes boxes with its built-in Helvetica (Arial) metrics at 12/13/10 points; browsers
+// draw the text one point smaller, in a font with those metrics when the machine has one, or a
+// narrow fallback, so labels stay inside their boxes whatever the fonts.
+constexpr std::string_view kSvgStyle =
+    "\n<style>svg.pt-graph text { font-family: Arimo, \"Liberation Sans\", Arial, Helvetica, "
+    "\"DejaVu Sans Condensed\", sans-serif; } svg.pt-graph g.node text { font-size: 11px; } "
+    "svg.pt-graph g.cluster text { font-size: 12px; } svg.pt-graph g.edge text { font-size: 9px; "
+    "}</style>";
+
 const char* CutColor() { return "#c62828"; }
 
 // ---- collapsing -------------------------------------------------------------------------------
@@ -113,31 +122,47 @@ struct Partition {
   int box_count = 0;
 };
 
-// Steps 3 and 1 of the rule in graph_svg.h for one span limit.
+// Steps 3 and 1 of the rule in graph_svg.h for one span limit; span < 0: step 5 (plain runs).
 Partition Collapse(const PlacementGraph& graph, const Adjacency& adj, const std::vector<int>& order,
                    const std::vector<int>& position, const std::vector<bool>& core, int span) {
   const int n = static_cast<int>(graph.nodes.size());
   const int m = static_cast<int>(order.size());
   Partition part;
   part.box_of.assign(n, -1);
+  // Last position of the run of equal keys each position starts.
+  std::vector<int> run_end(m);
+  for (int p = m - 1; p >= 0; --p) {
+    bool same = p + 1 < m && KeyOf(graph.nodes[order[p]]) == KeyOf(graph.nodes[order[p + 1]]);
+    run_end[p] = same ? run_end[p + 1] : p;
+  }
+  // A node that broke a scan from start i breaks the scan from every start between i and it
+  // too (it reads from before them, or across more than `span`), so later scans stop there.
+  int stop = m;
   int i = 0;
   while (i < m) {
-    const Key key = KeyOf(graph.nodes[order[i]]);
-    int best = i;
+    if (stop <= i) stop = m;
+    const int limit = span < 0 ? std::min(run_end[i], i + kMaxBoxMembers - 1)
+                               : std::min({run_end[i], i + kMaxBoxMembers - 1, stop - 1});
+    int best = span < 0 ? limit : i;
     int reach = -1;  // furthest consumer position of the stretch's nodes before j
-    for (int j = i + 1; j < m && j - i < kMaxBoxMembers; ++j) {
-      const int v = order[j];
-      if (!(KeyOf(graph.nodes[v]) == key)) break;
+    for (int j = i + 1; j <= limit && span >= 0; ++j) {
       bool enters_inside = false;
-      for (int u : adj.producers[v]) {
-        if (!core[u]) continue;
-        int pu = position[u];
-        if (pu < i || j - pu > span) enters_inside = true;
+      for (int u : adj.producers[order[j]]) {
+        if (core[u] && (position[u] < i || j - position[u] > span)) enters_inside = true;
       }
-      if (enters_inside) break;
+      if (enters_inside) {
+        stop = std::min(stop, j);
+        break;
+      }
+      // An edge leaving past `limit`, or spanning more than `span`, can never end inside a box
+      // that starts at i: no later end is valid, so the scan stops.
+      bool hopeless = false;
       for (int w : adj.consumers[order[j - 1]]) {
-        if (core[w]) reach = std::max(reach, position[w]);
+        if (!core[w]) continue;
+        reach = std::max(reach, position[w]);
+        if (position[w] > limit || position[w] - (j - 1) > span) hopeless = true;
       }
+      if (hopeless) break;
       if (reach <= j) best = j;
     }
     for (int k = i; k <= best; ++k) part.box_of[order[k]] = part.box_count;
@@ -184,6 +209,9 @@ std::vector<int> PlanBoxes(const PlacementGraph& graph, const Adjacency& adj,
     if (best.box_of.empty() || part.box_count < best.box_count) best = std::move(part);
     if (best.box_count <= options.max_boxes || span >= static_cast<int>(order.size())) break;
   }
+  if (best.box_count > kMaxStructuredBoxFactor * std::max(options.max_boxes, 1)) {
+    best = Collapse(graph, adj, order, position, core, -1);
+  }
   // Renumber by first member so box ids follow the model's own order.
   std::vector<int> renumber(best.box_count, -1);
   int next = 0;
@@ -214,8 +242,12 @@ Histogram OpHistogram(const PlacementGraph& graph, const std::vector<int>& membe
   std::map<std::string, int> counts;
   for (int v : members) ++counts[DisplayText(graph.nodes[v].op)];
   std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  // Constants (weights, shapes, scalars) outnumber the ops in exported models and say nothing
+  // about what the box computes: they come last.
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    bool ca = a.first == "Constant", cb = b.first == "Constant";
+    return ca != cb ? cb : a.second > b.second;
+  });
   Histogram h;
   std::string head = fmt::format("{} nodes", members.size());
   h.text = head + ":";
@@ -400,6 +432,11 @@ std::string FinishSvg(const std::string& raw, const std::map<std::string, Decora
   out.reserve(raw.size() + raw.size() / 4);
   out += "<svg class=\"pt-graph\" role=\"img\" aria-label=\"placement graph\"";
   size_t i = start + 4;
+  size_t open_end = raw.find('>', i);
+  if (open_end == std::string::npos) ThrowInternal("graph picture: Graphviz wrote a broken <svg>");
+  out.append(raw, i, open_end + 1 - i);
+  out += kSvgStyle;
+  i = open_end + 1;
   std::string pending_title;  // title for the <title> that follows the last <g> seen
   bool have_title = false;
   while (i < raw.size()) {
@@ -491,6 +528,18 @@ GraphSvg RenderPlacementSvg(const PlacementGraph& graph, const GraphSvgOptions& 
   result.node_count = n;
   int box_count = 0;
   for (int b : box_of) box_count = std::max(box_count, b + 1);
+  if (box_count > kMaxDrawnBoxes) {
+    result.omitted = fmt::format(
+        "{} nodes still make {} boxes after collapsing (segments and placements alternate too "
+        "often); more than {} are not drawn",
+        n, box_count, kMaxDrawnBoxes);
+    result.svg = fmt::format(
+        "<svg class=\"pt-graph\" role=\"img\" aria-label=\"placement graph\" width=\"640\" "
+        "height=\"40\" viewBox=\"0 0 640 40\" xmlns=\"http://www.w3.org/2000/svg\"><text x=\"8\" "
+        "y=\"24\" font-size=\"13\">{}</text></svg>",
+        EscapeHtml(result.omitted));
+    return result;
+  }
   result.boxes.resize(box_count);
   for (int v = 0; v < n; ++v) {
     SvgBox& box = result.boxes[box_of[v]];
@@ -526,17 +575,17 @@ GraphSvg RenderPlacementSvg(const PlacementGraph& graph, const GraphSvgOptions& 
   Set(g, "nodesep", "0.25");
   Set(g, "ranksep", "0.35");
   Set(g, "fontname", "Helvetica");
-  Set(g, "fontsize", "12");
+  Set(g, "fontsize", "13");
   Set(g, "outputorder", "edgesfirst");  // boxes drawn over edges, so clicks land on boxes
   Default(g, AGNODE, "shape", "box");
   Default(g, AGNODE, "style", "filled,rounded");
   Default(g, AGNODE, "fontname", "Helvetica");
-  Default(g, AGNODE, "fontsize", "11");
+  Default(g, AGNODE, "fontsize", "12");
   Default(g, AGNODE, "margin", "0.12,0.05");
   Default(g, AGNODE, "height", "0.3");
   Default(g, AGNODE, "peripheries", "1");
   Default(g, AGEDGE, "fontname", "Helvetica");
-  Default(g, AGEDGE, "fontsize", "9");
+  Default(g, AGEDGE, "fontsize", "10");
   Default(g, AGEDGE, "color", "#666666");
   Default(g, AGEDGE, "arrowsize", "0.6");
 

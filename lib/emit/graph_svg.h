@@ -56,19 +56,27 @@ struct PlacementGraph {
 //     a box such that (a) its nodes share segment and placement, (b) edges enter it only at its
 //     first node and leave it only from its last (a fork or join is hidden only when all of its
 //     paths are inside), (c) no edge inside it spans more than S positions of the order, and
-//     (d) it holds at most kMaxBoxMembers nodes.
+//     (d) it holds at most kMaxBoxMembers nodes (a bound on the scan, not on real models).
 //  4. S is the smallest of 1, 2, 4, 8, ... for which there are at most `max_boxes` boxes (or the
 //     one giving the fewest boxes when none does). S = 1 merges plain chains; a larger S also
 //     swallows short forks such as squeeze-excitation and residual blocks, while long skip
 //     connections (the feature maps a backbone sends to a neck, U-Net skips) span more than S and
 //     so stay edges between boxes; a cut always ends a box.
-// On PP-OCRv4 det (672 nodes, 342 of them Constants, faked into 3 segments) this gives about
-// 50 boxes (lib/emit/graph_svg_test.cc measures it).
-inline constexpr int kMaxBoxMembers = 4096;
+//  5. If that still leaves more than kMaxStructuredBoxFactor * max_boxes boxes (structure the
+//     rule cannot fold, such as a long ladder of criss-crossing edges), the boxes become the
+//     plain runs of one segment and placement in that order instead: what they hide is then
+//     listed, not drawn, but the picture stays small enough to lay out and read.
+// Constants are listed last in a box's op histogram. On PP-OCRv4 det (672 nodes, 342 of them
+// Constants, faked into 3 segments) this settles at S = 8 with 17 boxes: the backbone stages,
+// the neck's blocks and the cuts (lib/emit/report_html_test.cc measures it).
+inline constexpr int kMaxBoxMembers = 1 << 16;
+inline constexpr int kMaxStructuredBoxFactor = 4;
+// Past this many boxes dot takes seconds and the picture says nothing; it is not drawn.
+inline constexpr int kMaxDrawnBoxes = 2000;
 
 struct GraphSvgOptions {
   int collapse_above = 60;  // collapse when the graph has more nodes than this
-  int max_boxes = 60;       // and aim for at most this many boxes
+  int max_boxes = 40;       // and aim for at most this many boxes
 };
 
 // One Graphviz node of the picture: a single model node, or a collapsed run of them.
@@ -91,7 +99,10 @@ struct GraphSvg {
   std::string svg;
   std::vector<SvgBox> boxes;  // in the order of their first member
   int node_count = 0;         // PlacementGraph::nodes.size()
-  int cut_count = 0;          // box edges drawn as cuts
+  // Why there is no picture (more than kMaxDrawnBoxes boxes); svg is then a one-line note and
+  // boxes is empty. Empty when the graph was drawn.
+  std::string omitted;
+  int cut_count = 0;  // box edges drawn as cuts
 };
 
 // Lays out and renders the graph. Throws Error(kInternal) when an input index is not below its
