@@ -92,17 +92,19 @@ struct SvgBox {
 };
 
 struct GraphSvg {
-  // An <svg> element ready to inline in HTML: no XML prolog, DOCTYPE or comments. Each box is one
-  // `<g class="node" id="pt_box_<k>" data-box="<k>" data-placement="..." ...>` whose <title>
-  // (the browser's tooltip) holds the full member names; clusters are `<g class="cluster"
-  // id="pt_seg_<k>">`, edges `<g class="edge" id="pt_edge_<k>">` (a cut also has data-cut="1").
+  // An <svg> element ready to inline in HTML: no XML prolog, DOCTYPE or comments; a <style>
+  // inside it sets the fonts its text is drawn in. Each box is one `<g class="node"
+  // id="pt_box_<k>" data-box="<k>" data-placement="..." data-segment="..." [data-members="N"]>`
+  // whose <title> (the browser's tooltip) holds its label, up to 12 member names and its
+  // placement; clusters are `<g class="cluster" id="pt_seg_<k>" data-segment="<index>">`, edges
+  // `<g class="edge" id="pt_edge_<k>">` (a cut also has data-cut="1").
   std::string svg;
   std::vector<SvgBox> boxes;  // in the order of their first member
   int node_count = 0;         // PlacementGraph::nodes.size()
+  int cut_count = 0;          // box edges drawn as cuts
   // Why there is no picture (more than kMaxDrawnBoxes boxes); svg is then a one-line note and
   // boxes is empty. Empty when the graph was drawn.
   std::string omitted;
-  int cut_count = 0;  // box edges drawn as cuts
 };
 
 // Lays out and renders the graph. Throws Error(kInternal) when an input index is not below its
