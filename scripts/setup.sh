@@ -13,7 +13,7 @@ PACKAGES=(
   cmake make g++ pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
-  libopenblas-dev libstb-dev
+  libopenblas-dev libstb-dev libgraphviz-dev
   python3-onnx python3-numpy libonnx-testdata
 )
 

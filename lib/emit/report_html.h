@@ -1,0 +1,54 @@
+// The port bundle's report.html: one self-contained page a person opens in a browser, from file://
+// or anywhere, with no network access (a Content-Security-Policy forbids every fetch), no external
+// script, style or font. It shows the verdict banner, the placement graph (graph_svg.h) with its
+// colour legend and, for each collapsed box, a <details> list of its members that clicking the box
+// opens, then the caller's sections: paragraphs, tables and bullet lists of plain text. It knows
+// nothing of porttool's stages; `port` fills the data. The page is a pure function of that data
+// (no time, no paths of its own), so the same inputs give the same bytes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/emit/graph_svg.h"
+
+namespace porttool::emit {
+
+// All strings below are plain text, any bytes: the page shows them through DisplayText and
+// escapes them (html_text.h). None is taken as markup.
+struct HtmlTable {
+  std::string caption;
+  std::vector<std::string> headers;
+  std::vector<std::vector<std::string>> rows;  // a row may be shorter than headers
+};
+
+struct HtmlSection {
+  std::string title;
+  std::vector<std::string> paragraphs;
+  std::vector<HtmlTable> tables;
+  std::vector<std::string> items;  // bullet list, after the tables
+};
+
+struct HtmlReport {
+  std::string title;         // "porttool port: demo_detector.onnx → rknn-rk3588"
+  std::string verdict;       // headline: "ready: 1 accelerator segment"
+  std::string verdict_kind;  // "ok" | "warn" | "fail": colours the banner
+  std::vector<std::string> verdict_details;
+  std::optional<GraphSvg> graph;  // drawn after the banner, before the sections
+  std::vector<HtmlSection> sections;
+};
+
+// Ids the page gives its parts, for its own script and for tests: the <details> listing the
+// members of box k is "pt_members_<k>" (boxes of one node have none); section k is "pt_sec_<k>".
+std::string MembersId(int box);
+
+// The page. Its inline script wires each collapsed box (click or Enter: open and scroll to its
+// member list; "show in graph" in the list scrolls back and highlights the box) and records
+// every script error, failed load or blocked request in <html data-pt-errors="N"> and in
+// <pre id="pt-diagnostics">; when it has run to the end it sets <html data-pt-ready="1">.
+// scripts/render_html.sh reads both. Throws Error(kInternal) for a verdict_kind other than the
+// three above.
+std::string RenderReportHtml(const HtmlReport& report);
+
+}  // namespace porttool::emit
