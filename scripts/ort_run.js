@@ -4,6 +4,9 @@
 //
 //   node scripts/ort_run.js MODEL [--input NAME=FILE ...] [--output-dir DIR] [--threads N]
 //        [--repeat N] [--opt disabled|basic|extended|all]
+//   node scripts/ort_run.js --pipeline DIR/pipeline.json [--input ...] [--output-dir DIR] ...
+//        runs a split's (or a port bundle's) segments chained in order, each fed from the inputs
+//        and the bridges earlier segments produced; the outputs are the pipeline's graph outputs.
 //
 // Inputs: .npy (C order, little-endian) or ONNX TensorProto .pb. Outputs: DIR/<name>.npy with the
 // same name sanitising as `porttool run`. Prints one JSON document like `porttool run --json`.
@@ -117,6 +120,31 @@ function sanitize(name) {
   return s[0] === '.' ? '_' + s.slice(1) : s;
 }
 
+// The segments of pipeline.json as one session: run() feeds each segment from the inputs and the
+// earlier segments' outputs, by name, and returns the pipeline's graph outputs.
+class PipelineSession {
+  static async create(ort, manifestFile, options) {
+    const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
+    const dir = path.dirname(manifestFile);
+    const self = new PipelineSession();
+    self.segments = [];
+    for (const seg of manifest.segments) {
+      self.segments.push(await ort.InferenceSession.create(path.join(dir, seg.file), options));
+    }
+    self.outputNames = Object.keys(manifest.graph_outputs);
+    return self;
+  }
+  async run(feeds) {
+    const pool = Object.assign({}, feeds);
+    for (const seg of this.segments) {
+      const feed = {};
+      for (const name of seg.inputNames) feed[name] = pool[name];
+      Object.assign(pool, await seg.run(feed));
+    }
+    return pool;
+  }
+}
+
 async function main() {
   const args = process.argv.slice(2);
   if (!args.length || args[0] === '--help') {
@@ -124,10 +152,12 @@ async function main() {
                 '[--threads N] [--repeat N] [--opt disabled|basic|extended|all]');
     process.exit(args.length ? 0 : 2);
   }
-  const opts = {model: args[0], inputs: [], outputDir: null, threads: 0, repeat: 0, opt: 'all'};
+  const opts = {model: args[0], inputs: [], outputDir: null, threads: 0, repeat: 0, opt: 'all',
+                pipeline: null};
   for (let i = 1; i < args.length; i++) {
     const a = args[i];
     if (a === '--input') opts.inputs.push(args[++i]);
+    else if (i === 1 && args[0] === '--pipeline') opts.pipeline = a;
     else if (a === '--output-dir') opts.outputDir = args[++i];
     else if (a === '--threads') opts.threads = Number(args[++i]);
     else if (a === '--repeat') opts.repeat = Number(args[++i]);
@@ -137,7 +167,8 @@ async function main() {
   const ort = loadOrt();
   const sessionOptions = {graphOptimizationLevel: opts.opt, executionMode: 'sequential'};
   if (opts.threads > 0) { sessionOptions.intraOpNumThreads = opts.threads; sessionOptions.interOpNumThreads = 1; }
-  const session = await ort.InferenceSession.create(opts.model, sessionOptions);
+  const session = opts.pipeline ? await PipelineSession.create(ort, opts.pipeline, sessionOptions)
+                                : await ort.InferenceSession.create(opts.model, sessionOptions);
   const feeds = {};
   for (const spec of opts.inputs) {
     const eq = spec.indexOf('=');

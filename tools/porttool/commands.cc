@@ -106,11 +106,13 @@ int Main(int argc, char** argv) {
                  "(default: " +
                      std::to_string(runtime::kDefaultLoopIterations) + ")");
   RunFn run;
-  for (auto* reg : {&RegisterInspect, &RegisterCheck, &RegisterInferShapes, &RegisterChain,
-                    &RegisterSplit, &RegisterExtract, &RegisterRun, &RegisterCompare,
-                    &RegisterEmitHeader, &RegisterEmitRunner, &RegisterDecide, &RegisterRules,
-                    &RegisterPasses, &RegisterQuantizeCalibrate, &RegisterFoldConstants,
-                    &RegisterSimplify, &RegisterRewrite, &RegisterScaffoldOp, &RegisterKit}) {
+  for (auto* reg : {&RegisterPort,          &RegisterInspect,    &RegisterCheck,
+                    &RegisterInferShapes,   &RegisterChain,      &RegisterSplit,
+                    &RegisterExtract,       &RegisterRun,        &RegisterCompare,
+                    &RegisterEmitHeader,    &RegisterEmitRunner, &RegisterDecide,
+                    &RegisterRules,         &RegisterPasses,     &RegisterQuantizeCalibrate,
+                    &RegisterFoldConstants, &RegisterSimplify,   &RegisterRewrite,
+                    &RegisterScaffoldOp,    &RegisterKit}) {
     reg(app, run);
   }
   bool json = WantsJson(argc, argv);

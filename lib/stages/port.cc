@@ -1,0 +1,158 @@
+#include "lib/stages/port.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "lib/io/atomic_file.h"
+#include "lib/io/staging_dir.h"
+#include "lib/stages/port_steps.h"
+#include "lib/stages/target.h"
+#include "lib/util/json_text.h"
+
+namespace porttool::stages {
+namespace fs = std::filesystem;
+namespace {
+
+using StepFn = void (*)(PortState&, PortStep&);
+
+struct StepDef {
+  const char* id;
+  const char* title;
+  StepFn run;
+  bool in_dry_run;  // runs in memory in a dry run; the others are only described
+};
+
+constexpr StepDef kSteps[] = {
+    {"check", "check the model and pin its inputs", CheckAndPinStep, true},
+    {"simplify", "fold, fuse and clean up; verify", SimplifyStep, true},
+    {"rewrite", "the target's exact rewrites; verify", RewriteStep, true},
+    {"split", "scan the target, cut what it cannot run; verify the chain", SplitStep, true},
+    {"quantize", "calibrate once, quantize every accelerator segment", QuantizeStep, false},
+    {"emit", "headers, runners, custom-operator packages", EmitStep, false},
+};
+
+// An existing output directory is the user's: replaced only when asked to.
+void CheckOutputDir(const fs::path& dir, const PortOptions& options) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec) || options.dry_run) return;
+  if (!options.force) {
+    ThrowUsage("'{}' exists; give another output directory, or replace it (force)", dir.string());
+  }
+  if (!fs::is_directory(dir, ec)) ThrowUsage("'{}' exists and is not a directory", dir.string());
+}
+
+std::string LogText(const PortResult& r) {
+  std::string out;
+  for (const auto& s : r.steps) {
+    out += fmt::format("[{}] {} ({:.1f} ms): {}\n", s.id, s.outcome, s.ms, s.title);
+    for (const auto& d : s.details) out += "    " + d + "\n";
+  }
+  if (r.failure) {
+    out += fmt::format("failed at step '{}': {}\n", r.failure->step, r.failure->message);
+  }
+  return out;
+}
+
+std::vector<std::string> BundleFiles(const fs::path& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), dir).generic_string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Runs one step: times it, reports it to the observer, and turns an error into the failure.
+bool RunStep(PortState& s, PortResult& r, const char* id, const char* title,
+             const std::function<void(PortStep&)>& body, const PortObserver& observer) {
+  PortStep step{id, title, "ok", {}, 0};
+  if (observer) observer(step, false);
+  auto start = std::chrono::steady_clock::now();
+  try {
+    body(step);
+  } catch (const Error& e) {
+    step.outcome = "failed";
+    r.failure = PortFailure{id, e.kind(), e.what(), e.node(), e.tensor(), {}};
+  } catch (const std::bad_alloc&) {
+    step.outcome = "failed";
+    r.failure = PortFailure{id, ErrorKind::kBadInput, "out of memory", "", "", {}};
+  }
+  step.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.steps.push_back(step);
+  if (observer) observer(r.steps.back(), true);
+  (void)s;
+  return !r.failure;
+}
+
+}  // namespace
+
+fs::path DefaultPortDir(const fs::path& model) { return fs::path(model.stem().string() + ".port"); }
+
+PortResult PortStage(const PortOptions& options, const PortObserver& observer) {
+  PortState s(options);
+  s.target = LoadTargetProfile(options.rules_dir, options.target);
+  PortResult r;
+  r.bundle = options.output_dir.empty() ? DefaultPortDir(options.model) : options.output_dir;
+  CheckOutputDir(r.bundle, options);
+  std::optional<io::StagingDir> staging;
+  if (!options.dry_run) {
+    staging.emplace(r.bundle);
+    s.dir = staging->path();
+  }
+  bool ok = true;
+  for (const auto& def : kSteps) {
+    if (!ok) break;
+    if (options.dry_run && !def.in_dry_run) {
+      r.steps.push_back({def.id, def.title, "planned", PlannedDetails(s, def.id), 0});
+      if (observer) observer(r.steps.back(), true);
+      continue;
+    }
+    ok = RunStep(
+        s, r, def.id, def.title, [&](PortStep& step) { def.run(s, step); }, observer);
+  }
+  if (ok && !options.dry_run) {
+    std::vector<PortStep> done = r.steps;
+    ok = RunStep(
+        s, r, "report", "the decision report, extended with what port did and what is left",
+        [&](PortStep& step) { ReportStep(s, step, done); }, observer);
+  }
+  std::tie(r.verdict, std::ignore) = PortVerdict(s);
+  for (const auto& item : s.left) r.left.push_back(item.text);
+  if (options.dry_run) return r;
+  io::WriteFileAtomic(s.dir / "port.log", LogText(r));
+  if (!ok) {
+    if (options.keep_failed) r.failure->kept = staging->Keep();
+    return r;
+  }
+  r.report = s.report_json;
+  r.bundle_files = BundleFiles(s.dir);
+  staging->Commit();
+  return r;
+}
+
+nlohmann::json PortJson(const PortResult& r) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : r.steps) {
+    steps.push_back({{"id", s.id},
+                     {"title", s.title},
+                     {"outcome", s.outcome},
+                     {"details", s.details},
+                     {"ms", s.ms}});
+  }
+  nlohmann::json doc = {{"bundle", r.bundle.string()}, {"steps", steps},
+                        {"verdict", r.verdict},        {"left", r.left},
+                        {"files", r.bundle_files},     {"ok", r.ok()}};
+  if (r.failure) {
+    doc["failure"] = {{"step", r.failure->step},
+                      {"message", r.failure->message},
+                      {"kept", r.failure->kept.empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(r.failure->kept.string())}};
+  }
+  if (!r.report.is_null()) doc["report"] = r.report;
+  return doc;
+}
+
+}  // namespace porttool::stages

@@ -1,0 +1,465 @@
+// The bodies of port's steps (see port.h for the sequence). Each takes what the earlier steps
+// left in PortState, calls its stage, verifies, and says what it did in `step.details`: short
+// deterministic sentences (no timings, no paths outside the bundle) that the log, the JSON and
+// the reports all show.
+#include "lib/stages/port_steps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "lib/emit/c_names.h"
+#include "lib/emit/header.h"
+#include "lib/io/atomic_file.h"
+#include "lib/ir/constants.h"
+#include "lib/ir/graph_view.h"
+#include "lib/ir/split.h"
+#include "lib/runtime/compare.h"
+#include "lib/runtime/session.h"
+#include "lib/runtime/shape_completion.h"
+#include "lib/stages/check.h"
+#include "lib/stages/emit_header.h"
+#include "lib/stages/emit_runner.h"
+#include "lib/stages/quantize.h"
+#include "lib/stages/rewrite.h"
+#include "lib/stages/scaffold.h"
+#include "lib/stages/target.h"
+#include "lib/util/json_text.h"
+#include "lib/util/sha256.h"
+#include "lib/util/strings.h"
+
+namespace porttool::stages {
+namespace fs = std::filesystem;
+namespace {
+
+std::string PinsText(const shape::InputShapes& pins) {
+  std::vector<std::string> parts;
+  for (const auto& [name, dims] : pins) {
+    parts.push_back(dims.empty() ? name + ":scalar"
+                                 : fmt::format("{}:{}", name, fmt::join(dims, "x")));
+  }
+  return util::Join(parts, ",");
+}
+
+// The executor's outputs of `before` and `after` on the same seeded random inputs, compared
+// within the run's tolerance: what "verified" means for the steps that may change numerics.
+std::string VerifyEquivalent(const io::Model& before, const io::Model& after, const char* what,
+                             const PortOptions& o) {
+  runtime::Session a(before), b(after);
+  runtime::TensorMap inputs = runtime::RandomInputs(a, o.seed);
+  std::vector<runtime::NamedTensor> ra = a.Run(inputs), rb = b.Run(inputs);
+  double max_abs = 0;
+  for (const auto& want : ra) {
+    auto got =
+        std::find_if(rb.begin(), rb.end(), [&](const auto& t) { return t.name == want.name; });
+    if (got == rb.end()) ThrowCheckFailed("{}: output '{}' is gone", what, want.name);
+    runtime::TensorStats st = runtime::CompareTensors(want.value, got->value, o.rtol, o.atol);
+    if (!st.comparable) ThrowCheckFailed("{}: output '{}': {}", what, want.name, st.note);
+    if (!st.within_tolerance) {
+      ThrowCheckFailed(
+          "{} changed output '{}' beyond rtol {:g} atol {:g} (max abs {:.3g}) on random inputs "
+          "(seed {})",
+          what, want.name, o.rtol, o.atol, st.max_abs, o.seed);
+    }
+    max_abs = std::max(max_abs, st.max_abs);
+  }
+  return fmt::format(
+      "verified: {} output(s) within rtol {:g} atol {:g} of the model before (max abs {:.2g}) on "
+      "random inputs (seed {})",
+      ra.size(), o.rtol, o.atol, max_abs, o.seed);
+}
+
+// "fold-constants 342, fuse-conv-bn 3": the passes that changed something.
+std::string ChangesText(const passes::TransformReport& r) {
+  std::map<std::string, int> changes;
+  for (const auto& step : r.steps) changes[step.id] += step.result.changes;
+  std::vector<std::string> parts;
+  for (const auto& [id, n] : changes) {
+    if (n > 0) parts.push_back(fmt::format("{} {}", id, n));
+  }
+  return parts.empty() ? "no pass changed anything" : util::Join(parts, ", ");
+}
+
+std::string OpsChangedText(const passes::TransformReport& r) {
+  std::vector<std::string> parts;
+  std::set<std::string> ops;
+  for (const auto& [op, n] : r.ops_before) ops.insert(op);
+  for (const auto& [op, n] : r.ops_after) ops.insert(op);
+  for (const auto& op : ops) {
+    int before = r.ops_before.count(op) ? r.ops_before.at(op) : 0;
+    int after = r.ops_after.count(op) ? r.ops_after.at(op) : 0;
+    if (before != after) parts.push_back(fmt::format("{} {}->{}", op, before, after));
+  }
+  return util::Join(parts, ", ");
+}
+
+bool IsFloatTarget(const decide::TargetProfile& t) {
+  return t.activation_dtype.empty() || t.activation_dtype.rfind("float", 0) == 0;
+}
+
+std::string SegmentStem(const ir::Segment& seg) { return fs::path(seg.file).stem().string(); }
+
+}  // namespace
+
+// ---- 1 check ----------------------------------------------------------------------------------
+
+void CheckAndPinStep(PortState& s, PortStep& step) {
+  const PortOptions& o = s.options;
+  s.model = io::Load(o.model);
+  s.model_file = o.model.filename().string();
+  s.source_sha256 = util::Sha256File(o.model);
+  s.pins = o.input_shapes;
+  s.pins_origin = "given";
+  if (s.pins.empty()) {
+    s.pins = DefaultInputShapes(s.target, s.model);
+    s.pins_origin = "from the target profile's default_input_shape";
+  }
+  io::Model pinned = s.model;
+  shape::ApplyInputShapes(pinned, s.pins);
+  if (auto dynamic = shape::DynamicInputDims(pinned); !dynamic.empty()) {
+    ThrowUsage("inputs with unknown dims: {}; pin the input shape (e.g. {})",
+               util::Join(dynamic, ", "), shape::ExampleInputShapes(pinned));
+  }
+  CheckStageResult check = CheckStage(s.model, {.full_check = true, .input_shapes = s.pins});
+  const analysis::CheckReport& report = check.report;
+  step.details.push_back(fmt::format(
+      "ONNX checker, strict shape inference and porting lints: {} error(s), {} warning(s)",
+      report.Count(analysis::Severity::kError), report.Count(analysis::Severity::kWarning)));
+  for (const auto& f : report.findings) {
+    if (f.severity != analysis::Severity::kInfo) {
+      step.details.push_back(
+          fmt::format("{}[{}] {}", analysis::SeverityName(f.severity), f.id, f.message));
+    }
+  }
+  if (!check.ok()) {
+    ThrowCheckFailed("the model fails its checks ({} error(s)): {}",
+                     report.Count(analysis::Severity::kError), report.findings.front().message);
+  }
+  s.model = std::move(pinned);
+  if (!s.pins.empty())
+    step.details.push_back(fmt::format("pinned {} ({})", PinsText(s.pins), s.pins_origin));
+}
+
+// ---- 2 simplify -------------------------------------------------------------------------------
+
+void SimplifyStep(PortState& s, PortStep& step) {
+  io::Model before = s.model;
+  passes::TransformReport r = SimplifyStage(s.model, {});
+  if (r.failed) ThrowCheckFailed("the simplified model fails its check");
+  step.details.push_back(fmt::format("{} -> {} nodes in {} round(s): {}", r.nodes_before,
+                                     r.nodes_after, r.rounds, ChangesText(r)));
+  if (r.nodes_before != r.nodes_after) step.details.push_back("ops: " + OpsChangedText(r));
+  step.details.push_back(VerifyEquivalent(before, s.model, "simplify", s.options));
+}
+
+// ---- 3 rewrite --------------------------------------------------------------------------------
+
+void RewriteStep(PortState& s, PortStep& step) {
+  std::vector<passes::PipelineStep> steps = TargetRewrites(s.target);
+  if (steps.empty()) {
+    step.outcome = "skipped";
+    step.details.push_back(fmt::format("target {} lists no rewrites", s.target.name));
+    return;
+  }
+  io::Model before = s.model;
+  passes::TransformReport r = RewriteStage(s.model, {.steps = steps});
+  step.details.push_back(fmt::format("{}: {}", s.target.rewrites, ChangesText(r)));
+  for (const auto& st : r.steps) {
+    // The first few reasons a pass left a node alone: why a rewrite did not apply matters.
+    for (size_t i = 0; i < st.result.notes.size() && i < 3; ++i) {
+      step.details.push_back(fmt::format("{}: {}", st.id, st.result.notes[i]));
+    }
+  }
+  if (r.nodes_before != r.nodes_after) step.details.push_back("ops: " + OpsChangedText(r));
+  step.details.push_back(VerifyEquivalent(before, s.model, "the target's rewrites", s.options));
+}
+
+// ---- 4 split ----------------------------------------------------------------------------------
+
+namespace {
+
+std::string ScanSummary(const decide::TargetScan& scan) {
+  return fmt::format("{} node(s) on the accelerator, {} on the host CPU (fallback), {} unsupported",
+                     scan.accelerator, scan.cpu_fallback, scan.unsupported);
+}
+
+std::string SegmentsText(const SplitPlan& plan) {
+  std::vector<std::string> parts;
+  for (const auto& seg : plan.split.segments) {
+    parts.push_back(
+        fmt::format("{} ({} nodes)", SegmentStem(seg), seg.model.proto.graph().node_size()));
+  }
+  return util::Join(parts, ", ");
+}
+
+}  // namespace
+
+void SplitStep(PortState& s, PortStep& step) {
+  s.scan = decide::CheckModelOnTarget(s.model, s.target);
+  step.details.push_back(fmt::format("target {}: {}", s.target.name, ScanSummary(s.scan->scan)));
+  for (const auto& f : s.scan->scan.findings) step.details.push_back(f);
+  SplitStageOptions options;
+  options.target = s.target;
+  s.plan = PlanSplit(s.model, options);
+  const SplitPlan& plan = *s.plan;
+  step.details.push_back(fmt::format("{} segment(s): {}; {} bridge(s)", plan.split.segments.size(),
+                                     SegmentsText(plan), plan.split.bridges.size()));
+  for (const auto& note : plan.notes) step.details.push_back(note);
+  if (s.options.dry_run) return;
+  SplitWriteOptions write;
+  write.copy_weights = true;  // a bundle is self-contained
+  write.segment_dir = "segments";
+  write.source_name = s.model_file;
+  s.written = WriteSplit(*s.plan, s.dir, write, /*into_existing=*/true);
+  SplitVerification v = VerifySplit(s.model, {}, *s.plan, s.dir, s.options.seed);
+  for (const auto& p : v.problems) step.details.push_back("verify: " + p);
+  if (!v.ran) throw Error(v.error_kind, "the split could not be verified: " + v.error);
+  if (!v.ok()) ThrowCheckFailed("the chained segments do not reproduce the model");
+  step.details.push_back(fmt::format(
+      "verified: the {} chained segment(s) reproduce the model's {} output(s) bit for bit, "
+      "and every segment passes the ONNX checker",
+      plan.split.segments.size(), v.outputs));
+  for (const auto& seg : s.plan->split.segments) s.segments.push_back(io::Load(s.dir / seg.file));
+}
+
+// ---- 5 quantize -------------------------------------------------------------------------------
+
+namespace {
+
+std::string CalibrationNeeds(const PortState& s) {
+  std::vector<std::string> inputs;
+  runtime::Session session(s.model);
+  for (const auto& in : session.inputs()) {
+    inputs.push_back(fmt::format("'{}' [{}]", in.name, fmt::join(in.dims, "x")));
+  }
+  return fmt::format(
+      "not calibrated: target {} runs {} activations; calibrating needs sample data for {} "
+      "(<id>.<input>.npy files, or images with a preprocessing spec)",
+      s.target.name, s.target.activation_dtype, util::Join(inputs, ", "));
+}
+
+std::string AccuracyLine(const quant::OutputAccuracy& o) {
+  return fmt::format("output '{}': sqnr {:.1f} dB, cosine {:.6f}, max abs {:.4g}", o.name,
+                     o.sqnr_db, o.cosine, o.max_abs);
+}
+
+double WorstSqnr(const quant::AccuracyReport& a) {
+  double worst = INFINITY;
+  for (const auto& o : a.outputs) worst = std::min(worst, o.sqnr_db);
+  return worst;
+}
+
+}  // namespace
+
+void QuantizeStep(PortState& s, PortStep& step) {
+  if (!s.options.quantize) {
+    step.outcome = "skipped";
+    step.details.push_back(IsFloatTarget(s.target)
+                               ? fmt::format("target {} runs {} activations: nothing to calibrate",
+                                             s.target.name, s.target.activation_dtype)
+                               : CalibrationNeeds(s));
+    return;
+  }
+  PortQuantization q;
+  // Once on the whole model: one table, so every bridge has one scale and zero point on both
+  // sides of a cut; the mixed-precision search (when a target is given) runs here too.
+  QuantizeStageOptions whole;
+  whole.request = *s.options.quantize;
+  whole.request.calibration.threads = s.options.threads;
+  whole.request.evaluate = true;
+  whole.prepare = false;  // simplify already made the exact conv fusions
+  q.whole = QuantizeStage(s.model, whole);
+  q.table = q.whole.table;
+  step.details.push_back(fmt::format("calibrated {} tensors ({}, {} samples)",
+                                     q.table.tensors.size(), q.table.method,
+                                     q.whole.calibration_samples));
+  for (const auto& n : q.whole.notes) step.details.push_back(n);
+  q.kept_float = whole.request.qdq.exclude_nodes;
+  for (const auto& f : q.whole.fallback) q.kept_float.push_back(f.node);
+  for (const auto& f : q.whole.fallback) {
+    step.details.push_back(
+        fmt::format("mixed precision: kept {} ({}) float (worst output was {:.1f} dB)", f.node,
+                    f.op_type, f.sqnr_db_before));
+  }
+  // The same table on every accelerator segment; host segments stay float.
+  std::vector<io::Model> chain_models;
+  std::vector<const io::Model*> chain;
+  chain_models.reserve(s.segments.size());
+  for (size_t i = 0; i < s.segments.size(); ++i) {
+    const ir::Segment& seg = s.plan->split.segments[i];
+    if (seg.role != ir::SegmentRole::kAccelerator) {
+      chain_models.push_back(s.segments[i]);
+      continue;
+    }
+    QuantizeStageOptions part;
+    part.request = *s.options.quantize;
+    part.request.data_dir.clear();
+    part.request.eval_dir.clear();
+    part.request.table = q.table;
+    part.request.evaluate = false;
+    part.request.target_sqnr_db.reset();
+    // Nodes of other segments are not in this one: keep only this segment's names.
+    std::set<std::string> names;
+    for (const auto& n : s.segments[i].proto.graph().node()) names.insert(n.name());
+    part.request.qdq.exclude_nodes.clear();
+    for (const auto& n : q.kept_float) {
+      if (names.count(n)) part.request.qdq.exclude_nodes.push_back(n);
+    }
+    part.prepare = false;
+    quant::QuantizeCalibrateResult r = QuantizeStage(s.segments[i], part);
+    std::string file = "segments/" + SegmentStem(seg) + ".qdq.onnx";
+    io::Save(r.qdq_model, s.dir / file);
+    q.qdq_files.push_back({static_cast<int>(i), file});
+    step.details.push_back(fmt::format("{}: {} nodes, {} weights, {} activations quantized", file,
+                                       r.qdq.quantized_nodes, r.qdq.quantized_weights,
+                                       r.qdq.quantized_activations));
+    chain_models.push_back(std::move(r.qdq_model));
+  }
+  for (const auto& m : chain_models) chain.push_back(&m);
+  io::WriteFileAtomic(s.dir / "calibration.json", util::DumpJson(q.table.ToJson(), 2) + "\n");
+  if (q.whole.eval_samples) {
+    quant::AccuracyOptions acc;
+    acc.per_channel = whole.request.qdq.per_channel;
+    acc.method = q.table.method;
+    acc.threads = s.options.threads;
+    q.chain_accuracy = quant::EvaluateChainAccuracy(s.model, chain, *q.whole.eval_samples, acc);
+    step.details.push_back(fmt::format(
+        "accuracy end to end through the {} chained segment(s), on {} evaluation sample(s):",
+        chain.size(), q.chain_accuracy->samples));
+    for (const auto& o : q.chain_accuracy->outputs) step.details.push_back(AccuracyLine(o));
+  }
+  // pipeline.json names the quantized segments and their table, for whoever deploys them.
+  nlohmann::json files = nlohmann::json::object();
+  for (const auto& [segment, file] : q.qdq_files) files[std::to_string(segment)] = file;
+  s.written.manifest["quantization"] = {{"table", "calibration.json"}, {"qdq_segments", files}};
+  io::WriteFileAtomic(s.dir / "pipeline.json", util::DumpJson(s.written.manifest, 2) + "\n");
+  s.quant = std::move(q);
+  const auto& target = s.options.quantize->target_sqnr_db;
+  if (target && s.quant->chain_accuracy) {
+    double worst = WorstSqnr(*s.quant->chain_accuracy);
+    if (worst < *target) {
+      ThrowCheckFailed(
+          "accuracy target sqnr:{:g} NOT reached: worst output {:.1f} dB end to end with {} "
+          "node(s) kept float (raise the number of raised nodes, or try another calibration "
+          "method)",
+          *target, worst, s.quant->kept_float.size());
+    }
+    step.details.push_back(
+        fmt::format("accuracy target sqnr:{:g} reached ({:.1f} dB)", *target, worst));
+  }
+}
+
+// ---- 6 emit -----------------------------------------------------------------------------------
+
+namespace {
+
+std::string CommandLine(const PortState& s) {
+  return fmt::format("porttool port {} --target {}", s.model_file, s.target.name);
+}
+
+void EmitHeaders(PortState& s, PortStep& step) {
+  io::CreateOutputDir(s.dir / "headers");
+  for (size_t i = 0; i < s.segments.size(); ++i) {
+    std::string stem = SegmentStem(s.plan->split.segments[i]);
+    std::string header = "headers/" + stem + ".h";
+    EmitHeaderStageOptions o;
+    o.request.header_path = s.dir / header;
+    o.request.alignment = std::max<uint64_t>(1, s.target.alignment_bytes);
+    o.request.prefix = emit::DefaultPrefix(fs::path(s.model_file).stem().string() + "_" + stem);
+    o.request.arena = true;
+    o.request.command_line = CommandLine(s);
+    EmitHeaderStageResult r = EmitHeaderStage(s.segments[i], o);
+    s.headers.push_back(header);
+    step.details.push_back(
+        fmt::format("{}: {} buffer(s), arena {}", header, r.emitted.header.buffers.size(),
+                    r.emitted.arena ? util::FormatBytes(r.emitted.arena->arena_bytes) : "none"));
+  }
+}
+
+void EmitRunners(PortState& s, PortStep& step) {
+  std::vector<std::pair<std::string, emit::RunnerBackend>> backends = {
+      {"reference", emit::RunnerBackend::kReference}};
+  if (s.target.runner_backend == "rknn") backends.push_back({"rknn", emit::RunnerBackend::kRknn});
+  for (const auto& [name, backend] : backends) {
+    emit::RunnerRequest request;
+    request.pipeline_json = s.dir / "pipeline.json";
+    request.out_dir = s.dir / "runner" / name;
+    request.backend = backend;
+    request.alignment = std::max<uint64_t>(1, s.target.alignment_bytes);
+    request.seed = s.options.seed;
+    request.pipeline_label = "pipeline.json of this bundle";
+    request.segment_dir = ".";  // run from the bundle root, or pass --segments
+    emit::RunnerResult r = EmitRunnerStage(request);
+    s.runners.push_back("runner/" + name);
+    step.details.push_back(fmt::format("runner/{}: {} backend, {} segment(s), bridge arena {}",
+                                       name, name, r.segments.size(),
+                                       util::FormatBytes(r.arena.arena_bytes)));
+  }
+}
+
+// One package per op the target cannot run at all, scaffolded from its first node; the ops that
+// run on the host CPU are listed with their estimated cost.
+void EmitLeftovers(PortState& s, PortStep& step) {
+  std::map<std::string, std::vector<const decide::NodeScan*>> unsupported, host;
+  for (const auto& n : s.scan->scan.nodes) {
+    if (!n.parent.empty()) continue;  // subgraph nodes go with their parent
+    if (n.placement == decide::Placement::kUnsupported) unsupported[n.op].push_back(&n);
+    if (n.placement == decide::Placement::kCpuFallback) host[n.op].push_back(&n);
+  }
+  for (const auto& [op, nodes] : unsupported) {
+    std::string dir = "custom-ops/" + emit::SanitizeCIdentifier(op);
+    ScaffoldStageOptions o;
+    o.scaffold.node = nodes.front()->name;
+    o.scaffold.seed = s.options.seed;
+    o.out_dir = s.dir / dir;
+    io::CreateOutputDir(o.out_dir);
+    emit::ScaffoldResult r = ScaffoldStage(s.model, o);
+    LeftItem item{"custom-op", op, {}, "", dir, shape::OpSpecToJson(r.spec)};
+    for (const auto* n : nodes) item.nodes.push_back(n->name);
+    item.text = fmt::format(
+        "write the custom operator {} ({} node(s): {}); package and test kit in {}/ ({} kernel)",
+        op, nodes.size(), util::Join(item.nodes, ", "), dir,
+        r.spec.kernel == "skeleton" ? "a skeleton" : "a working reference");
+    step.details.push_back(item.text);
+    s.left.push_back(std::move(item));
+  }
+  for (const auto& [op, nodes] : host) {
+    LeftItem item{"host", op, {}, "", "", nullptr};
+    for (const auto* n : nodes) item.nodes.push_back(n->name);
+    item.text = fmt::format("{} runs on the host CPU ({} node(s): {}): {}", op, nodes.size(),
+                            util::Join(item.nodes, ", "), nodes.front()->reason);
+    s.left.push_back(std::move(item));
+  }
+}
+
+}  // namespace
+
+void EmitStep(PortState& s, PortStep& step) {
+  EmitHeaders(s, step);
+  EmitRunners(s, step);
+  EmitLeftovers(s, step);
+}
+
+// ---- dry run ----------------------------------------------------------------------------------
+
+std::vector<std::string> PlannedDetails(const PortState& s, const std::string& step) {
+  if (step == "quantize") {
+    if (!s.options.quantize) return {"would skip: no calibration data"};
+    return {
+        fmt::format("would calibrate on {} and quantize every accelerator segment with the "
+                    "same table",
+                    s.options.quantize->data_dir.filename().string())};
+  }
+  if (step == "emit") {
+    return {"would write a header per segment, the reference runner" +
+                std::string(s.target.runner_backend == "rknn" ? " and the rknn runner" : "") +
+                ", and a custom-operator package per op the target cannot run",
+            "then the decision report (report.md, report.json, report.html)"};
+  }
+  return {};
+}
+
+}  // namespace porttool::stages

@@ -1,0 +1,470 @@
+// `porttool port` end to end: every shipped target on the bundled demo and the real models in
+// ../shared/models, checked structurally (every bundle file present, every path in pipeline.json
+// inside the bundle, headers compiling as strict C99, the runner building and reproducing the
+// model) and numerically (the onnxruntime-cpu bundle's segments chained in ONNX Runtime match the
+// original model in ONNX Runtime). Also: byte-identical bundles for any --threads and -o name,
+// a dry run that writes nothing, the existing-directory rule, and bad input that leaves no bundle.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "lib/runtime/session.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/testing.h"
+
+namespace porttool {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunPorttool;
+using testing::RunShell;
+using testing::TempDir;
+
+const char* kDemoPin = "--input-shape images:1x3x64x64";
+
+std::string Demo() { return testing::TestData("demo_detector.onnx").string(); }
+
+nlohmann::json ReadJson(const fs::path& path) {
+  return nlohmann::json::parse(testing::ReadFile(path));
+}
+
+std::vector<std::string> ShippedTargets() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(testing::SourceDir() / "rules" / "targets")) {
+    names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Every file of a directory, relative, sorted.
+std::vector<std::string> Files(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) out.push_back(fs::relative(e.path(), dir).generic_string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Nothing but `keep` in `dir`: no bundle, no staging directory left behind.
+void ExpectOnly(const fs::path& dir, const std::set<std::string>& keep) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    EXPECT_TRUE(keep.count(e.path().filename().string())) << "left behind: " << e.path();
+  }
+}
+
+std::string PkgConfig() {
+  const char* dir = std::getenv("PORTTOOL_PKG_CONFIG_PATH");
+  return std::string("PKG_CONFIG_PATH=") + (dir ? dir : "");
+}
+
+// The bundle layout of port.h: reports, log, pipeline.json whose every path is inside the bundle,
+// a header per segment, the reference runner.
+nlohmann::json ExpectBundle(const fs::path& bundle) {
+  for (const char* f : {"pipeline.json", "report.md", "report.json", "report.html", "port.log",
+                        "runner/reference/pipeline.h", "runner/reference/CMakeLists.txt"}) {
+    EXPECT_TRUE(fs::is_regular_file(bundle / f)) << f;
+  }
+  nlohmann::json m = ReadJson(bundle / "pipeline.json");
+  EXPECT_EQ(m["source"]["path"].get<std::string>().find('/'), std::string::npos) << m["source"];
+  for (const auto& seg : m["segments"]) {
+    std::string file = seg["file"];
+    EXPECT_EQ(file.rfind("segments/", 0), 0u) << file;
+    EXPECT_TRUE(fs::is_regular_file(bundle / file)) << file;
+    std::string header = "headers/" + fs::path(file).stem().string() + ".h";
+    EXPECT_TRUE(fs::is_regular_file(bundle / header)) << header;
+  }
+  nlohmann::json report = ReadJson(bundle / "report.json");
+  EXPECT_EQ(report["format"], "porttool-port-report/1");
+  EXPECT_FALSE(report["verdict"]["text"].get<std::string>().empty());
+  EXPECT_EQ(report["steps"].size(), 6u) << report["steps"];
+  return m;
+}
+
+// Each header on its own, as firmware would include it: strict C99, no warnings.
+void ExpectHeadersCompile(const fs::path& bundle, const TempDir& tmp) {
+  for (const auto& e : fs::directory_iterator(bundle / "headers")) {
+    fs::path c = tmp / (e.path().stem().string() + "_use.c");
+    testing::WriteFile(c, "#include \"" + e.path().string() + "\"\nint main(void) { return 0; }\n");
+    auto r = RunShell("cc -std=c99 -pedantic -Wall -Wextra -Werror -c " + c.string() + " -o " +
+                      (tmp / "use.o").string());
+    EXPECT_EQ(r.exit_code, 0) << e.path() << "\n" << r.err;
+  }
+}
+
+runtime::Tensor Random(const std::vector<int64_t>& dims, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return runtime::RandomTensor({"x", 1, dims, true}, rng);
+}
+
+double MaxAbs(const runtime::Tensor& a, const runtime::Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape()) return INFINITY;
+  double m = 0;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    m = std::max(m, std::fabs(double(a.data<float>()[i]) - b.data<float>()[i]));
+  }
+  return m;
+}
+
+// Builds the reference runner with one compiler call (-Werror), runs it from the bundle root on
+// `input`, and compares every output with porttool's executor on the original model.
+void ExpectRunnerReproduces(const fs::path& bundle, const std::string& model,
+                            const std::string& input_name, const std::vector<int64_t>& dims,
+                            const std::string& pin, const TempDir& tmp) {
+  fs::path pkg = bundle / "runner" / "reference";
+  fs::path exe = tmp / "runner";
+  auto r = RunShell("cc -std=c99 -O2 -Wall -Wextra -Werror -I" + pkg.string() + " " + pkg.string() +
+                    "/*.c $(" + PkgConfig() +
+                    " pkg-config --cflags --libs porttool-runtime) -lm -o " + exe.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::path in = tmp / "input.npy";
+  runtime::WriteNpy(in, Random(dims, 7));
+  r = RunShell("cd " + bundle.string() + " && " + exe.string() + " --input " + input_name + "=" +
+               in.string() + " --output-dir " + (tmp / "runner.out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = RunPorttool("run " + model + " " + pin + " --input " + input_name + "=" + in.string() +
+                  " --output-dir " + (tmp / "ref.out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& f : Files(tmp / "ref.out")) {
+    double diff =
+        MaxAbs(runtime::ReadNpy(tmp / "runner.out" / f), runtime::ReadNpy(tmp / "ref.out" / f));
+    EXPECT_LE(diff, 1e-4) << f;
+  }
+}
+
+TEST(CliPort, DemoOnEveryShippedTargetGivesAWorkingBundle) {
+  for (const auto& target : ShippedTargets()) {
+    SCOPED_TRACE(target);
+    TempDir tmp;
+    fs::path bundle = tmp / "demo.port";
+    auto r = RunPorttool("port " + Demo() + " --target " + target + " " + kDemoPin + " -o " +
+                         bundle.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("report: " + (bundle / "report.html").string()), std::string::npos)
+        << r.out;
+    ExpectBundle(bundle);
+    ExpectHeadersCompile(bundle, tmp);
+    ExpectRunnerReproduces(bundle, Demo(), "images", {1, 3, 64, 64}, kDemoPin, tmp);
+  }
+}
+
+TEST(CliPort, DemoOnRknnRewritesResizeAndGeluAndListsWhatRunsOnTheCpu) {
+  TempDir tmp;
+  fs::path bundle = tmp / "b";
+  auto r = RunPorttool("port " + Demo() + " --target rknn-rk3588 " + kDemoPin + " -o " +
+                       bundle.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc["ok"]);
+  ASSERT_EQ(doc["steps"].size(), 7u);
+  for (const auto& s : doc["steps"]) EXPECT_TRUE(s["ms"].is_number()) << s;
+  std::string rewrite = doc["steps"][2]["details"].dump();
+  EXPECT_NE(rewrite.find("resize-nearest-half-pixel 1"), std::string::npos) << rewrite;
+  EXPECT_NE(rewrite.find("decompose-gelu 1"), std::string::npos) << rewrite;
+  // The decomposed GELU's Erf has only a CPU kernel on RKNN: it is listed, not hidden.
+  EXPECT_NE(doc["left"].dump().find("Erf runs on the host CPU"), std::string::npos) << doc["left"];
+  EXPECT_TRUE(fs::is_regular_file(bundle / "runner" / "rknn" / "pl_backend_rknn.c"));
+  // Reports carry no timings: the steps in report.json have no "ms".
+  nlohmann::json report = ReadJson(bundle / "report.json");
+  EXPECT_EQ(report["steps"][0].count("ms"), 0u);
+  EXPECT_EQ(report["source"]["file"], "demo_detector.onnx");
+}
+
+TEST(CliPort, TargetWithoutTheOpGetsACustomOperatorPackage) {
+  TempDir tmp;
+  fs::path bundle = tmp / "b";
+  // rknn-rv1106 has no CPU kernel for Erf: a custom operator is what is left.
+  auto r = RunPorttool("port " + Demo() + " --target rknn-rv1106 " + kDemoPin + " -o " +
+                       bundle.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("work left: 1 custom operator(s) to write (Erf)"), std::string::npos)
+      << r.out;
+  EXPECT_TRUE(fs::is_regular_file(bundle / "custom-ops" / "Erf" / "op.json"));
+  EXPECT_TRUE(fs::is_directory(bundle / "custom-ops" / "Erf" / "test" / "kit"));
+  nlohmann::json report = ReadJson(bundle / "report.json");
+  ASSERT_EQ(report["left"].size(), 1u) << report["left"];
+  EXPECT_EQ(report["left"][0]["kind"], "custom-op");
+  EXPECT_EQ(report["left"][0]["package"], "custom-ops/Erf");
+  EXPECT_EQ(report["left"][0]["signature"]["op_type"], "Erf");
+}
+
+// Calibrating: one table for every segment, accuracy end to end through the chain, and a bundle
+// that is byte-identical for any --threads and any -o name (port.log, with its timings, aside).
+TEST(CliPort, CalibratedBundleIsTheSameForAnyThreadsAndOutputName) {
+  TempDir tmp;
+  fs::path samples = tmp / "samples";
+  fs::create_directories(samples);
+  for (int i = 0; i < 8; ++i) {
+    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
+  }
+  std::string args = "port " + Demo() + " --target onnxruntime-cpu " + kDemoPin + " --data " +
+                     samples.string() + " --per-channel";
+  auto a = RunPorttool(args + " --threads 1 -o " + (tmp / "a.port").string());
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  fs::create_directories(tmp / "elsewhere");
+  auto b = RunPorttool(args + " --threads 2 -o " + (tmp / "elsewhere" / "other").string());
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  std::vector<std::string> files = Files(tmp / "a.port");
+  EXPECT_EQ(files, Files(tmp / "elsewhere" / "other"));
+  for (const auto& f : files) {
+    if (f == "port.log") continue;
+    EXPECT_EQ(testing::ReadFile(tmp / "a.port" / f),
+              testing::ReadFile(tmp / "elsewhere" / "other" / f))
+        << f;
+  }
+  for (const char* f : {"calibration.json", "segments/00_accelerator.qdq.onnx"}) {
+    EXPECT_TRUE(fs::is_regular_file(tmp / "a.port" / f)) << f;
+  }
+  for (const auto& f : files) {
+    std::string text = testing::ReadFile(tmp / "a.port" / f);
+    if (f == "port.log") continue;
+    EXPECT_EQ(text.find(tmp.path().string()), std::string::npos) << f << " names the temp dir";
+    EXPECT_EQ(text.find("a.port"), std::string::npos) << f << " names the bundle directory";
+  }
+  nlohmann::json report = ReadJson(tmp / "a.port" / "report.json");
+  const auto& q = report["quantization"];
+  EXPECT_EQ(q["qdq_segments"]["0"], "segments/00_accelerator.qdq.onnx");
+  ASSERT_FALSE(q["accuracy"].is_null());
+  EXPECT_EQ(q["accuracy"]["samples"], 2);
+  EXPECT_GT(q["accuracy"]["outputs"][0]["sqnr_db"].get<double>(), 20) << q;
+  nlohmann::json m = ReadJson(tmp / "a.port" / "pipeline.json");
+  EXPECT_EQ(m["quantization"]["table"], "calibration.json");
+}
+
+TEST(CliPort, AccuracyTargetMissedIsExitOneAndLeavesNoBundle) {
+  TempDir tmp;
+  fs::path samples = tmp / "samples";
+  fs::create_directories(samples);
+  for (int i = 0; i < 4; ++i) {
+    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
+  }
+  std::string args =
+      "port " + Demo() + " --target onnxruntime-cpu " + kDemoPin + " --data " + samples.string();
+  auto r =
+      RunPorttool(args + " --accuracy-target sqnr:150 --max-raised 1 -o " + (tmp / "b").string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("NOT reached"), std::string::npos) << r.err;
+  ExpectOnly(tmp.path(), {"samples"});
+  r = RunPorttool(args + " --accuracy-target sqnr:5 -o " + (tmp / "b").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("accuracy target sqnr:5 reached"), std::string::npos) << r.out;
+  r = RunPorttool(args + " --accuracy-target top1:0.99 -o " + (tmp / "c").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown metric 'top1'"), std::string::npos) << r.err;
+}
+
+TEST(CliPort, DryRunPrintsThePlanAndWritesNothing) {
+  TempDir tmp;
+  auto r = RunShell("cd " + tmp.path().string() + " && " + testing::PorttoolBin() + " port " +
+                    Demo() + " --target rknn-rk3588 --input-shape images:1x3x320x320 --dry-run");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 segment(s): 00_accelerator"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("planned"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nothing written"), std::string::npos) << r.out;
+  ExpectOnly(tmp.path(), {});
+}
+
+TEST(CliPort, ExistingDirectoryIsUsageErrorUnlessForced) {
+  TempDir tmp;
+  fs::path bundle = tmp / "b";
+  fs::create_directories(bundle);
+  testing::WriteFile(bundle / "mine.txt", "keep");
+  std::string args =
+      "port " + Demo() + " --target onnxruntime-cpu " + kDemoPin + " -o " + bundle.string();
+  auto r = RunPorttool(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::ReadFile(bundle / "mine.txt"), "keep");
+  r = RunPorttool(args + " --force");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(bundle / "mine.txt"));
+  EXPECT_TRUE(fs::exists(bundle / "report.html"));
+  ExpectOnly(tmp.path(), {"b"});
+}
+
+TEST(CliPort, BadInputGetsItsExitCodeNamesTheCulpritAndLeavesNoBundle) {
+  TempDir tmp;
+  std::string demo = testing::ReadFile(Demo());
+  testing::WriteFile(tmp / "broken.onnx", demo.substr(0, demo.size() / 2));
+  // A profile extending the shipped one with a rewrites list naming no pass.
+  fs::path rules = tmp / "rules";
+  fs::create_directories(rules);
+  fs::copy(testing::SourceDir() / "rules" / "targets" / "rknn-rk3588.json", rules);
+  testing::WriteFile(rules / "bad-rewrites.json",
+                     R"({"schema": "porttool.target/1", "name": "bad-rewrites",
+  "extends": "rknn-rk3588", "rewrites": "decompose-gelu,resize-to-nowhere"})");
+  fs::path samples = tmp / "samples";
+  fs::create_directories(samples);
+  runtime::WriteNpy(samples / "0000.pixels.npy", Random({1, 3, 64, 64}, 1));
+  struct Case {
+    std::string args;
+    int exit_code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {(tmp / "broken.onnx").string() + " --target rknn-rk3588 " + kDemoPin, 3, "broken.onnx"},
+      {Demo() + " --target rknn-rk3599 " + kDemoPin, 2, "did you mean 'rknn-rk3588'"},
+      {Demo() + " --target " + (rules / "bad-rewrites.json").string() + " " + kDemoPin, 3,
+       "bad-rewrites.json:2: at /rewrites: unknown pass 'resize-to-nowhere'"},
+      {Demo() + " --target rknn-rk3588", 2, "images[0]=N"},
+      {Demo() + " --target rknn-rk3588 " + kDemoPin + " --data " + samples.string(), 3, "pixels"},
+      {Demo() + " --target rknn-rk3588 --input-shape pictures:1x3x64x64", 2, "pictures"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    auto r = RunPorttool("port " + c.args + " -o " + (tmp / "out.port").string());
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    ExpectOnly(tmp.path(), {"broken.onnx", "rules", "samples"});
+  }
+  // With --keep-failed the partial bundle stays, and its path is printed.
+  auto r = RunPorttool("port " + Demo() + " --target rknn-rk3588 " + kDemoPin + " --data " +
+                       samples.string() + " --keep-failed -o " + (tmp / "out.port").string());
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  auto at = r.err.find("the partial bundle is kept in ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  std::string kept = r.err.substr(at + 30, r.err.find('\n', at) - at - 30);
+  EXPECT_TRUE(fs::is_regular_file(fs::path(kept) / "port.log")) << kept;
+  EXPECT_FALSE(fs::exists(tmp / "out.port"));
+}
+
+TEST(CliPort, TargetDefaultInputShapePinsWhenNoneIsGiven) {
+  TempDir tmp;
+  fs::copy(testing::SourceDir() / "rules" / "targets" / "rknn-rk3588.json", tmp.path());
+  testing::WriteFile(tmp / "rk-cam.json", R"({"schema": "porttool.target/1", "name": "rk-cam",
+  "extends": "rknn-rk3588", "default_input_shape": "*:1x3x96x96"})");
+  auto r = RunPorttool("port " + Demo() + " --target " + (tmp / "rk-cam.json").string() + " -o " +
+                       (tmp / "b").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("pinned images:1x3x96x96 (from the target profile's default_input_shape)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(ReadJson(tmp / "b" / "report.json")["input_shapes"]["images"],
+            nlohmann::json::array({1, 3, 96, 96}));
+}
+
+// ---- the real models ----------------------------------------------------------------------------
+
+struct RealModel {
+  const char* file;
+  const char* input;
+  std::vector<int64_t> dims;
+};
+
+const RealModel kRealModels[] = {
+    {"ch_PP-OCRv4_det_infer.onnx", "x", {1, 3, 640, 640}},
+    {"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", {1, 3, 48, 192}},
+    {"hey_jarvis_v0.1.onnx", "x.1", {}},
+};
+
+std::string PinFor(const RealModel& m) {
+  return m.dims.empty() ? "" : fmt::format("--input-shape {}:{}", m.input, fmt::join(m.dims, "x"));
+}
+
+std::string OrtUnavailable() {
+  if (!fs::exists(testing::SourceDir() / "scripts" / "ort" / "node_modules" / "onnxruntime-node")) {
+    return "ONNX Runtime for node is not installed (scripts/setup.sh --ort)";
+  }
+  return RunShell("command -v node").exit_code == 0 ? "" : "node is not on PATH";
+}
+
+// The onnxruntime-cpu bundle's segments, chained in ONNX Runtime, against the original model
+// in ONNX Runtime on the same input.
+void ExpectOrtChainMatches(const fs::path& bundle, const fs::path& model, const std::string& input,
+                           const TempDir& tmp) {
+  std::string node = "node " + (testing::SourceDir() / "scripts" / "ort_run.js").string();
+  std::string in = " --input " + input + "=" + (tmp / "input.npy").string();
+  auto r = RunShell(node + " " + model.string() + in + " --output-dir " + (tmp / "ort.a").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunShell(node + " --pipeline " + (bundle / "pipeline.json").string() + in + " --output-dir " +
+               (tmp / "ort.b").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& f : Files(tmp / "ort.a")) {
+    runtime::Tensor a = runtime::ReadNpy(tmp / "ort.a" / f),
+                    b = runtime::ReadNpy(tmp / "ort.b" / f);
+    double range = 0;
+    for (int64_t i = 0; i < a.size(); ++i)
+      range = std::max(range, std::fabs(double(a.data<float>()[i])));
+    EXPECT_LE(MaxAbs(a, b), 1e-5 * std::max(range, 1.0)) << f;
+  }
+}
+
+TEST(CliPort, RealModelsOnRknnAndOnnxRuntime) {
+  fs::path models = testing::SharedModelsDir();
+  if (models.empty()) GTEST_SKIP() << "../shared/models is absent";
+  std::string ort = OrtUnavailable();
+  for (const auto& m : kRealModels) {
+    for (const char* target : {"rknn-rk3588", "onnxruntime-cpu"}) {
+      SCOPED_TRACE(std::string(m.file) + " on " + target);
+      TempDir tmp;
+      fs::path bundle = tmp / "b";
+      std::string model = (models / m.file).string();
+      auto r = RunPorttool("port " + model + " --target " + target + " " + PinFor(m) + " -o " +
+                           bundle.string());
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+      nlohmann::json manifest = ExpectBundle(bundle);
+      ExpectHeadersCompile(bundle, tmp);
+      std::vector<int64_t> dims = m.dims.empty() ? std::vector<int64_t>{1, 16, 96} : m.dims;
+      ExpectRunnerReproduces(bundle, model, m.input, dims, PinFor(m), tmp);
+      if (std::string(m.file) == "ch_PP-OCRv4_det_infer.onnx" &&
+          std::string(target) == "rknn-rk3588") {
+        // The 6 asymmetric nearest Resize and opset 11 have exact remedies: one NPU segment.
+        ASSERT_EQ(manifest["segments"].size(), 1u) << manifest["segments"];
+        EXPECT_EQ(manifest["segments"][0]["role"], "accelerator");
+      }
+      if (std::string(target) == "onnxruntime-cpu") {
+        EXPECT_EQ(manifest["segments"].size(), 1u);
+        if (!ort.empty()) {
+          std::cout << "skipping the ONNX Runtime chain check: " << ort << "\n";
+          continue;
+        }
+        ExpectOrtChainMatches(bundle, model, m.input, tmp);
+      }
+    }
+  }
+  if (!ort.empty()) GTEST_SKIP() << ort << " (the structural checks ran)";
+}
+
+// The page in a real browser: no console errors, one SVG element per (collapsed) node.
+TEST(CliPort, ReportPageRendersInChromiumWithOneElementPerBox) {
+  fs::path script = testing::SourceDir() / "scripts" / "render_html.sh";
+  std::vector<std::pair<std::string, std::string>> models = {{Demo(), kDemoPin}};
+  fs::path shared = testing::SharedModelsDir();
+  if (!shared.empty()) {
+    models.push_back(
+        {(shared / "ch_PP-OCRv4_det_infer.onnx").string(), "--input-shape x:1x3x640x640"});
+  }
+  for (const auto& [model, pin] : models) {
+    SCOPED_TRACE(model);
+    TempDir tmp;
+    auto r = RunPorttool("port " + model + " --target rknn-rk3588 " + pin + " -o " +
+                         (tmp / "b").string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string html = testing::ReadFile(tmp / "b" / "report.html");
+    size_t boxes = 0;
+    for (size_t at = html.find("<g class=\"node\""); at != std::string::npos;
+         at = html.find("<g class=\"node\"", at + 1)) {
+      ++boxes;
+    }
+    EXPECT_GT(boxes, 0u);
+    // Self-contained: nothing fetched (the SVG namespace URI is a name, not a request).
+    for (const char* fetch : {"src=\"http", "href=\"http", "url(", "@import"}) {
+      EXPECT_EQ(html.find(fetch), std::string::npos) << fetch;
+    }
+    r = RunShell(script.string() + " " + (tmp / "b" / "report.html").string() + " " +
+                 (tmp / "page.png").string());
+    if (r.exit_code == 77) GTEST_SKIP() << r.out << r.err;
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("console errors 0"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(fmt::format("boxes {}\n", boxes)), std::string::npos) << r.out;
+    EXPECT_GT(fs::file_size(tmp / "page.png"), 10000u);
+  }
+}
+
+}  // namespace
+}  // namespace porttool
