@@ -483,6 +483,39 @@ TEST(ConvertOpset, Relu13To11IsRelabelledNotAborted) {
   EXPECT_EQ(testing_util::MaxOutputDiff(original, m), 0.0);
 }
 
+// A target's supported range: below it the model is raised, inside it nothing changes, above it
+// the model is lowered; to= and a range together are a usage error.
+TEST(ConvertOpset, RangeMovesOnlyModelsOutsideIt) {
+  const char* text = R"(<ir_version: 7, opset_import: ["" : 13]>
+    g (float[4] x) => (float[4] y) { y = Relu(x) })";
+  struct Case {
+    const char* pipeline;
+    int opset;
+    int changes;
+  };
+  for (const Case& c :
+       {Case{"convert-opset{min=14 max=17}", 14, 1}, Case{"convert-opset{min=12 max=19}", 13, 0},
+        Case{"convert-opset{max=11}", 11, 1}, Case{"convert-opset{min=13}", 13, 0}}) {
+    SCOPED_TRACE(c.pipeline);
+    io::Model m = io::ParseText(text);
+    io::Model original = m;
+    auto result = testing_util::RunOne(m, c.pipeline);
+    EXPECT_EQ(result.changes, c.changes) << testing_util::Notes(result);
+    EXPECT_EQ(m.proto.opset_import(0).version(), c.opset);
+    EXPECT_EQ(testing_util::MaxOutputDiff(original, m), 0.0);
+  }
+  for (const char* bad :
+       {"convert-opset{to=12 min=11}", "convert-opset{min=14 max=12}", "convert-opset"}) {
+    io::Model m = io::ParseText(text);
+    try {
+      testing_util::RunOne(m, bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage) << bad << ": " << e.what();
+    }
+  }
+}
+
 TEST(ConvertOpset, ResizeBelowTenPointsToResizeToUpsample) {
   io::Model m = io::ParseText(R"(<ir_version: 7, opset_import: ["" : 11]>
     g (float[1,1,2,2] x, float[4] s) => (float[1,1,4,4] y) { y = Resize(x, s, s) })");

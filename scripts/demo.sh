@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The README's main command: install, build the porttool binary (only it: the test suites are
-# scripts/test.sh's job; plus the C runtime library the generated runner links), and run porttool's main job on the bundled model — from a PC model to
-# target-ready artefacts: inspect, check, pin shapes, cut at the op the NPU rejects (verified
-# numerically), run it, emit the firmware header, and write the decision report.
+# The README's main command: install, build the porttool binary (only it, plus the C runtime
+# library the generated runner links: the test suites are scripts/test.sh's job), and run
+# porttool's main job on the bundled model: `porttool port`, from a PC model to a verified bundle
+# for an RK3588 NPU (checked, simplified, rewritten where the NPU needs it, split where it cannot
+# run, calibrated to int8, headers, runners and the report), then build the bundle's C runner and
+# run it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -22,41 +24,20 @@ MODEL=testdata/demo_detector.onnx
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/porttool-demo.XXXXXX")
 step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "${*:2}"; "${@:2}"; }
 
-step "inspect: what is in the model" $PT inspect $MODEL
-step "check: ONNX checker + porting lints" $PT check $MODEL
-step "check --target: can an RK3588 NPU run it? (exit 1 = no)" \
-  $PT check $MODEL --target rknn-rk3588 --input-shape images:1x3x64x64 || true
-step "infer-shapes: pin the dynamic input, infer every tensor" \
-  $PT infer-shapes $MODEL --input-shape images:1x3x64x64 -o "$OUT/demo.static.onnx"
-step "chain: several stages, one load, one save" \
-  $PT chain $MODEL -o "$OUT/demo.chain.onnx" \
-  -p 'infer-shapes{input-shape=images:1x3x64x64},eliminate-identity,topo-sort,check'
-step "split: cut around the custom op, verify the chain numerically" \
-  $PT split $MODEL --at Custom_GELU_0 --input-shape images:1x3x64x64 --verify -o "$OUT/demo.split"
-step "rewrite: decompose the custom GELU into standard ops (the 'go through ONNX' remedy)" \
-  $PT rewrite $MODEL --rule decompose-gelu,fuse-conv-bn -o "$OUT/demo.std.onnx"
-step "check --target again: nothing unsupported left" \
-  $PT check "$OUT/demo.std.onnx" --target rknn-rk3588 --input-shape images:1x3x64x64
-step "run: the reference executor, with output statistics and a per-node profile" \
-  $PT run $MODEL --random-inputs --input-shape images:1x3x64x64 --output-dir "$OUT/run" --repeat 5 --profile --top 5
-step "emit-runner: a C runner for the split (fake NPU: int8 bridges, NC1HWC2 layout)" \
-  $PT emit-runner "$OUT/demo.split/pipeline.json" --fake-npu int8,nc1hwc2=16 -o "$OUT/demo.runner"
-/usr/bin/python3 -c "import numpy as np; np.save('$OUT/images.npy', np.random.RandomState(1).rand(1, 3, 64, 64).astype(np.float32))"
-step "build the runner (-Wall -Wextra -Werror) and run it" \
-  env PKG_CONFIG_PATH="$PWD/build/pkgconfig-build" bash -c "cc -std=c99 -O2 -Wall -Wextra -Werror \
-  -I'$OUT/demo.runner' '$OUT/demo.runner'/*.c \$(pkg-config --cflags --libs porttool-runtime) -lm \
-  -o '$OUT/demo.runner/runner' && '$OUT/demo.runner/runner' --input images='$OUT/images.npy' \
-  --output-dir '$OUT/runner.out' --profile"
-step "emit-header: buffer sizes, aligned, with a static arena plan and a weight blob" \
-  $PT emit-header $MODEL --input-shape images:1x3x64x64 --align 64 --arena \
-  -o "$OUT/demo_detector.h" --weights "$OUT/demo_detector_weights.bin"
-# A few random samples stand in for real calibration data (kilobytes, made on the fly).
+# A few random samples stand in for calibration data (kilobytes, made on the fly).
 mkdir -p "$OUT/samples"
-/usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(1); [np.save('$OUT/samples/%04d.images.npy' % i, r.random((1, 3, 64, 64), dtype=np.float32)) for i in range(8)]"
-step "quantize-calibrate: INT8 ranges (entropy), a QDQ model, and what it costs in accuracy" \
-  $PT quantize-calibrate $MODEL --data "$OUT/samples" --method entropy --per-channel \
-  --table "$OUT/demo.table.json" --trt-cache "$OUT/demo.trt.cache" --qdq "$OUT/demo.qdq.onnx" --threshold score:0.5
-step "decide: go through ONNX or write a custom operator?" \
-  $PT decide $MODEL --target rknn-rk3588 --input-shape images:1x3x64x64
+/usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(1); [np.save('$OUT/samples/%04d.images.npy' % i, r.random((1, 3, 320, 320), dtype=np.float32)) for i in range(8)]"
+step "port: the demo detector to an RK3588 NPU, verified at every step" \
+  $PT port $MODEL --target rknn-rk3588 --input-shape images:1x3x320x320 \
+  --data "$OUT/samples" --per-channel -o "$OUT/demo.port"
+step "the bundle" find "$OUT/demo.port" -maxdepth 2 -not -path '*/runner/*/*'
+/usr/bin/python3 -c "import numpy as np; np.save('$OUT/images.npy', np.random.RandomState(1).rand(1, 3, 320, 320).astype(np.float32))"
+step "build the bundle's C runner (-Wall -Wextra -Werror) and run it from the bundle" \
+  env PKG_CONFIG_PATH="$PWD/build/pkgconfig-build" bash -c "cc -std=c99 -O2 -Wall -Wextra -Werror \
+  -I'$OUT/demo.port/runner/reference' '$OUT/demo.port/runner/reference'/*.c \
+  \$(pkg-config --cflags --libs porttool-runtime) -lm -o '$OUT/runner' && cd '$OUT/demo.port' && \
+  '$OUT/runner' --input images='$OUT/images.npy' --output-dir '$OUT/runner.out' --profile"
 echo
-echo "outputs are in $OUT"
+echo "bundle: $OUT/demo.port/"
+echo "report: $OUT/demo.port/report.html (open it in a browser; report.md is the same in text)"
+echo "the parts one by one (check, split, quantize-calibrate, emit-header, decide, ...): README.md"

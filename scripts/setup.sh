@@ -6,6 +6,9 @@
 #                             scripts/ort/) so the comparisons against ONNX Runtime run
 #   scripts/setup.sh --fuzz   also clang 14 with its sanitizer/libFuzzer runtimes (fuzz and
 #                             sanitizer builds only; the normal build and tests use g++)
+#   scripts/setup.sh --browser also Debian's chromium, for the test that renders port's
+#                             report.html headless (skipped with a reason without it)
+# Flags combine: scripts/setup.sh --ort --browser (what scripts/test.sh runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,8 +20,11 @@ PACKAGES=(
   python3-onnx python3-numpy libonnx-testdata
 )
 
+want() { local f; for f in "${FLAGS[@]}"; do [ "$f" = "$1" ] && return 0; done; return 1; }
+FLAGS=("$@")
 # Only scripts/fuzz.sh and scripts/test-sanitizers.sh need clang.
-if [ "${1:-}" = "--fuzz" ]; then PACKAGES+=(clang-14 libclang-rt-14-dev); fi
+if want --fuzz; then PACKAGES+=(clang-14 libclang-rt-14-dev); fi
+if want --browser; then PACKAGES+=(chromium); fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -35,7 +41,7 @@ fi
 
 # ONNX Runtime comparisons (tests, benchmarks) run under node: Debian's nodejs + npm provide it
 # (skipped when node and npm are already on PATH, however they got there).
-if [ "${1:-}" = "--ort" ] && ! { command -v node && command -v npm; } >/dev/null; then
+if want --ort && ! { command -v node && command -v npm; } >/dev/null; then
   echo "setup: installing nodejs npm (for ONNX Runtime comparisons)" >&2
   { $SUDO apt-get update -qq &&
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; } ||
@@ -44,7 +50,7 @@ fi
 
 # ONNX Runtime is only a reference for comparisons: without node/npm (or without the registry)
 # the tests that need it skip, so its absence never fails the setup.
-if [ "${1:-}" = "--ort" ] && [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
+if want --ort && [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
   if ! command -v npm >/dev/null; then
     echo "setup: npm not found; ONNX Runtime comparisons will be skipped (they are listed after the tests)" >&2
   else

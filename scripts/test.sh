@@ -4,7 +4,7 @@
 # test that skipped and why — a skipped comparison is reported, never silent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --ort
+scripts/setup.sh --ort --browser
 scripts/build.sh
 cd build
 rc=0

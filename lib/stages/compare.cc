@@ -1,5 +1,6 @@
 #include "lib/stages/compare.h"
 
+#include <cmath>
 #include <functional>
 
 #include "lib/runtime/tensor_store.h"
@@ -52,6 +53,49 @@ runtime::ModelComparison CompareStage(const io::Model& a_in, const io::Model* b_
   runtime::RecordRun(a, inputs, options.session, keep, store);
   if (!b_in) return {};
   return runtime::CompareWithStore(Pinned(*b_in, o.input_shapes), inputs, store, options);
+}
+
+namespace {
+
+nlohmann::json StatsJson(const runtime::TensorComparison& c, const runtime::CompareOptions& o) {
+  const auto& s = c.stats;
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+  nlohmann::json j = {{"name", c.name},
+                      {"max_abs", num(s.max_abs)},
+                      {"mean_abs", num(s.mean_abs)},
+                      {"median_abs", num(s.median_abs)},
+                      {"max_rel", num(s.max_rel)},
+                      {"mean_rel", num(s.mean_rel)},
+                      {"median_rel", num(s.median_rel)},
+                      {"cosine", num(s.cosine)},
+                      {"sqnr_db", num(s.sqnr_db)},
+                      {"rtol", o.For(c.name).rtol},
+                      {"atol", o.For(c.name).atol},
+                      {"within_tolerance", s.within_tolerance}};
+  if (!c.node.empty()) j["node"] = c.node;
+  if (!c.op.empty()) j["op"] = c.op;
+  if (!s.comparable) j["note"] = s.note;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json CompareJson(const runtime::ModelComparison& result,
+                           const runtime::CompareOptions& options, bool per_tensor) {
+  nlohmann::json doc = {{"rtol", options.tolerance.rtol},
+                        {"atol", options.tolerance.atol},
+                        {"within_tolerance", result.within_tolerance},
+                        {"outputs", nlohmann::json::array()},
+                        {"unmatched_outputs", result.unmatched_outputs}};
+  for (const auto& c : result.outputs) doc["outputs"].push_back(StatsJson(c, options));
+  if (per_tensor) {
+    doc["per_tensor"] = nlohmann::json::array();
+    for (const auto& c : result.intermediates) doc["per_tensor"].push_back(StatsJson(c, options));
+    doc["first_divergent"] = result.first_divergent
+                                 ? StatsJson(result.intermediates[*result.first_divergent], options)
+                                 : nlohmann::json(nullptr);
+  }
+  return doc;
 }
 
 }  // namespace porttool::stages

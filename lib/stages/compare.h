@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "lib/io/model.h"
 #include "lib/runtime/compare.h"
@@ -25,5 +26,10 @@ struct CompareStageOptions {
 // Error(kUsage) for a combination that makes no sense (naming what to drop).
 runtime::ModelComparison CompareStage(const io::Model& a, const io::Model* b,
                                       const CompareStageOptions& options);
+
+// {"rtol", "atol", "within_tolerance", "outputs": [stats], "unmatched_outputs", "per_tensor"?,
+// "first_divergent"?}: the `compare --json` shape.
+nlohmann::json CompareJson(const runtime::ModelComparison& result,
+                           const runtime::CompareOptions& options, bool per_tensor);
 
 }  // namespace porttool::stages

@@ -63,27 +63,6 @@ void ParseTolerances(const std::vector<std::string>& specs, const char* flag,
   }
 }
 
-nlohmann::json StatsJson(const runtime::TensorComparison& c, const runtime::CompareOptions& o) {
-  const auto& s = c.stats;
-  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
-  nlohmann::json j = {{"name", c.name},
-                      {"max_abs", num(s.max_abs)},
-                      {"mean_abs", num(s.mean_abs)},
-                      {"median_abs", num(s.median_abs)},
-                      {"max_rel", num(s.max_rel)},
-                      {"mean_rel", num(s.mean_rel)},
-                      {"median_rel", num(s.median_rel)},
-                      {"cosine", num(s.cosine)},
-                      {"sqnr_db", num(s.sqnr_db)},
-                      {"rtol", o.For(c.name).rtol},
-                      {"atol", o.For(c.name).atol},
-                      {"within_tolerance", s.within_tolerance}};
-  if (!c.node.empty()) j["node"] = c.node;
-  if (!c.op.empty()) j["op"] = c.op;
-  if (!s.comparable) j["note"] = s.note;
-  return j;
-}
-
 void PrintRow(const runtime::TensorComparison& c) {
   const auto& s = c.stats;
   if (!s.comparable) {
@@ -122,24 +101,6 @@ void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& 
   fmt::print("{}\n", result.within_tolerance ? "within tolerance" : "OVER TOLERANCE");
 }
 
-nlohmann::json ResultJson(const runtime::ModelComparison& result,
-                          const runtime::CompareOptions& options, bool per_tensor) {
-  nlohmann::json doc = {{"rtol", options.tolerance.rtol},
-                        {"atol", options.tolerance.atol},
-                        {"within_tolerance", result.within_tolerance},
-                        {"outputs", nlohmann::json::array()},
-                        {"unmatched_outputs", result.unmatched_outputs}};
-  for (const auto& c : result.outputs) doc["outputs"].push_back(StatsJson(c, options));
-  if (per_tensor) {
-    doc["per_tensor"] = nlohmann::json::array();
-    for (const auto& c : result.intermediates) doc["per_tensor"].push_back(StatsJson(c, options));
-    doc["first_divergent"] = result.first_divergent
-                                 ? StatsJson(result.intermediates[*result.first_divergent], options)
-                                 : nlohmann::json(nullptr);
-  }
-  return doc;
-}
-
 int RunCompare(const CompareCliOptions& o) {
   runtime::ApplyProcessSettings({o.threads});
   runtime::CompareOptions options;
@@ -176,7 +137,7 @@ int RunCompare(const CompareCliOptions& o) {
     return kExitOk;
   }
   if (o.json) {
-    PrintJson(ResultJson(result, options, o.per_tensor));
+    PrintJson(stages::CompareJson(result, options, o.per_tensor));
   } else {
     PrintText(result, o, options);
   }
