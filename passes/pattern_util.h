@@ -77,6 +77,29 @@ PassResult FoldIntoConvs(io::Model& model, const std::string& op_type, const std
 // "kept Op 'name': reason" — one format for every skip note.
 std::string SkipNote(const onnx::NodeProto& node, const std::string& reason);
 
+// The match loop of a single-node pattern pass: `match(view, constants, index)` for every ONNX
+// `op_type` node of the main graph, returning a variant holding a Plan, a std::string reason the
+// node is kept (noted in `result` as a skip) or anything else (nothing to do, no note). The plans
+// come back in graph order, matched on one view before any rewrite changes the graph.
+template <typename Plan, typename MatchFn>
+std::vector<Plan> MatchNodes(const io::Model& model, const std::string& op_type, MatchFn match,
+                             PassResult& result) {
+  std::vector<Plan> plans;
+  ir::GraphView view(model.proto.graph());
+  ir::ConstantLookup constants(view);
+  for (int i = 0; i < view.node_count(); ++i) {
+    const auto& node = view.node(i);
+    if (node.op_type() != op_type || !ir::IsOnnxDomain(node.domain())) continue;
+    auto matched = match(view, constants, i);
+    if (auto* reason = std::get_if<std::string>(&matched)) {
+      result.notes.push_back(SkipNote(node, *reason));
+    } else if (auto* plan = std::get_if<Plan>(&matched)) {
+      plans.push_back(std::move(*plan));
+    }
+  }
+  return plans;
+}
+
 // Integer / float / string attribute of a node with a default.
 int64_t AttrInt(const onnx::NodeProto& node, const std::string& name, int64_t def);
 float AttrFloat(const onnx::NodeProto& node, const std::string& name, float def);

@@ -263,21 +263,12 @@ PassResult ResizeNearestHalfPixelPass::Run(io::Model& model, const PassOptions&,
   PassResult result;
   auto& graph = *model.proto.mutable_graph();
   int opset = static_cast<int>(ir::OnnxOpset(model.proto));
-  std::vector<Plan> plans;
-  {
-    ir::GraphView view(graph);
-    ir::ConstantLookup constants(view);
-    for (int i = 0; i < view.node_count(); ++i) {
-      const auto& node = view.node(i);
-      if (node.op_type() != "Resize" || !ir::IsOnnxDomain(node.domain())) continue;
-      auto match = Match(model, view, constants, i, opset);
-      if (auto* reason = std::get_if<std::string>(&match)) {
-        result.notes.push_back(SkipNote(node, *reason));
-      } else if (auto* plan = std::get_if<Plan>(&match)) {
-        plans.push_back(std::move(*plan));
-      }
-    }
-  }
+  std::vector<Plan> plans = MatchNodes<Plan>(
+      model, "Resize",
+      [&](const ir::GraphView& view, const ir::ConstantLookup& constants, int i) {
+        return Match(model, view, constants, i, opset);
+      },
+      result);
   for (const auto& plan : plans) {
     Rewrite(*graph.mutable_node(plan.node), plan);
     ++result.changes;

@@ -121,21 +121,12 @@ PassResult ResizeToUpsamplePass::Run(io::Model& model, const PassOptions&, PassC
   PassResult result;
   auto& graph = *model.proto.mutable_graph();
   int opset = static_cast<int>(ir::OnnxOpset(model.proto));
-  std::vector<Plan> plans;
-  {
-    ir::GraphView view(graph);
-    ir::ConstantLookup constants(view);
-    for (int i = 0; i < view.node_count(); ++i) {
-      const auto& node = view.node(i);
-      if (node.op_type() != "Resize" || !ir::IsOnnxDomain(node.domain())) continue;
-      auto match = Match(model, view, constants, i, opset);
-      if (auto* reason = std::get_if<std::string>(&match)) {
-        result.notes.push_back(SkipNote(node, *reason));
-      } else {
-        plans.push_back(std::move(std::get<Plan>(match)));
-      }
-    }
-  }
+  std::vector<Plan> plans = MatchNodes<Plan>(
+      model, "Resize",
+      [&](const ir::GraphView& view, const ir::ConstantLookup& constants, int i) {
+        return Match(model, view, constants, i, opset);
+      },
+      result);
   ir::NameGenerator names(graph);
   std::vector<std::string> dropped;
   for (auto& plan : plans) {

@@ -14,6 +14,18 @@ int Total(const std::map<std::string, int>& ops) {
 
 }  // namespace
 
+std::vector<OpCount> OpCounts(const TransformReport& r) {
+  std::map<std::string, OpCount> by_op;
+  for (const auto& [op, n] : r.ops_before) by_op[op] = {op, n, 0};
+  for (const auto& [op, n] : r.ops_after) {
+    by_op.try_emplace(op, OpCount{op, 0, 0});
+    by_op[op].after = n;
+  }
+  std::vector<OpCount> out;
+  for (auto& [op, count] : by_op) out.push_back(count);
+  return out;
+}
+
 TransformReport Transform(io::Model& model, const std::vector<PipelineStep>& steps,
                           bool fixed_point, PassContext& context) {
   ValidatePipeline(steps);

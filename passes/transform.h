@@ -22,6 +22,15 @@ struct TransformReport {
   bool failed = false;   // a check step failed: the model must not be written
 };
 
+// One op type's count before and after, for every op in either histogram, sorted by name: the
+// table simplify prints and every report of a transformation shows.
+struct OpCount {
+  std::string op;
+  int before = 0;
+  int after = 0;
+};
+std::vector<OpCount> OpCounts(const TransformReport& report);
+
 // Runs `steps` on `model`, once or (fixed_point) until a round changes nothing.
 TransformReport Transform(io::Model& model, const std::vector<PipelineStep>& steps,
                           bool fixed_point, PassContext& context);

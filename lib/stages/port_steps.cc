@@ -85,13 +85,8 @@ std::string ChangesText(const passes::TransformReport& r) {
 
 std::string OpsChangedText(const passes::TransformReport& r) {
   std::vector<std::string> parts;
-  std::set<std::string> ops;
-  for (const auto& [op, n] : r.ops_before) ops.insert(op);
-  for (const auto& [op, n] : r.ops_after) ops.insert(op);
-  for (const auto& op : ops) {
-    int before = r.ops_before.count(op) ? r.ops_before.at(op) : 0;
-    int after = r.ops_after.count(op) ? r.ops_after.at(op) : 0;
-    if (before != after) parts.push_back(fmt::format("{} {}->{}", op, before, after));
+  for (const auto& c : passes::OpCounts(r)) {
+    if (c.before != c.after) parts.push_back(fmt::format("{} {}->{}", c.op, c.before, c.after));
   }
   return util::Join(parts, ", ");
 }

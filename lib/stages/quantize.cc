@@ -25,10 +25,10 @@ std::vector<std::string> Prepare(io::Model& model) {
   passes::TransformReport report = passes::PrepareForQuantization(model, context);
   if (report.nodes_before == report.nodes_after) return {};
   std::vector<std::string> ops;
-  for (const auto& [op, before] : report.ops_before) {
-    auto it = report.ops_after.find(op);
-    int after = it == report.ops_after.end() ? 0 : it->second;
-    if (before > after && op != "Constant") ops.push_back(fmt::format("{} {}", before - after, op));
+  for (const auto& c : passes::OpCounts(report)) {
+    if (c.before > c.after && c.op != "Constant") {
+      ops.push_back(fmt::format("{} {}", c.before - c.after, c.op));
+    }
   }
   return {fmt::format(
       "prepared for quantization: folded {} into the convs' weights and biases (exact; tables "

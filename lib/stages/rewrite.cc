@@ -1,7 +1,5 @@
 #include "lib/stages/rewrite.h"
 
-#include <set>
-
 namespace porttool::stages {
 namespace {
 
@@ -36,13 +34,8 @@ passes::TransformReport RewriteStage(io::Model& model, const RewriteStageOptions
 
 nlohmann::json TransformJson(const passes::TransformReport& r) {
   nlohmann::json ops = nlohmann::json::array();
-  std::set<std::string> names;
-  for (const auto& [op, n] : r.ops_before) names.insert(op);
-  for (const auto& [op, n] : r.ops_after) names.insert(op);
-  for (const auto& op : names) {
-    auto before = r.ops_before.count(op) ? r.ops_before.at(op) : 0;
-    auto after = r.ops_after.count(op) ? r.ops_after.at(op) : 0;
-    ops.push_back({{"op", op}, {"before", before}, {"after", after}});
+  for (const auto& c : passes::OpCounts(r)) {
+    ops.push_back({{"op", c.op}, {"before", c.before}, {"after", c.after}});
   }
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& s : r.steps) {

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
-#include <set>
 
 namespace porttool::cli {
 namespace {
@@ -16,15 +15,10 @@ void PrintText(const passes::TransformReport& r, const std::vector<std::string>&
                              s.result.failed ? "  FAILED" : "");
     for (const auto& note : s.result.notes) std::cout << "    " << note << "\n";
   }
-  std::set<std::string> names;
-  for (const auto& [op, n] : r.ops_before) names.insert(op);
-  for (const auto& [op, n] : r.ops_after) names.insert(op);
   std::cout << fmt::format("\n{:<28} {:>8} {:>8}\n", "op", "before", "after");
-  for (const auto& op : names) {
-    int before = r.ops_before.count(op) ? r.ops_before.at(op) : 0;
-    int after = r.ops_after.count(op) ? r.ops_after.at(op) : 0;
-    std::cout << fmt::format("{:<28} {:>8} {:>8}{}\n", op, before, after,
-                             before != after ? "  *" : "");
+  for (const auto& c : passes::OpCounts(r)) {
+    std::cout << fmt::format("{:<28} {:>8} {:>8}{}\n", c.op, c.before, c.after,
+                             c.before != c.after ? "  *" : "");
   }
   std::cout << fmt::format("{:<28} {:>8} {:>8}\n", "total nodes", r.nodes_before, r.nodes_after);
   if (r.rounds > 1) std::cout << r.rounds << " round(s) to a fixed point\n";
