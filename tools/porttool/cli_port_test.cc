@@ -224,7 +224,9 @@ TEST(CliPort, CalibratedBundleIsTheSameForAnyThreadsAndOutputName) {
   }
   std::string args = "port " + Demo() + " --target onnxruntime-cpu " + kDemoPin + " --data " +
                      samples.string() + " --per-channel";
+  std::string model_bytes = testing::ReadFile(Demo());
   auto a = RunPorttool(args + " --threads 1 -o " + (tmp / "a.port").string());
+  EXPECT_EQ(testing::ReadFile(Demo()), model_bytes) << "port wrote its input";
   ASSERT_EQ(a.exit_code, 0) << a.err;
   fs::create_directories(tmp / "elsewhere");
   auto b = RunPorttool(args + " --threads 2 -o " + (tmp / "elsewhere" / "other").string());
@@ -276,6 +278,14 @@ TEST(CliPort, AccuracyTargetMissedIsExitOneAndLeavesNoBundle) {
   r = RunPorttool(args + " --accuracy-target top1:0.99 -o " + (tmp / "c").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("unknown metric 'top1'"), std::string::npos) << r.err;
+  // Kept float by hand: a node the model lacks is a usage error naming it.
+  r = RunPorttool(args + " --precision float:head/Konv -o " + (tmp / "c").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("head/Konv"), std::string::npos) << r.err;
+  r = RunPorttool(args + " --precision float:head/Conv -o " + (tmp / "c").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadJson(tmp / "c" / "report.json")["quantization"]["kept_float"],
+            nlohmann::json::array({"head/Conv"}));
 }
 
 TEST(CliPort, DryRunPrintsThePlanAndWritesNothing) {
