@@ -56,7 +56,7 @@ typedef enum pt_dtype {
 typedef struct pt_session pt_session;
 
 typedef struct pt_session_options {
-  int threads; /* kernel threads; 0 keeps the process default (all cores) */
+  int threads; /* this session's kernel threads (0: all cores); other sessions keep their own */
 } pt_session_options;
 
 /* A model input or output as declared: dims[i] == -1 where the model leaves a dim dynamic. */
@@ -89,6 +89,9 @@ PT_API void pt_session_free(pt_session* session); /* NULL is a no-op */
 
 PT_API size_t pt_session_input_count(const pt_session* session);
 PT_API size_t pt_session_output_count(const pt_session* session);
+/* The kernel threads this session's runs use: its own count, or all cores when it asked for 0.
+ * Another session's count does not change it. */
+PT_API int pt_session_threads(const pt_session* session);
 PT_API pt_status pt_session_input_info(const pt_session* session, size_t index,
                                        pt_tensor_info* info);
 PT_API pt_status pt_session_output_info(const pt_session* session, size_t index,

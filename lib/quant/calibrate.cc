@@ -141,8 +141,7 @@ void MergeInto(StatsMap& into, const StatsMap& part) {
 StatsMap CollectStats(const io::Model& model, const SampleSet& set, const CollectOptions& options,
                       const ProgressFn& progress) {
   const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(set.size())));
-  // Parallelism is across samples; the program should run kernels single-threaded then
-  // (runtime::ApplyProcessSettings({1}), as the CLI does) so they do not fight for the cores.
+  // Parallelism is across samples (ForEachSample runs their kernels single-threaded).
   std::vector<StatsMap> parts(threads);
   const RangePlan plan(model);
   std::atomic<size_t> done{0};

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "lib/ir/dtype.h"
+#include "lib/runtime/execution.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -361,7 +362,13 @@ void ForEachSample(size_t count, int threads,
       error = std::current_exception();
     }
   };
+  const int n = static_cast<int>(std::max<size_t>(1, std::min<size_t>(count, threads)));
+  // Samples in parallel run their kernels single-threaded, so the workers do not fight for the
+  // cores; one worker keeps the caller's settings.
+  runtime::ExecutionEnv env = runtime::CurrentExecution();
+  if (n > 1) env.threads = 1;
   auto worker = [&](int w) {
+    runtime::ScopedExecution scope(env);
     std::function<void(size_t)> process;
     try {
       process = start(w);
@@ -378,7 +385,6 @@ void ForEachSample(size_t count, int threads,
       }
     }
   };
-  const int n = static_cast<int>(std::max<size_t>(1, std::min<size_t>(count, threads)));
   std::vector<std::thread> pool;
   for (int w = 1; w < n; ++w) pool.emplace_back(worker, w);
   worker(0);

@@ -75,7 +75,8 @@ runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
 runtime::Tensor LoadImage(const std::filesystem::path& path, const Preprocess& p, int crop = 0,
                           DecodedImage* cache = nullptr);
 
-// Runs samples 0..count-1 on min(threads, count) threads. Each thread calls start(worker index)
+// Runs samples 0..count-1 on min(threads, count) threads, whose kernels then run on one thread
+// each (an ExecutionEnv scope: lib/runtime/execution.h). Each thread calls start(worker index)
 // once for its per-thread state (a session) and gets back the function that processes one sample
 // index, then takes indices in turn. On errors, all threads stop taking new samples and the error
 // of the lowest sample index (or of start) is rethrown: the same message for any thread count.

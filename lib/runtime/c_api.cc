@@ -1,6 +1,7 @@
 // The C API of include/porttool/runtime.h over runtime::Session. Exceptions never cross the C
 // boundary: every entry point catches, records the message and category per thread, and returns
 // the category as a pt_status.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -9,7 +10,7 @@
 #include "include/porttool/runtime.h"
 #include "lib/io/model.h"
 #include "lib/ir/dtype.h"
-#include "lib/runtime/process_settings.h"
+#include "lib/runtime/execution.h"
 #include "lib/runtime/session.h"
 #include "lib/util/error.h"
 
@@ -19,6 +20,7 @@ struct pt_session {
   std::vector<pt_tensor_info> inputs;
   std::vector<pt_tensor_info> outputs;
   std::vector<std::string> names;  // storage for the info structs' name pointers
+  int threads = 0;                 // as asked for (0: the default)
 };
 
 namespace {
@@ -181,8 +183,10 @@ pt_status pt_session_create(const char* model_path, const pt_session_options* op
   pt_status status = Guard([&] {
     s->model = std::make_unique<porttool::io::Model>(porttool::io::Load(model_path));
     porttool::runtime::SessionOptions session_options;
-    // The C API is the program here: it applies the process-wide thread count itself.
-    if (options != nullptr) porttool::runtime::ApplyProcessSettings({options->threads});
+    // Per session: another session in the same program keeps its own count, and the host
+    // program's process settings (its allocator) are left alone.
+    if (options != nullptr) session_options.threads = std::max(0, options->threads);
+    s->threads = session_options.threads;
     s->session = std::make_unique<porttool::runtime::Session>(*s->model, session_options);
     Describe(*s);
   });
@@ -194,6 +198,12 @@ void pt_session_free(pt_session* session) { delete session; }
 
 size_t pt_session_input_count(const pt_session* session) {
   return session ? session->inputs.size() : 0;
+}
+
+int pt_session_threads(const pt_session* session) {
+  if (session == nullptr) return 0;
+  int own = session->threads;
+  return own > 0 ? own : porttool::runtime::DefaultExecution().threads;
 }
 
 size_t pt_session_output_count(const pt_session* session) {

@@ -83,6 +83,34 @@ TEST_F(CApi, RunsIntoCallerBuffersAndMatchesTheSession) {
   pt_session_free(s);
 }
 
+// Thread counts are per session: the second session created does not change the first's (the C
+// API used to apply each session's count to the whole process), and both compute the same.
+TEST_F(CApi, TwoSessionsWithDifferentThreadCountsKeepTheirOwn) {
+  pt_session_options one_thread, two_threads;
+  pt_session_options_init(&one_thread);
+  pt_session_options_init(&two_threads);
+  one_thread.threads = 1;
+  two_threads.threads = 2;
+  pt_session *a = nullptr, *b = nullptr;
+  ASSERT_EQ(pt_session_create(path.c_str(), &one_thread, &a), PT_OK) << pt_last_error();
+  ASSERT_EQ(pt_session_create(path.c_str(), &two_threads, &b), PT_OK) << pt_last_error();
+  EXPECT_EQ(pt_session_threads(a), 1);
+  EXPECT_EQ(pt_session_threads(b), 2);
+  float x[6] = {1, 2, 3, 4, 5, 6}, z[6] = {6, 5, 4, 3, 2, 1};
+  float ya[6] = {}, ma[3] = {}, yb[6] = {}, mb[3] = {};
+  pt_tensor in[2] = {Tensor("a", x, {2, 3}), Tensor("b", z, {2, 3})};
+  pt_tensor out_a[2] = {Tensor("y", ya, {}), Tensor("m", ma, {})};
+  pt_tensor out_b[2] = {Tensor("y", yb, {}), Tensor("m", mb, {})};
+  out_a[1].bytes = out_b[1].bytes = sizeof ma;
+  ASSERT_EQ(pt_session_run(b, in, 2, out_b, 2), PT_OK) << pt_last_error();
+  ASSERT_EQ(pt_session_run(a, in, 2, out_a, 2), PT_OK) << pt_last_error();
+  EXPECT_EQ(std::memcmp(ya, yb, sizeof ya), 0);
+  EXPECT_EQ(std::memcmp(ma, mb, sizeof ma), 0);
+  EXPECT_EQ(pt_session_threads(a), 1);
+  pt_session_free(a);
+  pt_session_free(b);
+}
+
 // The executor writes outputs straight into the caller's memory when the producing kernel
 // allocates them (no output allocation, no copy), including an output other nodes still read.
 TEST_F(CApi, OutputsAreProducedInCallerMemory) {

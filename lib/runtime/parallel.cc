@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "lib/runtime/execution.h"
+
 // OpenBLAS's own thread control. Declared weak so a different CBLAS (no such symbol) still links.
 extern "C" void openblas_set_num_threads(int num_threads) __attribute__((weak));
 
@@ -70,18 +72,28 @@ class ThreadPool {
     for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   }
 
-  void Run(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn) {
+  // At least `threads` threads (the pool only grows: another session may be using them).
+  void Reserve(int threads) {
+    if (threads > size()) Resize(threads);
+  }
+
+  // `budget`: the threads the calling run may use (its ExecutionEnv); chunks never exceed it.
+  void Run(int64_t n, int64_t min_chunk, int budget,
+           const std::function<void(int64_t, int64_t)>& fn) {
     if (n <= 0) return;
     int64_t chunks = std::min<int64_t>(
-        size(), (n + std::max<int64_t>(min_chunk, 1) - 1) / std::max<int64_t>(min_chunk, 1));
+        std::min(size(), std::max(budget, 1)),
+        (n + std::max<int64_t>(min_chunk, 1) - 1) / std::max<int64_t>(min_chunk, 1));
     std::unique_lock<std::mutex> dispatch(dispatch_mutex_, std::try_to_lock);
     if (chunks <= 1 || tls_inside_parallel || !dispatch.owns_lock()) {
       fn(0, n);
       return;
     }
+    const ExecutionEnv env = CurrentExecution();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &fn;
+      job_env_ = &env;
       job_n_ = n;
       job_chunks_ = chunks;
       next_chunk_ = 0;
@@ -121,6 +133,8 @@ class ThreadPool {
     bool was_inside = tls_inside_parallel;
     tls_inside_parallel = true;
     try {
+      // The chunk runs with the caller's settings, on whichever thread takes it.
+      ScopedExecution as_caller(*job_env_);
       (*job_)(begin, end);
     } catch (...) {
       // A worker thread must not let an exception escape; the caller rethrows it.
@@ -172,6 +186,7 @@ class ThreadPool {
   std::atomic<bool> stop_ = false;
   std::atomic<uint64_t> generation_ = 0;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const ExecutionEnv* job_env_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_chunks_ = 0;
   int64_t next_chunk_ = 0;
@@ -192,13 +207,18 @@ ThreadPool& Pool() {
 
 void SetNumThreads(int n) {
   PinBlasToOneThread();
-  Pool().Resize(n <= 0 ? DefaultThreadCount() : n);
+  ExecutionEnv env = DefaultExecution();
+  env.threads = n <= 0 ? DefaultThreadCount() : n;
+  SetDefaultExecution(env);
+  Pool().Reserve(env.threads);
 }
 
-int NumThreads() { return Pool().size(); }
+int NumThreads() { return std::min(Pool().size(), CurrentExecution().threads); }
 
 void ParallelFor(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn) {
-  Pool().Run(n, min_chunk, fn);
+  int budget = CurrentExecution().threads;
+  Pool().Reserve(budget);
+  Pool().Run(n, min_chunk, budget, fn);
 }
 
 }  // namespace porttool::runtime

@@ -13,6 +13,7 @@
 #include "lib/analysis/liveness.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
+#include "lib/runtime/execution.h"
 #include "lib/runtime/parallel.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/shape/infer.h"
@@ -210,6 +211,7 @@ void RunKernel(const KernelFn& kernel, KernelContext& ctx, const onnx::NodeProto
 
 Session::Session(const io::Model& model, SessionOptions options)
     : model_(model), options_(options) {
+  ScopedExecution planning({.threads = options_.threads});  // prepare steps run kernels' code
   // The contrib ops' schemas (Gelu, FastGelu, ...) give their arity and input types to the
   // checks below; without them a session's checks depended on whether inference ran first.
   shape::RegisterContribSchemas();
@@ -388,6 +390,7 @@ std::vector<NamedTensor> Session::Run(const TensorMap& inputs, const Observer& o
 
 std::vector<NamedTensor> Session::RunObserved(const TensorMap& inputs,
                                               const NodeObserver& observer) {
+  ScopedExecution run({.threads = options_.threads});
   ValidateInputs(inputs);
   const Plan& plan = PlanFor(model_.proto.graph());
   Scope scope;

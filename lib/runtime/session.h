@@ -28,6 +28,9 @@ struct SessionOptions {
   // Kernels to run with; null means KernelRegistry::Default(). Must outlive the session. Pass a
   // copy of Default() with extra Register calls to run custom operators.
   const KernelRegistry* registry = nullptr;
+  // Kernel threads of this session's runs (lib/runtime/execution.h); 0: the caller's scope, else
+  // the program's default. Two sessions with different counts each keep their own.
+  int threads = 0;
 };
 
 using TensorMap = std::map<std::string, Tensor>;

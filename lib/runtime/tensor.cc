@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "lib/ir/dtype.h"
+#include "lib/runtime/execution.h"
 #include "lib/runtime/resource_accounting.h"
 #include "lib/runtime/resource_limits.h"
 #include "lib/util/checked_math.h"
@@ -56,42 +57,38 @@ uint64_t ReserveStorage(int32_t dtype, const std::vector<int64_t>& shape) {
   return padded;
 }
 
-struct PendingOutputBuffer {
-  int32_t dtype = 0;
-  size_t bytes = 0;
-  OutputBuffer buffer;
-  bool active = false;
-};
-thread_local PendingOutputBuffer pending_output;
-
 // The caller's buffer when the allocation of `bytes` of `dtype` is the one it was opened for.
 void* TakeOutputBuffer(int32_t dtype, uint64_t bytes) {
-  PendingOutputBuffer& p = pending_output;
-  if (!p.active || (p.dtype != 0 && p.dtype != dtype) || bytes > p.buffer.capacity ||
+  ScopedExecution* scope = CurrentScope();
+  if (scope == nullptr) return nullptr;
+  PendingOutput& p = scope->pending_output();
+  if (!p.active || (p.dtype != 0 && p.dtype != dtype) || bytes > p.capacity ||
       (p.bytes != 0 && bytes != p.bytes)) {
     return nullptr;
   }
   p.active = false;
-  return p.buffer.data;
+  return p.data;
 }
 
 }  // namespace
 
-ScopedOutputBuffer::ScopedOutputBuffer(int32_t dtype, size_t bytes, OutputBuffer buffer) {
+ScopedOutputBuffer::ScopedOutputBuffer(int32_t dtype, size_t bytes, OutputBuffer buffer)
+    : scope_(CurrentScope()) {
+  if (scope_ == nullptr) ThrowInternal("an output buffer is bound outside a Session run");
   // Kernels may rely on the Tensor invariant of 64-byte alignment; other buffers get a copy.
   const bool aligned = reinterpret_cast<uintptr_t>(buffer.data) % kTensorAlignment == 0;
-  pending_output = {dtype, bytes, buffer, buffer.data != nullptr && aligned};
+  scope_->pending_output() = {dtype, bytes, buffer.data, buffer.capacity,
+                              buffer.data != nullptr && aligned};
 }
 
-ScopedOutputBuffer::~ScopedOutputBuffer() { pending_output.active = false; }
+ScopedOutputBuffer::~ScopedOutputBuffer() { scope_->pending_output().active = false; }
 
 namespace {
 
-// What Tensor::Uninitialized storage holds: nothing written, or 0xFF bytes under
-// PORTTOOL_POISON_UNINITIALIZED (read once: the variable is for test runs, not toggled live).
+// What Tensor::Uninitialized storage holds: nothing written, or 0xFF bytes when the run's
+// ExecutionEnv asks for poison (test runs).
 void FillUnwritten(void* p, uint64_t bytes) {
-  static const bool poison = std::getenv("PORTTOOL_POISON_UNINITIALIZED") != nullptr;
-  if (poison) std::memset(p, 0xFF, bytes);
+  if (CurrentExecution().poison_uninitialized) std::memset(p, 0xFF, bytes);
 }
 
 }  // namespace

@@ -21,18 +21,24 @@ struct OutputBuffer {
   size_t capacity = 0;  // bytes
 };
 
+class ScopedExecution;
+
 // While alive, and when the buffer is 64-byte aligned (the Tensor invariant kernels may rely on),
-// the first tensor this thread allocates with `dtype` (0: any) and a size that fits
-// the buffer (exactly `bytes` when non-zero) is placed in the buffer instead of on the heap,
-// zeroed like any new tensor and outside the memory limits (the caller owns it). The Session
-// opens one around the kernel that produces an output the caller gave a buffer for, then checks
-// where that output landed: a kernel may allocate a temporary first or return a view.
+// the first tensor the running node allocates on this thread with `dtype` (0: any) and a size
+// that fits the buffer (exactly `bytes` when non-zero) is placed in the buffer instead of on the
+// heap, zeroed like any new tensor and outside the memory limits (the caller owns it). The
+// binding lives in the run's ScopedExecution (lib/runtime/execution.h). The Session opens one
+// around the kernel that produces an output the caller gave a buffer for, then checks where that
+// output landed: a kernel may allocate a temporary first or return a view.
 class ScopedOutputBuffer {
  public:
   ScopedOutputBuffer(int32_t dtype, size_t bytes, OutputBuffer buffer);
   ~ScopedOutputBuffer();
   ScopedOutputBuffer(const ScopedOutputBuffer&) = delete;
   ScopedOutputBuffer& operator=(const ScopedOutputBuffer&) = delete;
+
+ private:
+  ScopedExecution* scope_;
 };
 
 class Tensor {
@@ -41,9 +47,9 @@ class Tensor {
   // Allocates zero-initialised, 64-byte-aligned storage for `shape`.
   Tensor(int32_t dtype, std::vector<int64_t> shape);
   // The same storage left unwritten, for kernels that write every element (elementwise, Conv,
-  // Concat): zeroing each intermediate cost 10-12% of a PP-OCRv4 det run. With the environment
-  // variable PORTTOOL_POISON_UNINITIALIZED set it is filled with 0xFF bytes (NaN for floats), so
-  // a kernel that reads before writing fails its tests (ctest runs the runtime suite that way).
+  // Concat): zeroing each intermediate cost 10-12% of a PP-OCRv4 det run. When the run's
+  // ExecutionEnv asks for poison it is filled with 0xFF bytes (NaN for floats), so a kernel that
+  // reads before writing fails its tests (ctest runs the runtime suite that way).
   static Tensor Uninitialized(int32_t dtype, std::vector<int64_t> shape);
   // A read-only view of `data`, which `keepalive` keeps valid.
   static Tensor View(int32_t dtype, std::vector<int64_t> shape, const void* data,

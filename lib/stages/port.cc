@@ -7,6 +7,7 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/io/staging_dir.h"
+#include "lib/runtime/execution.h"
 #include "lib/stages/port_steps.h"
 #include "lib/stages/target.h"
 #include "lib/util/json_text.h"
@@ -92,6 +93,9 @@ bool RunStep(PortState& s, PortResult& r, const char* id, const char* title,
 fs::path DefaultPortDir(const fs::path& model) { return fs::path(model.stem().string() + ".port"); }
 
 PortResult PortStage(const PortOptions& options, const PortObserver& observer) {
+  // Every kernel on one thread, samples in parallel (options.threads): the bundle is then the
+  // same for any thread count, every number in it coming from the same single-threaded kernels.
+  runtime::ScopedExecution single_threaded({.threads = 1});
   PortState s(options);
   s.target = LoadTargetProfile(options.rules_dir, options.target);
   PortResult r;

@@ -5,7 +5,6 @@
 
 #include <iostream>
 
-#include "lib/runtime/process_settings.h"
 #include "lib/stages/port.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
@@ -69,9 +68,6 @@ int RunPort(const PortCliOptions& o) {
   options.seed = o.seed;
   options.rtol = o.rtol;
   options.atol = o.atol;
-  // Kernels run on one thread and samples in parallel: the bundle is then the same for any
-  // --threads (every number in it comes from the same single-threaded kernels).
-  runtime::ApplyProcessSettings({.threads = 1});
   stages::PortResult r = stages::PortStage(options, LogStep);
   int code = r.failure ? ExitCodeFor(r.failure->kind) : kExitOk;
   if (r.failure) {

@@ -9,7 +9,6 @@
 #include <fstream>
 
 #include "lib/io/atomic_file.h"
-#include "lib/runtime/process_settings.h"
 #include "lib/stages/quantize.h"
 #include "lib/util/error.h"
 #include "lib/util/json_text.h"
@@ -118,8 +117,6 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   options.prepare = !o.quant.no_prepare;
   if (o.quant.data.empty()) options.table_in = o.table;
   io::Model model = io::Load(o.model);
-  // Samples run in parallel threads; kernels then stay single-threaded so they do not compete.
-  if (o.threads > 1) runtime::ApplyProcessSettings({.threads = 1});
   quant::QuantizeCalibrateResult r = stages::QuantizeStage(model, options);
   // Everything is computed before anything is written: an error leaves no partial output.
   if (!o.table.empty() && !o.quant.data.empty()) {

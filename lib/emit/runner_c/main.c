@@ -10,6 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "pipeline.h"
 #include "pl_npy.h"
 
@@ -88,6 +92,13 @@ int main(int argc, char** argv) {
   pipeline* p = NULL;
   struct dump_ctx dump_ctx = {NULL, 0};
   char err[1024];
+#if defined(__GLIBC__)
+  /* The program's allocator policy (libporttool-runtime leaves it to the program): keep freed
+   * tensor memory in the heap, so a run reuses the previous run's pages instead of faulting in
+   * fresh zeroed ones for every intermediate. */
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   for (i = 1; i < argc; ++i) {
     const char* a = argv[i];
     int has_value = i + 1 < argc;
