@@ -83,8 +83,8 @@ void LintCustomDomains(const ir::GraphView& view, CheckReport& report) {
                 fmt::format("custom operator {}::{} ({} node{}): NPU compilers and other "
                             "runtimes reject ops outside the ONNX domains",
                             key.first, key.second, use.count, use.count == 1 ? "" : "s"),
-                fmt::format("rewrite it with standard ops, or cut the graph there (porttool "
-                            "split MODEL --at {}) and run that part on the CPU",
+                fmt::format("rewrite it with standard ops, or cut the graph there (split at "
+                            "node '{}') and run that part on the CPU",
                             use.first_node)});
   }
 }
@@ -104,8 +104,7 @@ void LintDynamicInputs(const io::Model& model, CheckReport& report) {
                             "static shapes",
                             input, util::Join(dims, ", ")),
                 fmt::format("pin them (check, infer-shapes, run, split, emit-header and decide "
-                            "take the pin), e.g. porttool infer-shapes MODEL -o OUT "
-                            "--input-shape {}",
+                            "take the input shape), e.g. {}",
                             example)});
   }
 }
@@ -197,7 +196,7 @@ void LintDuplicates(const ir::GraphView& view, CheckReport& report) {
     if (count < 2) continue;
     report.Add({Severity::kWarning, "duplicate-node-name", name, "",
                 fmt::format("{} nodes are named '{}'; commands that select nodes by name "
-                            "(split --at) cannot tell them apart",
+                            "(split at a node) cannot tell them apart",
                             count, name),
                 "give the nodes unique names"});
   }

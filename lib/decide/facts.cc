@@ -183,7 +183,7 @@ void LoadFactObject(const JsonFile& f, const std::string& pointer, const std::st
                          close.empty() ? "" : "; did you mean " + util::Join(close, ", ") + "?"));
     }
     if (auto error = CheckFactValue(*spec, value)) f.Fail(p, "fact \"" + name + "\": " + *error);
-    facts.Set(catalog, name, value, "--facts " + f.name());
+    facts.Set(catalog, name, value, "facts file " + f.name());
   }
 }
 

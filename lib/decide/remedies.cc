@@ -139,7 +139,7 @@ std::vector<NodeRemedies> ComputeRemedies(const AnalyzedModel& model, const Targ
     if (!s.in_backbone && target.has_host_cpu) {
       nr.remedies.push_back({"strip-to-host", "",
                              fmt::format("Post-processing at the graph tail (no compute layer "
-                                         "follows): cut before it (`porttool split --at {}`) and "
+                                         "follows): cut before it (split at node '{}') and "
                                          "run it on the host CPU; bridge {}.",
                                          s.name, BridgeText(bridge)),
                              std::nullopt, bridge, nullptr});
@@ -147,8 +147,8 @@ std::vector<NodeRemedies> ComputeRemedies(const AnalyzedModel& model, const Targ
     } else if (target.has_host_cpu) {
       nr.remedies.push_back({"split", "",
                              fmt::format("Run this backbone node on the host CPU between two "
-                                         "accelerator segments (`porttool split --auto --target "
-                                         "{}`); bridge {} each way costs a round trip.",
+                                         "accelerator segments (an automatic split for target "
+                                         "{}); bridge {} each way costs a round trip.",
                                          target.name, BridgeText(bridge)),
                              std::nullopt, bridge, nullptr});
     }

@@ -69,7 +69,7 @@ ReportStep ScanStep(const DecisionReport& r) {
   ReportStep step{1, "Operator compatibility scan", {}};
   if (!r.scan) {
     step.findings.push_back(
-        "No --target: the scan was skipped and target facts stay unknown "
+        "No target given: the scan was skipped and target facts stay unknown "
         "(shipped targets: " +
         util::Join(r.target_names, ", ") + ").");
     return step;
@@ -102,7 +102,7 @@ ReportStep ScanStep(const DecisionReport& r) {
 ReportStep ImpactStep(const DecisionReport& r) {
   ReportStep step{2, "Impact of each missing op", {}};
   if (!r.scan) {
-    step.findings.push_back("Needs --target.");
+    step.findings.push_back("Needs a target.");
     return step;
   }
   if (r.remedies.empty()) step.findings.push_back("No unsupported node: nothing must be solved.");
@@ -135,9 +135,9 @@ ReportStep PerformanceStep(const DecisionReport& r) {
     step.findings.push_back(
         r.model_facts.dynamic_inputs.empty()
             ? "MACs unknown: some compute layers have no static shape (see the notes)."
-            : "MACs unknown: pin dynamic inputs with --input-shape to get a baseline.");
+            : "MACs unknown: pin the dynamic inputs' shapes to get a baseline.");
   } else if (!estimate) {
-    step.findings.push_back(fmt::format("{} per inference; no target compute rate (--target).",
+    step.findings.push_back(fmt::format("{} per inference; no target compute rate (no target).",
                                         Macs(*r.model_facts.total_macs)));
   } else {
     step.findings.push_back(fmt::format(
@@ -228,8 +228,8 @@ std::vector<std::string> NextSteps(const DecisionReport& r) {
   std::vector<std::string> out;
   std::string model = r.model_name;
   if (!r.model_facts.dynamic_inputs.empty()) {
-    out.push_back("Pin dynamic inputs: porttool infer-shapes " + model +
-                  " --input-shape NAME:DIMS -o fixed.onnx");
+    out.push_back("Pin the dynamic inputs of " + model +
+                  " (their input shapes, NAME:DIMS) and save the static model (infer-shapes).");
   }
   if (r.scan) {
     for (const auto& f : r.scan->findings) {
@@ -251,7 +251,7 @@ std::vector<std::string> NextSteps(const DecisionReport& r) {
   if (!missing.empty()) {
     out.push_back("Supply the missing facts (" +
                   util::Join({missing.begin(), missing.end()}, ", ") +
-                  ") with --facts project.json or flags and run decide again.");
+                  ") in a project facts file or as fact options, and run decide again.");
   }
   if (r.verdict.verdict == Outcome::kOnnx) {
     out.push_back(
@@ -409,7 +409,7 @@ std::string DecisionReport::ToMarkdown() const {
     for (const auto& f : s.findings) md += "- " + f + "\n";
   }
   md += "\n## Unsupported nodes and remedies\n\n";
-  if (remedies.empty()) md += target ? "None.\n" : "Needs --target.\n";
+  if (remedies.empty()) md += target ? "None.\n" : "Needs a target.\n";
   for (const auto& nr : remedies) {
     md += fmt::format("- **{}** ({}, {}):\n", nr.node, nr.op,
                       nr.in_backbone ? "backbone" : "post-processing tail");
@@ -420,7 +420,7 @@ std::string DecisionReport::ToMarkdown() const {
   }
   md += "\n## Memory fit\n\n";
   if (!memory) {
-    md += "Needs --target.\n";
+    md += "Needs a target.\n";
   } else {
     md += fmt::format("- Weights: {} as stored, {} on the target vs usable flash {}: {}\n",
                       Bytes(memory->params_bytes), Bytes(memory->weight_bytes),

@@ -40,7 +40,7 @@ TEST(DecisionReport, DemoWithoutTargetLeavesHardwareUnknown) {
   EXPECT_FALSE(j["facts"].contains("performance.fps"));  // absent, not defaulted
   std::string md = r.ToMarkdown();
   EXPECT_NE(md.find("**Verdict: `verify`**"), std::string::npos);
-  EXPECT_NE(md.find("Needs --target."), std::string::npos);
+  EXPECT_NE(md.find("Needs a target."), std::string::npos);
 }
 
 TEST(DecisionReport, DemoOnRk3588NamesTheCustomOpAndItsRemedy) {

@@ -300,10 +300,9 @@ DimensionResult EvaluateDimension(const Dimension& d, const Facts& facts) {
   }
   if (result.rule.empty()) {
     result.missing.assign(missing.begin(), missing.end());
-    result.reason = missing.empty()
-                        ? "No rule matched the given facts."
-                        : "Missing fact(s): " + util::Join(result.missing, ", ") +
-                              " (shown, never guessed: add them with --facts or flags).";
+    result.reason = missing.empty() ? "No rule matched the given facts."
+                                    : "Missing fact(s): " + util::Join(result.missing, ", ") +
+                                          " (shown, never guessed: give them as project facts).";
   }
   return result;
 }

@@ -398,7 +398,7 @@ TEST(UserFacts, NestedAndDottedKeysWithTypeErrors) {
                 catalog, facts);
   AddDerivedFacts(catalog, facts);
   EXPECT_EQ(facts.Get("performance.pixels")->value, 921600);
-  EXPECT_EQ(facts.Get("schedule.dev_days")->origin, "--facts p.json");
+  EXPECT_EQ(facts.Get("schedule.dev_days")->origin, "facts file p.json");
   try {
     LoadUserFacts(JsonFile::FromText("{\n\"precision\": {\"requires_fp16\": \"yes\"}}", "p.json"),
                   catalog, facts);

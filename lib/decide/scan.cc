@@ -160,7 +160,7 @@ TargetScan ScanTarget(const AnalyzedModel& model, const TargetProfile& t) {
   if (!model.facts().dynamic_inputs.empty() && t.dynamic_support != "full") {
     scan.findings.push_back(fmt::format(
         "Dynamic input dims {} but the target's support is '{}': "
-        "{} Pin them with --input-shape.",
+        "{} Pin their input shapes.",
         util::Join(model.facts().dynamic_inputs, ", "), t.dynamic_support, t.dynamic_text));
   }
   return scan;
@@ -195,11 +195,10 @@ MemoryFit FitMemory(const ModelFacts& facts, const TargetProfile& t, uint64_t ra
   if (facts.peak_activation_bytes) {
     m.arena_bytes = *facts.peak_activation_bytes * std::min<size_t>(act_size, 4) / 4;
   } else {
-    m.notes.push_back(
-        "Activation arena unknown: " +
-        (facts.peak_activation_note.empty() ? std::string("no static shapes")
-                                            : facts.peak_activation_note) +
-        (facts.dynamic_inputs.empty() ? "." : " (pin the dynamic inputs with --input-shape)."));
+    m.notes.push_back("Activation arena unknown: " +
+                      (facts.peak_activation_note.empty() ? std::string("no static shapes")
+                                                          : facts.peak_activation_note) +
+                      (facts.dynamic_inputs.empty() ? "." : " (pin the dynamic inputs' shapes)."));
   }
   m.usable_ram = static_cast<uint64_t>(ram_bytes * t.usable_fraction);
   m.usable_flash = static_cast<uint64_t>(flash_bytes * t.usable_fraction);
@@ -243,8 +242,8 @@ void AddTargetFindings(const TargetCheck& c, analysis::CheckReport& report) {
     report.Add({analysis::Severity::kError, "target-unsupported", s.name, "",
                 fmt::format("node '{}' ({}) cannot run on target {}: {}", s.name, s.op,
                             c.scan.target, s.reason),
-                "cut the graph there and run that part on the host (porttool split --at " + s.name +
-                    "), rewrite it with supported ops, or write a custom operator"});
+                "cut the graph there and run that part on the host (split at node '" + s.name +
+                    "'), rewrite it with supported ops, or write a custom operator"});
   }
   if (c.memory.fits.value_or(true)) return;
   report.Add({analysis::Severity::kError, "target-memory", "", "",

@@ -519,7 +519,7 @@ class KitWriter {
                 {"layout", "NCHW"},
                 {"seed", options_.seed},
                 {"inputs_from", options_.samples.empty() ? "model run on random inputs"
-                                                         : "model run on --data samples"},
+                                                         : "model run on the given samples"},
                 {"source_model", model_.path.filename().string()},
                 {"source_sha256", sha256_},
                 {"generator", std::string("porttool ") + PORTTOOL_VERSION},

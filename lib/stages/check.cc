@@ -1,7 +1,5 @@
 #include "lib/stages/check.h"
 
-#include <fmt/format.h>
-
 namespace porttool::stages {
 
 CheckStageResult CheckStage(io::Model& model, const CheckStageOptions& options) {
@@ -35,15 +33,6 @@ nlohmann::json CheckJson(const CheckStageResult& result) {
                         {"findings", findings}};
   if (result.target) doc["target"] = decide::TargetCheckToJson(*result.target);
   return doc;
-}
-
-std::string FindingsText(const analysis::CheckReport& report) {
-  std::string out;
-  for (const auto& f : report.findings) {
-    out += fmt::format("{}[{}] {}\n", analysis::SeverityName(f.severity), f.id, f.message);
-    if (!f.fix.empty()) out += fmt::format("    fix: {}\n", f.fix);
-  }
-  return out;
 }
 
 }  // namespace porttool::stages

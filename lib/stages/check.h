@@ -31,7 +31,5 @@ CheckStageResult CheckStage(io::Model& model, const CheckStageOptions& options);
 
 // {"ok", "errors", "warnings", "infos", "findings": [...], "target"?}: the `check --json` shape.
 nlohmann::json CheckJson(const CheckStageResult& result);
-// One line per finding ("error[id] message" and its "    fix: ..."), no verdict line.
-std::string FindingsText(const analysis::CheckReport& report);
 
 }  // namespace porttool::stages

@@ -43,7 +43,7 @@ TEST(CliDecide, MarkdownToFileAndFactsFile) {
   EXPECT_TRUE(r.out.empty());
   std::string md = testing::ReadFile(dir / "report.md");
   EXPECT_NE(md.find("**Verdict: `custom-op`**"), std::string::npos) << md;
-  EXPECT_NE(md.find("| hardware.class | cortex-m | --facts "), std::string::npos);
+  EXPECT_NE(md.find("| hardware.class | cortex-m | facts file "), std::string::npos);
 }
 
 TEST(CliDecide, BadFactsAndTargetsGiveClearErrors) {

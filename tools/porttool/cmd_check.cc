@@ -35,7 +35,13 @@ int RunCheck(const CheckOptions& o) {
     PrintJson(doc);
   } else {
     if (result.target) std::cout << decide::TargetCheckToText(*result.target);
-    std::cout << stages::FindingsText(report);
+    for (const auto& f : report.findings) {
+      std::cout << fmt::format("{}[{}] {}\n", analysis::SeverityName(f.severity), f.id, f.message);
+      if (!f.fix.empty()) std::cout << fmt::format("    fix: {}\n", f.fix);
+      if (auto command = FixCommand(f, model, o.model)) {
+        std::cout << fmt::format("    run: {}\n", *command);
+      }
+    }
     std::cout << fmt::format(
         "{}: {} ({} errors, {} warnings, {} infos)\n", o.model,
         report.HasErrors() ? "FAILED" : "OK", report.Count(analysis::Severity::kError),

@@ -369,6 +369,21 @@ nlohmann::json ErrorJson(ErrorKind kind, const std::string& message, const std::
   return {{"error", error}};
 }
 
+std::optional<std::string> FixCommand(const analysis::Finding& f, const io::Model& model,
+                                      const std::string& model_path) {
+  if ((f.id == "custom-domain" || f.id == "target-unsupported") && !f.node.empty()) {
+    return fmt::format("porttool split {} --at {}", model_path, f.node);
+  }
+  if (f.id == "dynamic-input" && !f.tensor.empty()) {
+    for (const auto& input : model.proto.graph().input()) {
+      if (input.name() != f.tensor) continue;
+      return fmt::format("porttool infer-shapes {} -o {}.static.onnx --input-shape {}", model_path,
+                         fs::path(model_path).stem().string(), shape::ExampleInputShape(input));
+    }
+  }
+  return std::nullopt;
+}
+
 std::string WithFlagHint(const std::string& message) {
   // Where the library gives an example value, the flag goes in front of the example itself.
   static const std::pair<const char*, const char*> kInline[] = {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/check.h"
 #include "lib/decide/target.h"
 #include "lib/io/model.h"
 #include "lib/quant/quantize_calibrate.h"
@@ -108,6 +109,13 @@ void PrintJson(const nlohmann::json& doc);
 // {"error": {"kind", "message", "node"|"tensor"}} for a failed command run with --json.
 nlohmann::json ErrorJson(ErrorKind kind, const std::string& message, const std::string& node = {},
                          const std::string& tensor = {});
+// The command that applies a finding's fix, built from its id and the node or tensor it names
+// (the library says "split at node 'X'"; the CLI knows the flags): `porttool split PATH --at X`
+// for a custom-domain op or a node the target cannot run, an infer-shapes pin for a dynamic
+// input. nullopt for findings without one.
+std::optional<std::string> FixCommand(const analysis::Finding& finding, const io::Model& model,
+                                      const std::string& model_path);
+
 // The library names no flags; for the errors whose subject a flag sets, this adds the hint.
 std::string WithFlagHint(const std::string& message);
 
