@@ -25,15 +25,15 @@
 namespace porttool::passes {
 namespace {
 
-struct Plan {
+struct FuseConvBnPlan {
   int conv;
   int bn;
   runtime::Tensor weight;
   runtime::Tensor bias;
 };
 
-std::variant<Plan, std::string> Match(const io::Model& model, const ir::GraphView& view,
-                                      const ir::ConstantLookup& constants, int bn_index) {
+std::variant<FuseConvBnPlan, std::string> Match(const io::Model& model, const ir::GraphView& view,
+                                                const ir::ConstantLookup& constants, int bn_index) {
   const auto& bn = view.node(bn_index);
   if (bn.input_size() != 5) return std::string("expected 5 inputs");
   if (AttrInt(bn, "training_mode", 0) != 0) return std::string("training_mode is set");
@@ -67,8 +67,8 @@ std::variant<Plan, std::string> Match(const io::Model& model, const ir::GraphVie
   }
   float eps = AttrFloat(bn, "epsilon", 1e-5f);
   std::vector<float> s(channels);
-  Plan plan{conv_index, bn_index, w->Clone(),
-            runtime::Tensor(onnx::TensorProto::FLOAT, {channels})};
+  FuseConvBnPlan plan{conv_index, bn_index, w->Clone(),
+                      runtime::Tensor(onnx::TensorProto::FLOAT, {channels})};
   float* out_b = plan.bias.mutable_data<float>();
   for (int64_t c = 0; c < channels; ++c) {
     s[c] = p[0]->data<float>()[c] / std::sqrt(p[3]->data<float>()[c] + eps);
@@ -84,7 +84,7 @@ std::variant<Plan, std::string> Match(const io::Model& model, const ir::GraphVie
 PassResult FuseConvBnPass::Run(io::Model& model, const PassOptions&, PassContext&) const {
   PassResult result;
   auto& graph = *model.proto.mutable_graph();
-  std::vector<Plan> plans;
+  std::vector<FuseConvBnPlan> plans;
   {
     ir::GraphView view(graph);
     ir::ConstantLookup constants(view);
@@ -95,7 +95,7 @@ PassResult FuseConvBnPass::Run(io::Model& model, const PassOptions&, PassContext
       if (auto* reason = std::get_if<std::string>(&match)) {
         result.notes.push_back(SkipNote(node, *reason));
       } else {
-        plans.push_back(std::move(std::get<Plan>(match)));
+        plans.push_back(std::move(std::get<FuseConvBnPlan>(match)));
       }
     }
   }

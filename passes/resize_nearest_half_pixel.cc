@@ -61,7 +61,7 @@ namespace {
 // Output extents from here on are not reproduced exactly by float32 index arithmetic.
 constexpr int64_t kMaxExactExtent = int64_t{1} << 23;
 
-struct Plan {
+struct HalfPixelResizePlan {
   int node;
   bool set_half_pixel = false;      // coordinate_transformation_mode -> half_pixel
   std::vector<std::string> remove;  // attributes to drop
@@ -144,10 +144,9 @@ std::variant<std::vector<int64_t>, std::string> IntegerScales(const io::Model& m
   return result;
 }
 
-std::variant<Plan, NothingToDo, std::string> Match(const io::Model& model,
-                                                   const ir::GraphView& view,
-                                                   const ir::ConstantLookup& constants, int index,
-                                                   int opset) {
+std::variant<HalfPixelResizePlan, NothingToDo, std::string> MatchHalfPixelResize(
+    const io::Model& model, const ir::GraphView& view, const ir::ConstantLookup& constants,
+    int index, int opset) {
   const auto& node = view.node(index);
   if (opset < 11) {
     return std::string(
@@ -156,7 +155,7 @@ std::variant<Plan, NothingToDo, std::string> Match(const io::Model& model,
   std::string mode = AttrString(node, "mode", "nearest");
   if (mode != "nearest") return mode + " mode: only nearest is rewritten";
 
-  Plan plan{index, false, {}};
+  HalfPixelResizePlan plan{index, false, {}};
   // Opset-18 attributes: accepted at their default value (and then removed), else kept.
   if (FindAttr(node, "axes")) return std::string("axes is set: the scales cover only those axes");
   if (FindAttr(node, "antialias")) {
@@ -232,7 +231,7 @@ std::variant<Plan, NothingToDo, std::string> Match(const io::Model& model,
   return plan;
 }
 
-void Rewrite(onnx::NodeProto& node, const Plan& plan) {
+void Rewrite(onnx::NodeProto& node, const HalfPixelResizePlan& plan) {
   if (plan.set_half_pixel) {
     bool found = false;
     for (auto& a : *node.mutable_attribute()) {
@@ -263,10 +262,10 @@ PassResult ResizeNearestHalfPixelPass::Run(io::Model& model, const PassOptions&,
   PassResult result;
   auto& graph = *model.proto.mutable_graph();
   int opset = static_cast<int>(ir::OnnxOpset(model.proto));
-  std::vector<Plan> plans = MatchNodes<Plan>(
+  std::vector<HalfPixelResizePlan> plans = MatchNodes<HalfPixelResizePlan>(
       model, "Resize",
       [&](const ir::GraphView& view, const ir::ConstantLookup& constants, int i) {
-        return Match(model, view, constants, i, opset);
+        return MatchHalfPixelResize(model, view, constants, i, opset);
       },
       result);
   for (const auto& plan : plans) {

@@ -29,7 +29,7 @@
 namespace porttool::passes {
 namespace {
 
-struct Plan {
+struct UpsamplePlan {
   int node;
   std::string mode;
   std::string scales_name;                   // an existing float constant, or empty
@@ -60,11 +60,13 @@ std::optional<std::string> WhySemanticsDiffer(const onnx::NodeProto& node, int o
   return std::nullopt;
 }
 
-std::variant<Plan, std::string> Match(const io::Model& model, const ir::GraphView& view,
-                                      const ir::ConstantLookup& constants, int index, int opset) {
+std::variant<UpsamplePlan, std::string> MatchUpsample(const io::Model& model,
+                                                      const ir::GraphView& view,
+                                                      const ir::ConstantLookup& constants,
+                                                      int index, int opset) {
   const auto& node = view.node(index);
   if (auto why = WhySemanticsDiffer(node, opset)) return *why;
-  Plan plan{index, AttrString(node, "mode", "nearest"), "", std::nullopt};
+  UpsamplePlan plan{index, AttrString(node, "mode", "nearest"), "", std::nullopt};
   int scales_at = opset < 11 ? 1 : 2;
   std::vector<float> scales;
   if (node.input_size() > scales_at && !node.input(scales_at).empty() &&
@@ -121,10 +123,10 @@ PassResult ResizeToUpsamplePass::Run(io::Model& model, const PassOptions&, PassC
   PassResult result;
   auto& graph = *model.proto.mutable_graph();
   int opset = static_cast<int>(ir::OnnxOpset(model.proto));
-  std::vector<Plan> plans = MatchNodes<Plan>(
+  std::vector<UpsamplePlan> plans = MatchNodes<UpsamplePlan>(
       model, "Resize",
       [&](const ir::GraphView& view, const ir::ConstantLookup& constants, int i) {
-        return Match(model, view, constants, i, opset);
+        return MatchUpsample(model, view, constants, i, opset);
       },
       result);
   ir::NameGenerator names(graph);

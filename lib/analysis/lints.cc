@@ -14,7 +14,7 @@ namespace porttool::analysis {
 namespace {
 
 // Domains defined by ONNX itself; anything else is a custom operator set.
-bool IsOnnxDomain(const std::string& domain) {
+bool IsOnnxDefinedDomain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx" || domain == "ai.onnx.ml" ||
          domain == "ai.onnx.preview.training";
 }
@@ -55,7 +55,7 @@ void LintDeprecatedOps(const io::Model& model, const ir::GraphView& view, CheckR
   for (int i = 0; i < view.node_count(); ++i) {
     const auto& node = view.node(i);
     std::string domain = Canonical(node.domain());
-    if (!IsOnnxDomain(domain) || !opsets.count(domain)) continue;
+    if (!IsOnnxDefinedDomain(domain) || !opsets.count(domain)) continue;
     const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opsets[domain], domain);
     if (!schema || !schema->Deprecated()) continue;
     report.Add({Severity::kWarning, "deprecated-op", NodeLabel(node, i), "",
@@ -74,7 +74,7 @@ void LintCustomDomains(const ir::GraphView& view, CheckReport& report) {
   std::map<std::pair<std::string, std::string>, Use> uses;
   for (int i = 0; i < view.node_count(); ++i) {
     const auto& node = view.node(i);
-    if (IsOnnxDomain(node.domain())) continue;
+    if (IsOnnxDefinedDomain(node.domain())) continue;
     auto& use = uses[{node.domain(), node.op_type()}];
     if (use.count++ == 0) use.first_node = NodeLabel(node, i);
   }

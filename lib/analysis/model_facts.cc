@@ -3,13 +3,12 @@
 #include <set>
 
 #include "lib/io/external_data.h"
+#include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 
 namespace porttool::analysis {
 namespace {
-
-bool IsStandardDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
 std::string TypeName(const onnx::TypeProto& type) {
   switch (type.value_case()) {
@@ -46,7 +45,7 @@ void WalkGraph(const onnx::GraphProto& graph, ModelFacts& facts, std::set<std::s
   facts.node_count_total += graph.node_size();
   for (const auto& t : graph.initializer()) AddParams(facts, t);
   for (const auto& node : graph.node()) {
-    bool standard = IsStandardDomain(node.domain());
+    bool standard = ir::IsOnnxDomain(node.domain());
     if (!standard) domains.insert(node.domain());
     ++facts.op_histogram[standard ? node.op_type() : node.domain() + "::" + node.op_type()];
     for (const auto& attr : node.attribute()) {

@@ -3,6 +3,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "lib/ir/constants.h"
 #include "lib/ir/graph_view.h"
 #include "lib/util/error.h"
 
@@ -13,8 +14,6 @@ namespace {
 const std::set<std::string> kNondeterministic = {"RandomNormal",  "RandomNormalLike",
                                                  "RandomUniform", "RandomUniformLike",
                                                  "Multinomial",   "Bernoulli"};
-
-bool IsOnnxDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
 bool HasSubgraph(const onnx::NodeProto& node) {
   for (const auto& attr : node.attribute()) {
@@ -41,7 +40,7 @@ std::vector<bool> StaticValueNodes(
   for (const auto* input : view.RealInputs()) known.erase(input->name());
   for (int i : order) {
     const auto& node = graph.node(i);
-    if (!IsOnnxDomain(node.domain()) || HasSubgraph(node) ||
+    if (!ir::IsOnnxDomain(node.domain()) || HasSubgraph(node) ||
         kNondeterministic.count(node.op_type())) {
       continue;
     }

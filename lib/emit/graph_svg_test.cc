@@ -21,14 +21,6 @@ namespace {
 using testing::RunShell;
 using testing::TempDir;
 
-size_t Count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 PlacedNode Node(std::string name, std::string op, std::vector<int> inputs, int segment = 0,
                 Placement placement = Placement::kAccelerator) {
   return {std::move(name), std::move(op), placement, segment, std::move(inputs)};
@@ -55,12 +47,12 @@ std::vector<int> BoxOf(const GraphSvg& svg, int n) {
 }
 
 void ExpectWellFormedBoxes(const GraphSvg& svg) {
-  EXPECT_EQ(Count(svg.svg, "<g class=\"node\""), svg.boxes.size());
+  EXPECT_EQ(testing::CountOf(svg.svg, "<g class=\"node\""), svg.boxes.size());
   size_t members = 0;
   for (size_t b = 0; b < svg.boxes.size(); ++b) {
     const SvgBox& box = svg.boxes[b];
     EXPECT_EQ(box.id, "pt_box_" + std::to_string(b));
-    EXPECT_EQ(Count(svg.svg, "id=\"" + box.id + "\""), 1u) << box.id;
+    EXPECT_EQ(testing::CountOf(svg.svg, "id=\"" + box.id + "\""), 1u) << box.id;
     EXPECT_TRUE(std::is_sorted(box.members.begin(), box.members.end()));
     EXPECT_EQ(box.member_names.size(), box.members.size());
     members += box.members.size();
@@ -107,9 +99,9 @@ TEST(GraphSvg, SmallGraphOneBoxPerNodeClustersAndCuts) {
   ASSERT_EQ(svg.boxes.size(), 4u);
   ExpectWellFormedBoxes(svg);
   EXPECT_EQ(svg.cut_count, 1);
-  EXPECT_EQ(Count(svg.svg, "data-cut=\"1\""), 1u);
-  EXPECT_EQ(Count(svg.svg, "<g class=\"cluster\""), 2u);
-  EXPECT_EQ(Count(svg.svg, "<g class=\"edge\""), 3u);  // the repeated input is one edge
+  EXPECT_EQ(testing::CountOf(svg.svg, "data-cut=\"1\""), 1u);
+  EXPECT_EQ(testing::CountOf(svg.svg, "<g class=\"cluster\""), 2u);
+  EXPECT_EQ(testing::CountOf(svg.svg, "<g class=\"edge\""), 3u);  // the repeated input is one edge
   EXPECT_NE(svg.svg.find("segment 0 · accelerator"), std::string::npos);
   EXPECT_NE(svg.svg.find("segment 1 · host (cpu)"), std::string::npos);
   EXPECT_NE(svg.svg.find("1.6 MB"), std::string::npos);
@@ -222,7 +214,7 @@ TEST(GraphSvg, PathologicalGraphsStayCheap) {
   GraphSvg svg = RenderPlacementSvg(alternating);
   EXPECT_TRUE(svg.boxes.empty());
   EXPECT_NE(svg.omitted.find("not drawn"), std::string::npos);
-  EXPECT_EQ(Count(svg.svg, "<g class=\"node\""), 0u);
+  EXPECT_EQ(testing::CountOf(svg.svg, "<g class=\"node\""), 0u);
   EXPECT_EQ(svg.svg.rfind("<svg", 0), 0u);
 }
 
@@ -237,7 +229,7 @@ TEST(GraphSvg, RejectsInputsThatAreNotEarlier) {
 TEST(GraphSvg, EmptyGraphIsAnEmptyPicture) {
   GraphSvg svg = RenderPlacementSvg(PlacementGraph{});
   EXPECT_TRUE(svg.boxes.empty());
-  EXPECT_EQ(Count(svg.svg, "<g class=\"node\""), 0u);
+  EXPECT_EQ(testing::CountOf(svg.svg, "<g class=\"node\""), 0u);
   EXPECT_EQ(svg.svg.rfind("<svg", 0), 0u);
 }
 
@@ -293,7 +285,7 @@ TEST(GraphSvg, RendersWithoutGraphvizPluginConfiguration) {
     ::unsetenv("GVBINDIR");
   }
   EXPECT_EQ(svg.boxes.size(), 5u);
-  EXPECT_EQ(Count(svg.svg, "<g class=\"node\""), 5u);
+  EXPECT_EQ(testing::CountOf(svg.svg, "<g class=\"node\""), 5u);
   // Built-in font metrics, not pango's: Helvetica as requested, no font-dependent measurement.
   EXPECT_NE(svg.svg.find("font-family=\"Helvetica,sans-Serif\""), std::string::npos);
 }

@@ -15,6 +15,7 @@
 
 #include "lib/runtime/tensor_io.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/shape/test_models.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
 
@@ -24,12 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RunShell;
 using testing::TempDir;
-
-io::Model DemoModel() {
-  io::Model m = io::Load(testing::TestData("demo_detector.onnx"));
-  shape::ApplyInputShapes(m, shape::InputShapes{{"images", {1, 3, 64, 64}}});
-  return m;
-}
 
 std::vector<fs::path> KitDirs(const fs::path& root) {
   std::vector<fs::path> dirs;
@@ -140,7 +135,7 @@ TEST(KitTest, AllKitsOfTheDemoModelPassInOnnxRuntimeAndTheChecker) {
   TempDir dir;
   KitOptions options;
   options.select = KitOptions::Select::kAll;
-  auto kits = MakeKits(DemoModel(), options, dir / "kits");
+  auto kits = MakeKits(testing::DemoModel(), options, dir / "kits");
   // 16 nodes; block2's BatchNormalization has block1's attributes and shapes, so one kit covers
   // both.
   EXPECT_EQ(kits.size(), 15u);
@@ -180,7 +175,7 @@ TEST(KitTest, CheckFailsAWrongOutputAndNamesTheWorstElement) {
   KitOptions options;
   options.select = KitOptions::Select::kNode;
   options.name = "Custom_GELU_0";
-  auto kits = MakeKits(DemoModel(), options, dir / "kits");
+  auto kits = MakeKits(testing::DemoModel(), options, dir / "kits");
   ASSERT_EQ(kits.size(), 1u);
   fs::path kit = dir / "kits" / kits[0].dir;
   std::string name;
@@ -202,7 +197,7 @@ TEST(KitTest, CheckFailsAWrongOutputAndNamesTheWorstElement) {
 
 TEST(KitTest, DataSamplesBecomeTestDataSetsWithTheNodesRealInputs) {
   TempDir dir;
-  io::Model model = DemoModel();
+  io::Model model = testing::DemoModel();
   runtime::Session session(model);
   KitOptions options;
   options.select = KitOptions::Select::kOp;
@@ -229,8 +224,8 @@ TEST(KitTest, KitsAreByteIdenticalAcrossRuns) {
   KitOptions options;
   options.select = KitOptions::Select::kOp;
   options.name = "Relu";
-  MakeKits(DemoModel(), options, dir / "a");
-  MakeKits(DemoModel(), options, dir / "b");
+  MakeKits(testing::DemoModel(), options, dir / "a");
+  MakeKits(testing::DemoModel(), options, dir / "b");
   auto a = KitDirs(dir / "a");
   ASSERT_EQ(a.size(), 3u);
   for (const auto& e : fs::recursive_directory_iterator(dir / "a")) {
@@ -379,7 +374,7 @@ TEST(KitTest, UnknownNodeIsAUsageErrorWithASuggestion) {
   options.select = KitOptions::Select::kNode;
   options.name = "stem/conv";
   try {
-    MakeKits(DemoModel(), options, dir / "kits");
+    MakeKits(testing::DemoModel(), options, dir / "kits");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);

@@ -28,14 +28,6 @@ using testing::TempDir;
 
 constexpr const char* kChromium = "/usr/bin/chromium";
 
-size_t Count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 // A CNN-shaped graph of 6 stages x 25 blocks (Constant weight, Conv, HardSwish, a
 // squeeze-excitation fork, a residual Add: 10 nodes each), each stage's output sent to a
 // top-down neck (long skips). Stages 0-2 run in accelerator segment 0, stage 3 on the host
@@ -126,8 +118,8 @@ HtmlReport Report(GraphSvg graph) {
 // Structure every page must have, whatever the browser does.
 void ExpectSelfContainedPage(const std::string& html, const GraphSvg& graph) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_EQ(Count(html, "<g class=\"node\""), graph.boxes.size());
-  EXPECT_EQ(Count(html, "<svg class=\"pt-graph\""), 1u);
+  EXPECT_EQ(testing::CountOf(html, "<g class=\"node\""), graph.boxes.size());
+  EXPECT_EQ(testing::CountOf(html, "<svg class=\"pt-graph\""), 1u);
   for (size_t k = 0; k < graph.boxes.size(); ++k) {
     const SvgBox& box = graph.boxes[k];
     std::string id = MembersId(static_cast<int>(k));
@@ -140,7 +132,7 @@ void ExpectSelfContainedPage(const std::string& html, const GraphSvg& graph) {
     size_t end = html.find("</details>", at);
     std::string list = html.substr(at, end - at);
     EXPECT_NE(list.find("href=\"#" + box.id + "\""), std::string::npos);
-    EXPECT_EQ(Count(list, "<tr><td>"), box.members.size()) << id;
+    EXPECT_EQ(testing::CountOf(list, "<tr><td>"), box.members.size()) << id;
     for (const auto& name : box.member_names) {
       std::string cell = name.empty() ? "<span class=\"pt-note\">(no name)</span>" : HtmlText(name);
       EXPECT_NE(list.find("<td class=\"pt-mono\">" + cell + "</td>"), std::string::npos) << name;
@@ -156,8 +148,8 @@ void ExpectSelfContainedPage(const std::string& html, const GraphSvg& graph) {
                           " src=", "<iframe", "file:"}) {
     EXPECT_EQ(stripped.find(bad), std::string::npos) << bad;
   }
-  EXPECT_EQ(Count(html, "<script>"), 2u);
-  EXPECT_EQ(Count(html, "<script"), 2u);
+  EXPECT_EQ(testing::CountOf(html, "<script>"), 2u);
+  EXPECT_EQ(testing::CountOf(html, "<script"), 2u);
   EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
   for (const char* path : {"/usr/", "/tmp/", "/work/", "/home/"}) {
     EXPECT_EQ(html.find(path), std::string::npos) << path;
@@ -258,7 +250,7 @@ TEST(ReportHtml, PageWithoutGraphOrSections) {
   r.verdict = "ready";
   r.verdict_kind = "ok";
   std::string html = RenderReportHtml(r);
-  EXPECT_EQ(Count(html, "<g class=\"node\""), 0u);
+  EXPECT_EQ(testing::CountOf(html, "<g class=\"node\""), 0u);
   EXPECT_EQ(html.find("<nav"), std::string::npos);
   EXPECT_NE(html.find("pt-verdict-ok"), std::string::npos);
   r.verdict_kind = "great";

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 
 #include "lib/emit/c_names.h"
@@ -15,13 +16,6 @@ namespace {
 
 using shape::CustomOpSpec;
 using util::Join;
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
-    text.replace(pos, from.size(), to);
-  }
-  return text;
-}
 
 // ONNX Runtime owns the standard domains and com.microsoft (its contrib ops, e.g. Gelu): a custom
 // op registered there is never the one that runs, so the adapter uses a domain of its own and the
@@ -740,6 +734,8 @@ AdapterFiles OrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
     static_dims = "const std::vector<int64_t> kOutputDims[kNumOutputs] = {" +
                   Join(StaticDims(spec), ", ") + "};\n";
   }
+  vars.push_back({"ort_domain", ort_domain});
+  vars.push_back({"ort_model", ort_domain != spec.domain ? "patched.onnx" : spec.source_model});
   std::string patch;
   if (ort_domain != spec.domain) {
     patch = FillTemplate(
@@ -764,9 +760,7 @@ AdapterFiles OrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
         "(`opset_import` `{{domain}}`, any version: the op accepts 1 and up).",
         vars);
   }
-  vars.push_back({"ort_domain", ort_domain});
-  vars.push_back({"ort_model", ort_domain != spec.domain ? "patched.onnx" : spec.source_model});
-  vars.push_back({"ort_patch", FillTemplate(patch, vars)});
+  vars.push_back({"ort_patch", patch});
   vars.push_back({"ort_input_types", Join(in_types, ", ")});
   vars.push_back({"ort_input_optional", Join(optional, ", ")});
   vars.push_back({"ort_output_types", Join(out_types, ", ")});
@@ -1202,9 +1196,9 @@ endif()
 // The numpy transcription of a known kernel's formula: @f( -> _f(, C float literals lose their
 // suffix, p->name -> p.name.
 std::string PyFormula(const std::string& formula) {
-  std::string f = Replace(formula, "@", "_");
+  std::string f = util::ReplaceAll(formula, "@", "_");
   f = std::regex_replace(f, std::regex("([0-9]+\\.[0-9]*(?:[eE][-+]?[0-9]+)?)f"), "$1");
-  return Replace(f, "p->", "p.");
+  return util::ReplaceAll(f, "p->", "p.");
 }
 
 AdapterFiles RknnAdapter(const CustomOpSpec& spec, ScaffoldVars vars, const std::string& formula,
@@ -2110,7 +2104,17 @@ AdapterFiles TflmAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
 }  // namespace
 
 std::string FillTemplate(std::string text, const ScaffoldVars& vars) {
-  for (const auto& [k, v] : vars) text = Replace(text, "{{" + k + "}}", v);
+  for (const auto& [k, v] : vars) text = util::ReplaceAll(std::move(text), "{{" + k + "}}", v);
+  // Only "{{identifier}}" is a placeholder: generated C++ may hold "{{1, 2}}" initialisers.
+  for (size_t open = text.find("{{"); open != std::string::npos; open = text.find("{{", open + 2)) {
+    size_t close = text.find("}}", open + 2);
+    if (close == std::string::npos) break;
+    std::string name = text.substr(open + 2, close - open - 2);
+    bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                      std::all_of(name.begin(), name.end(),
+                                  [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+    if (identifier) ThrowInternal("template placeholder {{{{{}}}}} left unfilled", name);
+  }
   return text;
 }
 

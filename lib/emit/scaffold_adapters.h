@@ -18,7 +18,10 @@ namespace porttool::emit {
 
 using ScaffoldVars = std::vector<std::pair<std::string, std::string>>;
 
-// Fills "{{name}}" placeholders in a template.
+// Fills "{{name}}" placeholders in a template: the one filler of every generated file. A
+// placeholder left unfilled (a template naming a variable nobody set) is porttool's bug, not the
+// user's, and fails here with an InternalError naming it instead of shipping "{{name}}" in a
+// generated file.
 std::string FillTemplate(std::string text, const ScaffoldVars& vars);
 
 // "ort", "rknn", "tensorrt", "tflm", in the order they are generated.

@@ -95,17 +95,8 @@ std::string Expand(std::string formula, const std::string& prefix) {
   return formula;
 }
 
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos; pos += to.size()) {
-    text.replace(pos, from.size(), to);
-  }
-  return text;
-}
-
-// Fills "{{sym}}", "{{SYM}}", ... in a template.
-std::string Fill(std::string text, const std::vector<std::pair<std::string, std::string>>& vars) {
-  for (const auto& [k, v] : vars) text = Replace(text, "{{" + k + "}}", v);
-  return text;
+std::string Fill(const std::string& text, const ScaffoldVars& vars) {
+  return FillTemplate(text, vars);
 }
 
 int32_t TypeOf(const ir::GraphView& view, const std::string& name) {
@@ -787,9 +778,11 @@ std::string KernelSource(const CustomOpSpec& spec, const Vars& vars) {
       doc += fmt::format("\n *   {} {} rank {}{}", t.name, ir::DtypeName(t.dtype), t.rank,
                          t.optional ? " (optional)" : "");
     }
-    body = Fill(kSkeletonBody, Vars{{"io_doc", doc}});
+    Vars v = vars;
+    v.push_back({"io_doc", doc});
+    body = Fill(kSkeletonBody, v);
   }
-  return Fill(kKernelCommon, vars) + Fill(body, vars);
+  return Fill(kKernelCommon, vars) + body;
 }
 
 std::string SchemaSource(const CustomOpSpec& spec, Vars vars) {
@@ -937,6 +930,12 @@ std::string WriteKit(const io::Model& model, const ScaffoldOptions& options,
 
 }  // namespace
 
+ScaffoldVars TemplateVarsFor(const CustomOpSpec& spec) {
+  Vars vars = SpecVars(spec);
+  ParamCode(spec, vars);
+  return vars;
+}
+
 bool HasKnownKernel(const std::string& op_type) { return FindKnown(op_type) != nullptr; }
 
 CustomOpSpec DescribeNode(const io::Model& source, const std::string& node_name) {
@@ -1010,8 +1009,7 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
     }
   }
   const CustomOpSpec& spec = result.spec;
-  Vars vars = SpecVars(spec);
-  ParamCode(spec, vars);
+  Vars vars = TemplateVarsFor(spec);
   fs::create_directories(out_dir / "test");
   int num_inputs = 0;
   std::string kit_prefix = FindKnown(spec.op_type)

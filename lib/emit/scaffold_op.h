@@ -47,4 +47,8 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
 // Whether porttool writes a working kernel (not a skeleton) for this op type.
 bool HasKnownKernel(const std::string& op_type);
 
+// The template variables of an op's package ({{sym}}, {{Op}}, {{domain}}, the parameter struct's
+// fields, ...): what every generated file of ScaffoldOp, adapters included, is filled from.
+ScaffoldVars TemplateVarsFor(const shape::CustomOpSpec& spec);
+
 }  // namespace porttool::emit

@@ -17,6 +17,7 @@
 #include "lib/emit/c_names.h"
 #include "lib/runtime/custom_op_library.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/shape/test_models.h"
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
 #include "lib/util/testing.h"
@@ -30,12 +31,6 @@ using testing::TempDir;
 
 constexpr const char* kCFlags = "gcc -std=c99 -O1 -Wall -Wextra -Werror -pedantic";
 constexpr const char* kCxxFlags = "g++ -std=c++17 -O1 -Wall -Wextra -Werror -x c++";
-
-io::Model DemoModel() {
-  io::Model m = io::Load(testing::TestData("demo_detector.onnx"));
-  shape::ApplyInputShapes(m, shape::InputShapes{{"images", {1, 3, 64, 64}}});
-  return m;
-}
 
 // A one-op model whose op input spans [-6, 6) (x is random in [0, 1)), saved to a file so the
 // package names its sha256.
@@ -141,7 +136,7 @@ std::string Verdicts(const std::string& out) {
 
 TEST(ScaffoldOpTest, DemoGeluPackageDescribesTheNodeAndIsDeterministic) {
   TempDir dir;
-  io::Model model = DemoModel();
+  io::Model model = testing::DemoModel();
   ScaffoldResult a = ScaffoldOp(model, {"Custom_GELU_0", 0}, dir / "a");
   ScaffoldOp(model, {"Custom_GELU_0", 0}, dir / "b");
   const auto& spec = a.spec;
@@ -257,7 +252,7 @@ TEST(ScaffoldOpTest, KitTestCatchesAWrongKernel) {
 
 TEST(ScaffoldOpTest, SchemaRegistersThroughLibonnxAndInfersTheOutputShape) {
   TempDir dir;
-  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0}, dir / "pkg");
+  ScaffoldOp(testing::DemoModel(), {"Custom_GELU_0", 0}, dir / "pkg");
   std::string s = (dir / "pkg/schema").string();
   auto build = RunShell(fmt::format(
       "g++ -std=c++17 -Wall -Wextra -Werror -DONNX_NAMESPACE=onnx -DONNX_ML=1 {0}/gelu_schema.cc "
@@ -366,7 +361,7 @@ int main() {
 
 TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCustomOps) {
   TempDir dir;
-  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0}, dir / "gelu");
+  ScaffoldOp(testing::DemoModel(), {"Custom_GELU_0", 0}, dir / "gelu");
   EXPECT_EQ(OrtAdapterExports(dir / "gelu", "gelu"), "RegisterCustomOps\n");
   testing::WriteFile(dir / "gelu/ort_host.cc", kOrtHost);
   auto host =
@@ -410,7 +405,7 @@ TEST(ScaffoldOpTest, OrtAdapterCompilesAgainstTheStubAndExportsOnlyRegisterCusto
   shape::CustomOpSpec spec = r.spec;
   spec.shape_rule = "static";
   spec.outputs[0].shape = {2, 105};
-  AdapterFiles ort = GenerateAdapter("ort", spec, {{"sym", "thing"}, {"Op", "Thing"}}, "", false);
+  AdapterFiles ort = GenerateAdapter("ort", spec, TemplateVarsFor(spec), "", false);
   EXPECT_NE(ort.files["ort/thing_ort.cc"].find("kOutputDims[kNumOutputs] = {{2, 105}}"),
             std::string::npos);
 
@@ -617,7 +612,7 @@ extern "C" nvinfer1::IPluginRegistry* getPluginRegistry() noexcept;
 
 TEST(ScaffoldOpTest, TensorRtPluginCompilesAgainstAContractShim) {
   TempDir dir;
-  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {"tensorrt"}}, dir / "pkg");
+  ScaffoldOp(testing::DemoModel(), {"Custom_GELU_0", 0, {"tensorrt"}}, dir / "pkg");
   std::string p = (dir / "pkg").string();
   fs::create_directories(dir / "pkg/shim");
   testing::WriteFile(dir / "pkg/shim/cuda_runtime_api.h", kCudaShim);
@@ -715,7 +710,7 @@ Reference GetRoot(const uint8_t* buffer, size_t size);
 
 TEST(ScaffoldOpTest, TfliteMicroRegistrationCompilesAgainstAContractShim) {
   TempDir dir;
-  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {"tflm"}}, dir / "pkg");
+  ScaffoldOp(testing::DemoModel(), {"Custom_GELU_0", 0, {"tflm"}}, dir / "pkg");
   std::string p = (dir / "pkg").string();
   fs::create_directories(
       (dir / "pkg/shim" / "tensorflow/lite/micro/kernels/kernel_util.h").parent_path());
@@ -752,7 +747,7 @@ TEST(ScaffoldOpTest, RknnToolkitClassIsValidPython) {
 
 TEST(ScaffoldOpTest, TargetsSelectTheAdapters) {
   TempDir dir;
-  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {"ort"}}, dir / "pkg");
+  ScaffoldOp(testing::DemoModel(), {"Custom_GELU_0", 0, {"ort"}}, dir / "pkg");
   EXPECT_TRUE(fs::exists(dir / "pkg/ort/gelu_ort.cc"));
   for (const char* d : {"rknn", "tensorrt", "tflm"}) {
     EXPECT_FALSE(fs::exists(dir / "pkg" / d)) << d;
@@ -760,7 +755,7 @@ TEST(ScaffoldOpTest, TargetsSelectTheAdapters) {
   std::string cmake = testing::ReadFile(dir / "pkg/CMakeLists.txt");
   EXPECT_NE(cmake.find("ONNXRUNTIME_ROOT"), std::string::npos);
   EXPECT_EQ(cmake.find("TENSORRT_ROOT"), std::string::npos);
-  ScaffoldOp(DemoModel(), {"Custom_GELU_0", 0, {}}, dir / "none");
+  ScaffoldOp(testing::DemoModel(), {"Custom_GELU_0", 0, {}}, dir / "none");
   EXPECT_FALSE(fs::exists(dir / "none/ort"));
 
   EXPECT_EQ(ParseAdapterTargets(""), AdapterTargets());
@@ -780,13 +775,29 @@ TEST(ScaffoldOpTest, TargetsSelectTheAdapters) {
 TEST(ScaffoldOpTest, UnknownNodeIsAUsageErrorWithASuggestion) {
   TempDir dir;
   try {
-    ScaffoldOp(DemoModel(), {"Custom_GELU", 0}, dir / "pkg");
+    ScaffoldOp(testing::DemoModel(), {"Custom_GELU", 0}, dir / "pkg");
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_NE(std::string(e.what()).find("Custom_GELU_0"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "pkg"));
+}
+
+// Every generated file goes through FillTemplate: a placeholder nobody set is porttool's bug and
+// must fail loudly (exit 4 at the CLI) rather than ship "{{name}}" in a user's package; C++
+// initialisers such as "{{1, 2}}" are not placeholders.
+TEST(FillTemplate, FillsEveryPlaceholderAndRefusesOneLeftUnfilled) {
+  EXPECT_EQ(
+      FillTemplate("int {{sym}}_n = {{n}}; int d[1][2] = {{1, 2}};", {{"sym", "gelu"}, {"n", "3"}}),
+      "int gelu_n = 3; int d[1][2] = {{1, 2}};");
+  try {
+    FillTemplate("{{sym}}_{{missing}}", {{"sym", "gelu"}});
+    FAIL() << "an unfilled placeholder passed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_NE(std::string(e.what()).find("{{missing}}"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

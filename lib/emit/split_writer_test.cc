@@ -5,6 +5,7 @@
 
 #include "lib/io/external_data.h"
 #include "lib/shape/infer.h"
+#include "lib/shape/test_models.h"
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
 #include "lib/util/testing.h"
@@ -14,15 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ir::SplitResult;
-
-// Parses ONNX text and names every node "n_<first output>" (the 1.12 parser has no node names).
-io::Model Parse(const std::string& text) {
-  io::Model model = io::ParseText(text);
-  for (auto& node : *model.proto.mutable_graph()->mutable_node()) {
-    if (node.name().empty()) node.set_name("n_" + node.output(0));
-  }
-  return model;
-}
 
 // Split as the CLI calls it: with shape inference handed in.
 SplitResult SplitAt(const io::Model& m, const std::vector<std::string>& names) {
@@ -43,7 +35,7 @@ chain (float[1,4] x) => (float[1,4] y) {
 )";
 
 TEST(SplitWriter, ManifestListsSegmentsBridgesAndOutputs) {
-  io::Model m = Parse(kChain);
+  io::Model m = testing::ParseNamed(kChain);
   SplitResult r = SplitAt(m, {"n_b"});
   nlohmann::json doc = PipelineManifest(r, m, "abc", "zero-copy");
   ASSERT_EQ(doc["segments"].size(), 3u);
@@ -69,7 +61,7 @@ struct ExternalModel {
 // A chain whose two weights live in an external data file.
 std::unique_ptr<ExternalModel> MakeExternalModel() {
   auto out = std::make_unique<ExternalModel>();
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[256] x) => (float[256] y)
 <float[256] w1 = {1.0}, float[256] w2 = {2.0}>
@@ -157,7 +149,7 @@ TEST(SplitWriter, ReplacesAPreviousSplitButNothingElse) {
 }
 
 TEST(SplitWriter, DimLabelThatIsNotUtf8IsWrittenReplaced) {
-  io::Model m = Parse(kChain);
+  io::Model m = testing::ParseNamed(kChain);
   auto* dims = m.proto.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
   dims->mutable_shape()->mutable_dim(0)->set_dim_param("d\xCF");
   SplitResult r = SplitAt(m, {"n_b"});
@@ -168,7 +160,7 @@ TEST(SplitWriter, DimLabelThatIsNotUtf8IsWrittenReplaced) {
 }
 
 TEST(SplitWriter, AnnotationsBecomeTopLevelManifestFields) {
-  io::Model m = Parse(kChain);
+  io::Model m = testing::ParseNamed(kChain);
   SplitResult r = SplitAt(m, {"n_b"});
   nlohmann::json doc = PipelineManifest(r, m, "abc", "zero-copy", {{"estimate", {{"ms", 1.5}}}});
   EXPECT_EQ(doc["estimate"]["ms"], 1.5);

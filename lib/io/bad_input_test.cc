@@ -19,7 +19,7 @@ using porttool::testing::RunPorttool;
 using porttool::testing::TempDir;
 using porttool::testing::WriteFile;
 
-constexpr const char* kTiny = R"(
+constexpr const char* kTinyAdd4 = R"(
 <ir_version: 8, opset_import: ["" : 14]>
 tiny (float[4] x) => (float[4] y) {
   y = Add(x, w)
@@ -29,7 +29,7 @@ tiny (float[4] x) => (float[4] y) {
 // Writes a model whose initializer `w` (4 floats) points at `location` + `offset`.
 std::filesystem::path WriteExternalModel(const TempDir& dir, const std::string& location,
                                          uint64_t offset = 0, uint64_t length = 16) {
-  Model m = ParseText(kTiny);
+  Model m = ParseText(kTinyAdd4);
   auto* w = m.proto.mutable_graph()->add_initializer();
   w->set_name("w");
   w->set_data_type(onnx::TensorProto::FLOAT);
@@ -158,7 +158,7 @@ TEST(BadInput, CheckOfFourGigabytesOfExternalDataKeepsRssLow) {
 
 TEST(BadInput, InlineSaveOverTwoGigabytesIsRefusedNamingExternalData) {
   TempDir dir;
-  Model m = ParseText(kTiny);
+  Model m = ParseText(kTinyAdd4);
   auto* w = m.proto.mutable_graph()->add_initializer();
   w->set_name("w");
   w->set_data_type(onnx::TensorProto::UINT8);
@@ -187,7 +187,7 @@ TEST(BadInput, LoadingAFileOverTwoGigabytesIsBadInput) {
 // inference, the executor, the passes) recurses per level, so a file nesting deeper is refused at
 // load, naming the graph where the limit was crossed, before any stage walks it.
 Model NestedIfs(int levels) {
-  Model m = ParseText(kTiny);
+  Model m = ParseText(kTinyAdd4);
   onnx::GraphProto* g = m.proto.mutable_graph();
   for (int i = 1; i <= levels; ++i) {
     auto* node = g->add_node();

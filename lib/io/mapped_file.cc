@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+// sys/mman.h defines MAP_TYPE, an enumerator name in onnx/defs/parser.h; unused here, and in a
+// unity batch it would break every later file that includes the parser.
+#undef MAP_TYPE
 #include <sys/stat.h>
 #include <unistd.h>
 

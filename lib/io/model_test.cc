@@ -13,7 +13,7 @@ namespace {
 
 using porttool::testing::TempDir;
 
-constexpr const char* kTiny = R"(
+constexpr const char* kTinyAdd2 = R"(
 <ir_version: 8, opset_import: ["" : 14]>
 tiny (float[2] x) => (float[2] y) {
   y = Add(x, w)
@@ -22,7 +22,7 @@ tiny (float[2] x) => (float[2] y) {
 
 // A tiny model whose initializer `w` lives in `w.bin` next to `dir/model.onnx`.
 Model ExternalModel(const TempDir& dir, const std::vector<float>& values) {
-  Model m = ParseText(kTiny);
+  Model m = ParseText(kTinyAdd2);
   auto* w = m.proto.mutable_graph()->add_initializer();
   w->set_name("w");
   w->set_data_type(onnx::TensorProto::FLOAT);
@@ -90,7 +90,7 @@ TEST(ModelIo, SaveAndReloadKeepsExternalDataByReference) {
 
 TEST(ModelIo, SaveWithExternalDataWritesOneDataFile) {
   TempDir dir;
-  Model m = ParseText(kTiny);
+  Model m = ParseText(kTinyAdd2);
   auto* w = m.proto.mutable_graph()->add_initializer();
   w->set_name("w");
   w->set_data_type(onnx::TensorProto::FLOAT);
@@ -111,7 +111,7 @@ TEST(ModelIo, SaveWithExternalDataWritesOneDataFile) {
 
 TEST(ModelIo, SaveRefusesToOverwriteTheInputUnlessInPlace) {
   TempDir dir;
-  porttool::testing::WriteFile(dir / "m.onnx", ParseText(kTiny).proto.SerializeAsString());
+  porttool::testing::WriteFile(dir / "m.onnx", ParseText(kTinyAdd2).proto.SerializeAsString());
   Model m = Load(dir / "m.onnx");
   try {
     Save(m, dir / "m.onnx");
@@ -127,7 +127,7 @@ TEST(ModelIo, SaveRefusesToOverwriteTheInputUnlessInPlace) {
 
 TEST(ModelIo, FailedSaveLeavesNoFile) {
   TempDir dir;
-  Model m = ParseText(kTiny);
+  Model m = ParseText(kTinyAdd2);
   EXPECT_THROW(Save(m, dir / "missing_dir" / "out.onnx"), Error);
   EXPECT_FALSE(std::filesystem::exists(dir / "missing_dir" / "out.onnx"));
 }

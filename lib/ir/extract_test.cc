@@ -4,19 +4,12 @@
 #include <onnx/checker.h>
 
 #include "lib/shape/infer.h"
+#include "lib/shape/test_models.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
 
 namespace porttool::ir {
 namespace {
-
-io::Model Parse(const std::string& text) {
-  io::Model model = io::ParseText(text);
-  for (auto& node : *model.proto.mutable_graph()->mutable_node()) {
-    node.set_name("n_" + node.output(0));
-  }
-  return model;
-}
 
 const char* kModel = R"(
 <ir_version: 8, opset_import: ["" : 17]>
@@ -45,7 +38,7 @@ std::vector<std::string> NodeNames(const io::Model& m) {
 }
 
 TEST(Extract, KeepsOnlyTheNodesAndInitializersBetweenInputsAndOutputs) {
-  io::Model m = Parse(kModel);
+  io::Model m = testing::ParseNamed(kModel);
   io::Model part = Extract(m, {"a"}, {"c"});
   EXPECT_EQ(NodeNames(part), (std::vector<std::string>{"n_b", "n_c"}));
   ASSERT_EQ(part.proto.graph().initializer_size(), 1);
@@ -57,7 +50,7 @@ TEST(Extract, KeepsOnlyTheNodesAndInitializersBetweenInputsAndOutputs) {
 }
 
 TEST(Extract, OutputNotReachableFromTheInputsNamesTheMissingTensor) {
-  io::Model m = Parse(kModel);
+  io::Model m = testing::ParseNamed(kModel);
   try {
     Extract(m, {"a"}, {"y"});
     FAIL() << "expected an error";
@@ -70,7 +63,7 @@ TEST(Extract, OutputNotReachableFromTheInputsNamesTheMissingTensor) {
 }
 
 TEST(Extract, UnknownTensorNamesSuggestTheClosest) {
-  io::Model m = Parse(kModel);
+  io::Model m = testing::ParseNamed(kModel);
   try {
     Extract(m, {"aa"}, {"c"});
     FAIL() << "expected an error";
@@ -86,7 +79,7 @@ TEST(Extract, UnknownTensorNamesSuggestTheClosest) {
 // value-info map lacks it); the oracle needs a model python types fully. See the report.
 TEST(Extract, DISABLED_MatchesOnnxExtractModel) {
   testing::TempDir dir;
-  io::Model m = Parse(kModel);
+  io::Model m = testing::ParseNamed(kModel);
   io::Save(m, dir / "model.onnx");
   io::Model part = Extract(m, {"a", "z"}, {"y"});
   std::string script = R"(

@@ -8,8 +8,6 @@
 namespace porttool::ir {
 namespace {
 
-io::Model Parse(const char* text) { return io::ParseText(text); }
-
 constexpr const char* kChain = R"(
 <ir_version: 8, opset_import: ["" : 14]>
 chain (float[2] x) => (float[2] z) <float[2] w = {1.0, 2.0}> {
@@ -20,7 +18,7 @@ chain (float[2] x) => (float[2] z) <float[2] w = {1.0, 2.0}> {
 )";
 
 TEST(GraphView, ProducersConsumersInitializersInputs) {
-  auto m = Parse(kChain);
+  auto m = io::ParseText(kChain);
   GraphView v(m.proto.graph());
   EXPECT_EQ(v.Producer("a"), 0);
   EXPECT_EQ(v.Producer("x"), -1);
@@ -36,7 +34,7 @@ TEST(GraphView, ProducersConsumersInitializersInputs) {
 }
 
 TEST(GraphView, IfSubgraphCapturesCountAsConsumers) {
-  auto m = Parse(R"(
+  auto m = io::ParseText(R"(
 <ir_version: 8, opset_import: ["" : 14]>
 g (bool c, float[2] x) => (float[2] y) {
   t = Relu(x)
@@ -51,7 +49,7 @@ g (bool c, float[2] x) => (float[2] y) {
 }
 
 TEST(GraphView, TopoOrderSortsUnsortedNodesStably) {
-  auto m = Parse(kChain);
+  auto m = io::ParseText(kChain);
   auto* nodes = m.proto.mutable_graph()->mutable_node();
   nodes->SwapElements(0, 2);  // Mul first, Relu last
   GraphView v(m.proto.graph());
@@ -62,7 +60,7 @@ TEST(GraphView, TopoOrderSortsUnsortedNodesStably) {
 }
 
 TEST(GraphView, CycleIsReportedNamingANode) {
-  auto m = Parse(R"(
+  auto m = io::ParseText(R"(
 <ir_version: 8, opset_import: ["" : 14]>
 cyc (float[2] x) => (float[2] b) {
   a = Add(x, b)
@@ -85,7 +83,7 @@ cyc (float[2] x) => (float[2] b) {
 }
 
 TEST(GraphView, DuplicateDefinitionsAndNodeNames) {
-  auto m = Parse(R"(
+  auto m = io::ParseText(R"(
 <ir_version: 8, opset_import: ["" : 14]>
 dup (float[2] x) => (float[2] a) {
   a = Relu(x)

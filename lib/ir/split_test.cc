@@ -8,20 +8,12 @@
 
 #include "lib/ir/dtype.h"
 #include "lib/shape/infer.h"
+#include "lib/shape/test_models.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
 
 namespace porttool::ir {
 namespace {
-
-void NameNodes(onnx::GraphProto& graph) {
-  for (auto& node : *graph.mutable_node()) {
-    if (node.name().empty()) node.set_name("n_" + node.output(0));
-    for (auto& attr : *node.mutable_attribute()) {
-      if (attr.has_g()) NameNodes(*attr.mutable_g());
-    }
-  }
-}
 
 // Split as the CLI calls it: with shape inference handed in (lib/ir cannot include lib/shape; the
 // test, like the CLI, supplies it).
@@ -35,13 +27,6 @@ SplitResult SplitHost(const io::Model& m, const std::vector<bool>& host) {
   SplitOptions options;
   options.infer_types = shape::TypeInference();
   return SplitModel(m, host, options);
-}
-
-// Parses ONNX text and names every node "n_<first output>" (the 1.12 parser has no node names).
-io::Model Parse(const std::string& text) {
-  io::Model model = io::ParseText(text);
-  NameNodes(*model.proto.mutable_graph());
-  return model;
 }
 
 std::vector<std::string> Names(const std::vector<BoundaryTensor>& tensors) {
@@ -114,7 +99,7 @@ void ExpectChained(const io::Model& source, const SplitResult& r) {
   }
 }
 
-const char* kChain = R"(
+const char* kSplitChain = R"(
 <ir_version: 8, opset_import: ["" : 17], producer_name: "test">
 chain (float[1,4] x) => (float[1,4] y) {
   a = Relu(x)
@@ -126,7 +111,7 @@ chain (float[1,4] x) => (float[1,4] y) {
 )";
 
 TEST(Split, LinearChain) {
-  io::Model m = Parse(kChain);
+  io::Model m = testing::ParseNamed(kSplitChain);
   SplitResult r = SplitAt(m, {"n_b"});
   ExpectChained(m, r);
   EXPECT_EQ(Roles(r), (std::vector<std::string>{"accelerator", "host", "accelerator"}));
@@ -143,7 +128,7 @@ TEST(Split, LinearChain) {
 }
 
 TEST(Split, TwoCutsAndAdjacentCutsShareOneHostSegment) {
-  io::Model m = Parse(kChain);
+  io::Model m = testing::ParseNamed(kSplitChain);
   SplitResult two = SplitAt(m, {"n_b", "n_d"});
   ExpectChained(m, two);
   EXPECT_EQ(Roles(two), (std::vector<std::string>{"accelerator", "host", "accelerator", "host",
@@ -155,7 +140,7 @@ TEST(Split, TwoCutsAndAdjacentCutsShareOneHostSegment) {
 }
 
 TEST(Split, CutAtFirstOrLastNodeEmitsNoEmptySegment) {
-  io::Model m = Parse(kChain);
+  io::Model m = testing::ParseNamed(kSplitChain);
   SplitResult first = SplitAt(m, {"n_a"});
   ExpectChained(m, first);
   EXPECT_EQ(Roles(first), (std::vector<std::string>{"host", "accelerator"}));
@@ -167,7 +152,7 @@ TEST(Split, CutAtFirstOrLastNodeEmitsNoEmptySegment) {
 }
 
 TEST(Split, SkipConnectionAcrossTheCutIsBridgedToEveryConsumer) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[2,3] x) => (float[2,3] y) {
   a = Relu(x)
@@ -186,7 +171,7 @@ g (float[2,3] x) => (float[2,3] y) {
 }
 
 TEST(Split, GraphOutputProducedBeforeTheCut) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x) => (float[4] early, float[4] y) {
   early = Relu(x)
@@ -200,7 +185,7 @@ g (float[4] x) => (float[4] early, float[4] y) {
   EXPECT_EQ(Names(r.segments[0].outputs), (std::vector<std::string>{"early"}));
   ASSERT_NE(FindBridge(r, "early"), nullptr);  // also read by the host segment
   // A graph input read only by a later segment is that segment's input.
-  io::Model late = Parse(R"(
+  io::Model late = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x, float[4] z) => (float[4] y) {
   a = Relu(x)
@@ -214,7 +199,7 @@ g (float[4] x, float[4] z) => (float[4] y) {
 }
 
 TEST(Split, CutNodeWithTwoInputsAndTwoOutputs) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[1,8] x, int64[1] k) => (float[1,3] y) {
   a = Relu(x)
@@ -231,7 +216,7 @@ g (float[1,8] x, int64[1] k) => (float[1,3] y) {
 }
 
 TEST(Split, SharedInitializerIsCarriedByEverySegmentThatReadsIt) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x) => (float[4] y)
 <float[4] w = {1.0, 2.0, 3.0, 4.0}, float[4] unused = {0.0, 0.0, 0.0, 0.0}>
@@ -261,7 +246,7 @@ g (float[1,4] x, bool c) => (float[1,4] y) {
 )";
 
 TEST(Split, IfNodeAsTheCutMovesWholeWithItsCaptures) {
-  io::Model m = Parse(kWithIf);
+  io::Model m = testing::ParseNamed(kWithIf);
   SplitResult r = SplitAt(m, {"n_b"});
   ExpectChained(m, r);
   ASSERT_EQ(r.segments.size(), 3u);
@@ -274,7 +259,7 @@ TEST(Split, IfNodeAsTheCutMovesWholeWithItsCaptures) {
 }
 
 TEST(Split, NodeInsideASubgraphCannotBeCut) {
-  io::Model m = Parse(kWithIf);
+  io::Model m = testing::ParseNamed(kWithIf);
   try {
     SplitAt(m, {"n_t"});
     FAIL() << "expected an error";
@@ -297,7 +282,7 @@ std::string UsageMessage(const io::Model& m, const std::vector<std::string>& at)
 }
 
 TEST(Split, BadNamesAreUsageErrorsThatSayWhatToDo) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x) => (float[4] y) <float[4] w = {1.0, 2.0, 3.0, 4.0}> {
   a = Add(x, w)
@@ -327,7 +312,7 @@ Error SplitError(const io::Model& m, const std::vector<std::string>& at) {
 // fuzz_split crash-13205638: graph output 'y' while the only node writes 'Y'. It used to reach
 // BuildSubModel's internal check (exit 4); a malformed model is bad input naming the tensor.
 TEST(Split, GraphOutputThatNothingDefinesIsBadInputNamingIt) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x) => (float[4] y) {
   a = Relu(x)
@@ -345,7 +330,7 @@ g (float[4] x) => (float[4] y) {
 
 // Graph outputs that are a graph input or an initializer are valid: the last segment passes them.
 TEST(Split, GraphOutputsThatAreAnInputOrAnInitializerArePassedThrough) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x) => (float[4] y, float[4] x, float[4] w) <float[4] w = {1.0, 2.0, 3.0, 4.0}> {
   a = Relu(x)
@@ -359,7 +344,7 @@ g (float[4] x) => (float[4] y, float[4] x, float[4] w) <float[4] w = {1.0, 2.0, 
 }
 
 TEST(Split, TensorDefinedTwiceIsBadInput) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x) => (float[4] y) {
   a = Relu(x)
@@ -377,7 +362,7 @@ g (float[4] x) => (float[4] y) {
 // pipeline.json must name boundary tensors as the segment files do: a name that is not UTF-8
 // could only be written altered, so it is refused rather than silently mismatched.
 TEST(Split, BoundaryTensorNameThatIsNotUtf8IsBadInput) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x) => (float[4] y) {
   a = Relu(x)
@@ -396,7 +381,7 @@ g (float[4] x) => (float[4] y) {
 }
 
 TEST(Split, ConstantsAreClonedIntoTheirReadersNotBridged) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4] x) => (float[4] y) {
   k = Constant<value = float[1] {2.0}>()
@@ -413,7 +398,7 @@ g (float[4] x) => (float[4] y) {
 }
 
 TEST(Split, TypesComeFromInferenceAndPinnedInputShapes) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[N,4] x) => (float[N,4] y) {
   a = Relu(x)
@@ -434,7 +419,7 @@ g (float[N,4] x) => (float[N,4] y) {
 }
 
 TEST(Split, WithoutAnInferenceFunctionOnlyRecordedTypesAreUsed) {
-  io::Model m = Parse(R"(
+  io::Model m = testing::ParseNamed(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[2,4] x) => (float[2,4] y) {
   a = Relu(x)
@@ -454,7 +439,7 @@ g (float[2,4] x) => (float[2,4] y) {
 }
 
 TEST(Split, HostFlagsEntryPointMergesRunsInTopologicalOrder) {
-  io::Model m = Parse(kChain);
+  io::Model m = testing::ParseNamed(kSplitChain);
   SplitResult r = SplitHost(m, {false, true, true, false, true});
   ExpectChained(m, r);
   EXPECT_EQ(Roles(r), (std::vector<std::string>{"accelerator", "host", "accelerator", "host"}));

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+// sys/mman.h defines MAP_TYPE, an enumerator name in onnx/defs/parser.h; unused here, and in a
+// unity batch it would break every later file that includes the parser.
+#undef MAP_TYPE
 #include <unistd.h>
 
 #include <algorithm>

@@ -5,23 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "lib/ir/dtype.h"
+#include "lib/shape/test_models.h"
 #include "lib/util/error.h"
 
 namespace porttool::runtime {
 namespace {
 
-std::string ShapeOf(const io::Model& model, const std::string& name) {
-  for (const auto* list : {&model.proto.graph().value_info(), &model.proto.graph().output()}) {
-    for (const auto& vi : *list) {
-      if (vi.name() == name) return ir::ShapeToString(vi.type());
-    }
-  }
-  return "absent";
-}
-
 // A Reshape target computed through Cast (ONNX 1.12's data propagation stops there), behind a
 // dynamic batch dim that only the pin makes static.
-constexpr const char* kCastShapeModel = R"(<ir_version: 8, opset_import: ["" : 13]>
+constexpr const char* kCastShapeBatchModel = R"(<ir_version: 8, opset_import: ["" : 13]>
   g (float[N,3] x) => (float[?] y) {
     s = Shape(x)
     c = Cast<to = 6>(s)
@@ -32,17 +24,17 @@ constexpr const char* kCastShapeModel = R"(<ir_version: 8, opset_import: ["" : 1
   })";
 
 TEST(ShapeCompletion, PinsInfersAndCompletesByOneExecution) {
-  io::Model model = io::ParseText(kCastShapeModel);
+  io::Model model = io::ParseText(kCastShapeBatchModel);
   ShapeCompletion c = CompleteShapes(model, {{"x", {4, 3}}});
   EXPECT_TRUE(c.complete()) << c.Summary();
   EXPECT_FALSE(c.inference.unresolved.empty()) << "precondition: inference alone leaves r unknown";
   EXPECT_NE(std::find(c.by_execution.begin(), c.by_execution.end(), "r"), c.by_execution.end());
-  EXPECT_EQ(ShapeOf(model, "r"), "4x3");
-  EXPECT_EQ(ShapeOf(model, "y"), "4x3");
+  EXPECT_EQ(testing::ShapeOf(model, "r"), "4x3");
+  EXPECT_EQ(testing::ShapeOf(model, "y"), "4x3");
 }
 
 TEST(ShapeCompletion, DynamicInputsAreReportedNotExecuted) {
-  io::Model model = io::ParseText(kCastShapeModel);
+  io::Model model = io::ParseText(kCastShapeBatchModel);
   ShapeCompletion c = CompleteShapes(model, {});
   EXPECT_FALSE(c.complete());
   EXPECT_TRUE(c.by_execution.empty());

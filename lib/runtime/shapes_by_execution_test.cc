@@ -4,6 +4,7 @@
 
 #include "lib/ir/dtype.h"
 #include "lib/shape/infer.h"
+#include "lib/shape/test_models.h"
 
 namespace porttool::runtime {
 namespace {
@@ -19,30 +20,21 @@ constexpr const char* kCastShapeModel = R"(<ir_version: 8, opset_import: ["" : 1
     y = Reshape(t, d)
   })";
 
-std::string ShapeOf(const io::Model& model, const std::string& name) {
-  for (const auto* list : {&model.proto.graph().value_info(), &model.proto.graph().output()}) {
-    for (const auto& vi : *list) {
-      if (vi.name() == name) return ir::ShapeToString(vi.type());
-    }
-  }
-  return "absent";
-}
-
 TEST(CompleteShapesByExecution, FillsWhatStaticInferenceCannotSee) {
   io::Model model = io::ParseText(kCastShapeModel);
   shape::InferReport report = shape::InferShapes(model);
   ASSERT_FALSE(report.unresolved.empty()) << "precondition: inference must leave y unknown";
   auto filled = CompleteShapesByExecution(model);
   EXPECT_NE(std::find(filled.begin(), filled.end(), "y"), filled.end());
-  EXPECT_EQ(ShapeOf(model, "y"), "2x3");
-  EXPECT_EQ(ShapeOf(model, "t"), "3x2");
+  EXPECT_EQ(testing::ShapeOf(model, "y"), "2x3");
+  EXPECT_EQ(testing::ShapeOf(model, "t"), "3x2");
 }
 
 TEST(CompleteShapesByExecution, LeavesValueDependentModelsAlone) {
   io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[4] x) => (int64[?,?] y) { y = NonZero(x) })");
   EXPECT_TRUE(CompleteShapesByExecution(model).empty());
-  EXPECT_EQ(ShapeOf(model, "y"), "[?, ?]");
+  EXPECT_EQ(testing::ShapeOf(model, "y"), "[?, ?]");
 }
 
 }  // namespace

@@ -7,17 +7,12 @@
 #include "lib/io/external_data.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
+#include "lib/shape/test_models.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
 
 namespace porttool::shape {
 namespace {
-
-std::string ShapeOf(const io::Model& m, const std::string& name) {
-  ir::GraphView v(m.proto.graph());
-  const auto* vi = v.ValueInfo(name);
-  return vi ? ir::ShapeToString(vi->type()) : "(none)";
-}
 
 TEST(InferShapes, DemoModelFlowsThroughCustomGelu) {
   io::Model m = io::Load(porttool::testing::TestData("demo_detector.onnx"));
@@ -27,8 +22,9 @@ TEST(InferShapes, DemoModelFlowsThroughCustomGelu) {
   EXPECT_TRUE(r.unresolved.empty())
       << r.unresolved.front().tensor << ": " << r.unresolved.front().reason;
   EXPECT_EQ(r.tensors_static, r.tensors_total);
-  EXPECT_EQ(ShapeOf(m, "gelu.out").find('?'), std::string::npos) << ShapeOf(m, "gelu.out");
-  EXPECT_EQ(ShapeOf(m, "score"), "1x1x32x32");
+  EXPECT_EQ(testing::ShapeOf(m, "gelu.out").find('?'), std::string::npos)
+      << testing::ShapeOf(m, "gelu.out");
+  EXPECT_EQ(testing::ShapeOf(m, "score"), "1x1x32x32");
   EXPECT_GE(r.iterations, 1);
 }
 
@@ -58,7 +54,7 @@ g (float[1,4] x) => (float[1,4] z) {
     EXPECT_EQ(u.op_type, "Mystery");
     EXPECT_NE(u.reason.find("no schema"), std::string::npos) << u.reason;
   }
-  EXPECT_EQ(ShapeOf(m, "a"), "1x4");
+  EXPECT_EQ(testing::ShapeOf(m, "a"), "1x4");
 }
 
 TEST(InferShapes, DataPropagationResolvesReshapeFromShapeArithmetic) {
@@ -72,7 +68,7 @@ g (float[2,3,4] x) => (float[6,4] y) {
 }
 )");
   InferReport r = InferShapes(m);
-  EXPECT_EQ(ShapeOf(m, "flat_shape"), "6");
+  EXPECT_EQ(testing::ShapeOf(m, "flat_shape"), "6");
 }
 
 TEST(InferShapes, SmallExternalInt64TensorsFeedDataPropagationAndStayExternal) {
@@ -92,7 +88,7 @@ g (float[2,3,4] x) => (float[N,M] y) {
   io::SetExternalRef(*t, "t.bin", 0, 16);
   m.base_dir = dir.path();
   InferShapes(m);
-  EXPECT_EQ(ShapeOf(m, "y"), "6x4");
+  EXPECT_EQ(testing::ShapeOf(m, "y"), "6x4");
   EXPECT_TRUE(io::IsExternal(m.proto.graph().initializer(0)));
   EXPECT_FALSE(m.proto.graph().initializer(0).has_raw_data());
 }

@@ -11,6 +11,8 @@ namespace porttool::util {
 
 std::vector<std::string> Split(std::string_view text, char sep);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+// Every occurrence of `from` (non-empty) replaced by `to`, left to right, never rescanning `to`.
+std::string ReplaceAll(std::string text, std::string_view from, std::string_view to);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 

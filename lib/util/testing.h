@@ -83,6 +83,24 @@ inline std::filesystem::path SourceDir() { return PORTTOOL_SOURCE_DIR; }
 inline std::filesystem::path TestData(const std::string& name) {
   return SourceDir() / "testdata" / name;
 }
+// The bundled demo detector (a Custom_GELU_0 node in a small conv net), the suites' common model.
+inline std::filesystem::path DemoModelPath() { return TestData("demo_detector.onnx"); }
+
+// `path` in single quotes, for a shell command line.
+inline std::string ShellQuote(const std::filesystem::path& path) {
+  return "'" + path.string() + "'";
+}
+// The demo model as a command-line argument.
+inline std::string DemoArg() { return ShellQuote(DemoModelPath()); }
+
+// Occurrences of `needle` in `text`, overlapping ones included.
+inline size_t CountOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
 
 // ../shared/models, or empty when absent (tests then GTEST_SKIP with a message).
 inline std::filesystem::path SharedModelsDir() {

@@ -23,8 +23,6 @@ using testing::TempDir;
 
 const std::string kShape = "--input-shape images:1x3x64x64";
 
-std::string Demo() { return testing::TestData("demo_detector.onnx").string(); }
-
 // Builds the package's ABI library with the compiler directly (faster than cmake) into
 // DIR/build, from possibly edited sources.
 std::string BuildLibrary(const fs::path& pkg, const std::string& sym) {
@@ -41,8 +39,8 @@ class CustomOpCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir;
-    auto r = RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} -o {}", Demo(), kShape,
-                                     (*dir_ / "gelu").string()));
+    auto r = RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} -o {}",
+                                     testing::DemoArg(), kShape, (*dir_ / "gelu").string()));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -70,16 +68,16 @@ TEST_F(CustomOpCliTest, ClosedLoopOnTheDemoModel) {
   EXPECT_TRUE(fs::exists(Package() / "build/CMakeFiles/gelu_ort_stub_check.dir/ort/gelu_ort.cc.o"));
   EXPECT_FALSE(fs::exists(Package() / "build/librkcst_gelu.so"));
 
-  auto compare =
-      RunPorttool(fmt::format("compare {0} {0} --custom-op {1} {2} --json", Demo(), pkg, kShape));
+  auto compare = RunPorttool(
+      fmt::format("compare {0} {0} --custom-op {1} {2} --json", testing::DemoArg(), pkg, kShape));
   ASSERT_EQ(compare.exit_code, 0) << compare.out << compare.err;
   auto doc = nlohmann::json::parse(compare.out);
   EXPECT_TRUE(doc["within_tolerance"].get<bool>());
   // SSE2 erf differs from libm's erff in the last bits: not identical, but close.
   EXPECT_GT(doc["outputs"][0]["max_abs"].get<double>(), 0.0);
 
-  auto run =
-      RunPorttool(fmt::format("run {} --custom-op {} {} --random-inputs", Demo(), pkg, kShape));
+  auto run = RunPorttool(
+      fmt::format("run {} --custom-op {} {} --random-inputs", testing::DemoArg(), pkg, kShape));
   EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
@@ -88,7 +86,7 @@ TEST_F(CustomOpCliTest, TargetSelectsAdaptersAndABadOneIsAUsageError) {
   auto r =
       RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort,tflm -o {} "
                               "--json",
-                              Demo(), kShape, (dir / "pkg").string()));
+                              testing::DemoArg(), kShape, (dir / "pkg").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["targets"], (std::vector<std::string>{"ort", "tflm"}));
@@ -97,7 +95,7 @@ TEST_F(CustomOpCliTest, TargetSelectsAdaptersAndABadOneIsAUsageError) {
   EXPECT_FALSE(fs::exists(dir / "pkg/rknn"));
 
   r = RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort,trt -o {}",
-                              Demo(), kShape, (dir / "bad").string()));
+                              testing::DemoArg(), kShape, (dir / "bad").string()));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("unknown --target 'trt'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ort, rknn, tensorrt, tflm"), std::string::npos) << r.err;
@@ -114,16 +112,16 @@ TEST_F(CustomOpCliTest, AWrongKernelMakesCompareFail) {
   kernel.replace(ret, kernel.find(';', ret) - ret, "return 0.5f * x");
   testing::WriteFile(pkg / "kernel/gelu.c", "#define PT_NO_SIMD 1\n" + kernel);
   ASSERT_EQ(BuildLibrary(pkg, "gelu"), "");
-  auto compare =
-      RunPorttool(fmt::format("compare {0} {0} --custom-op {1} {2}", Demo(), pkg.string(), kShape));
+  auto compare = RunPorttool(
+      fmt::format("compare {0} {0} --custom-op {1} {2}", testing::DemoArg(), pkg.string(), kShape));
   EXPECT_EQ(compare.exit_code, 1) << compare.out << compare.err;
   EXPECT_NE(compare.out.find("OVER TOLERANCE"), std::string::npos) << compare.out;
 }
 
 TEST_F(CustomOpCliTest, BadPackagesAreExit3NamingTheCulprit) {
   fs::path unbuilt = CopyPackage("unbuilt");
-  auto r = RunPorttool(
-      fmt::format("run {} --custom-op {} {} --random-inputs", Demo(), unbuilt.string(), kShape));
+  auto r = RunPorttool(fmt::format("run {} --custom-op {} {} --random-inputs", testing::DemoArg(),
+                                   unbuilt.string(), kShape));
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("no built kernel library libporttool_gelu.so"), std::string::npos) << r.err;
 
@@ -134,8 +132,8 @@ TEST_F(CustomOpCliTest, BadPackagesAreExit3NamingTheCulprit) {
   glue.replace(at, 26, "{2u,");
   testing::WriteFile(abi / "kernel/gelu_porttool.c", glue);
   ASSERT_EQ(BuildLibrary(abi, "gelu"), "");
-  r = RunPorttool(
-      fmt::format("run {} --custom-op {} {} --random-inputs", Demo(), abi.string(), kShape));
+  r = RunPorttool(fmt::format("run {} --custom-op {} {} --random-inputs", testing::DemoArg(),
+                              abi.string(), kShape));
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("ABI version 2"), std::string::npos) << r.err;
 
@@ -144,15 +142,15 @@ TEST_F(CustomOpCliTest, BadPackagesAreExit3NamingTheCulprit) {
   std::string spec = testing::ReadFile(other / "op.json");
   spec.replace(spec.find("\"op_type\": \"Gelu\""), 17, "\"op_type\": \"FastGelu\"");
   testing::WriteFile(other / "op.json", spec);
-  r = RunPorttool(
-      fmt::format("run {} --custom-op {} {} --random-inputs", Demo(), other.string(), kShape));
+  r = RunPorttool(fmt::format("run {} --custom-op {} {} --random-inputs", testing::DemoArg(),
+                              other.string(), kShape));
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("implements com.microsoft::Gelu, op.json describes com.microsoft::FastGelu"),
             std::string::npos)
       << r.err;
 
   // A Gelu node with an attribute the package does not know.
-  io::Model m = io::Load(Demo());
+  io::Model m = io::Load(testing::DemoModelPath());
   for (auto& node : *m.proto.mutable_graph()->mutable_node()) {
     if (node.op_type() != "Gelu") continue;
     auto* a = node.add_attribute();
@@ -200,8 +198,8 @@ g (float[1,4,8,8] x) => (float[1,4,8,8] y) {
 
 TEST_F(CustomOpCliTest, KitAndKitCheckAgainstOutputsOfPorttoolRun) {
   TempDir dir;
-  auto kit = RunPorttool(
-      fmt::format("kit {} --node Custom_GELU_0 {} -o {}", Demo(), kShape, (dir / "kits").string()));
+  auto kit = RunPorttool(fmt::format("kit {} --node Custom_GELU_0 {} -o {}", testing::DemoArg(),
+                                     kShape, (dir / "kits").string()));
   ASSERT_EQ(kit.exit_code, 0) << kit.err;
   fs::path k = dir / "kits/Gelu_Custom_GELU_0";
   ASSERT_TRUE(fs::exists(k / "kit.json")) << kit.out;
@@ -215,7 +213,8 @@ TEST_F(CustomOpCliTest, KitAndKitCheckAgainstOutputsOfPorttoolRun) {
   auto none = RunPorttool(fmt::format("kit --check {} {}", k.string(), dir.path().string()));
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.out.find("0 passed, 1 failed"), std::string::npos) << none.out;
-  auto usage = RunPorttool(fmt::format("kit {} --node x --all -o {}", Demo(), dir.path().string()));
+  auto usage = RunPorttool(
+      fmt::format("kit {} --node x --all -o {}", testing::DemoArg(), dir.path().string()));
   EXPECT_EQ(usage.exit_code, 2);
 }
 

@@ -11,10 +11,8 @@ namespace {
 
 using testing::RunPorttool;
 
-std::string Demo() { return testing::TestData("demo_detector.onnx").string(); }
-
 TEST(CliDecide, JsonReportHasTheDocumentedShape) {
-  auto r = RunPorttool("decide " + Demo() +
+  auto r = RunPorttool("decide " + testing::DemoArg() +
                        " --target rknn-rk3588 --format json --input-shape images:1x3x64x64 "
                        "--fps 10 --resolution 1080p --latency-ms 0 --power-w 0 --int8-loss 1 "
                        "--fp16 false --mixed-precision false --dev-days 2 --model-update reexport");
@@ -37,8 +35,8 @@ TEST(CliDecide, MarkdownToFileAndFactsFile) {
   testing::WriteFile(dir / "project.json",
                      R"({"hardware": {"class": "cortex-m", "onnx_toolchain": false},
                          "schedule": {"dev_days": 12}})");
-  auto r = RunPorttool("decide " + Demo() + " --facts " + (dir / "project.json").string() + " -o " +
-                       (dir / "report.md").string());
+  auto r = RunPorttool("decide " + testing::DemoArg() + " --facts " +
+                       (dir / "project.json").string() + " -o " + (dir / "report.md").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
   std::string md = testing::ReadFile(dir / "report.md");
@@ -49,13 +47,13 @@ TEST(CliDecide, MarkdownToFileAndFactsFile) {
 TEST(CliDecide, BadFactsAndTargetsGiveClearErrors) {
   testing::TempDir dir;
   testing::WriteFile(dir / "bad.json", "{\"performance\": {\"fps\": \"fast\"}}");
-  auto r = RunPorttool("decide " + Demo() + " --facts " + (dir / "bad.json").string());
+  auto r = RunPorttool("decide " + testing::DemoArg() + " --facts " + (dir / "bad.json").string());
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("at /performance/fps"), std::string::npos) << r.err;
-  r = RunPorttool("decide " + Demo() + " --target rknn-rk3589");
+  r = RunPorttool("decide " + testing::DemoArg() + " --target rknn-rk3589");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("did you mean 'rknn-rk3588'"), std::string::npos) << r.err;
-  r = RunPorttool("decide " + Demo() + " --model-update sometimes");
+  r = RunPorttool("decide " + testing::DemoArg() + " --model-update sometimes");
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("--model-update"), std::string::npos) << r.err;
 }
@@ -65,21 +63,21 @@ TEST(CliDecide, BadFactsAndTargetsGiveClearErrors) {
 TEST(CliDecide, FactsOutOfRangeAreBadInput) {
   testing::TempDir dir;
   testing::WriteFile(dir / "neg.json", "{\n  \"performance\": {\"fps\": -5}\n}");
-  auto r = RunPorttool("decide " + Demo() + " --facts " + (dir / "neg.json").string());
+  auto r = RunPorttool("decide " + testing::DemoArg() + " --facts " + (dir / "neg.json").string());
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.err.find("neg.json:2: at /performance/fps"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("out of range"), std::string::npos) << r.err;
   testing::WriteFile(dir / "huge.json", "{\"precision\": {\"int8_loss_pct\": 1e400}}");
-  r = RunPorttool("decide " + Demo() + " --facts " + (dir / "huge.json").string());
+  r = RunPorttool("decide " + testing::DemoArg() + " --facts " + (dir / "huge.json").string());
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("/precision/int8_loss_pct"), std::string::npos) << r.err;
-  r = RunPorttool("decide " + Demo() + " --fps nan");
+  r = RunPorttool("decide " + testing::DemoArg() + " --fps nan");
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.err.find("--fps"), std::string::npos) << r.err;
-  r = RunPorttool("decide " + Demo() + " --dev-days -3");
+  r = RunPorttool("decide " + testing::DemoArg() + " --dev-days -3");
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.err.find("--dev-days"), std::string::npos) << r.err;
-  r = RunPorttool("decide " + Demo() + " --fps 0 --dev-days 0");
+  r = RunPorttool("decide " + testing::DemoArg() + " --fps 0 --dev-days 0");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
@@ -92,7 +90,7 @@ TEST(CliDecide, DeeplyNestedFactsFileIsBadInput) {
   for (int i = 0; i < 100000; ++i) deep += "]";
   deep += "}}";
   testing::WriteFile(dir / "deep.json", deep);
-  auto r = RunPorttool("decide " + Demo() + " --facts " + (dir / "deep.json").string());
+  auto r = RunPorttool("decide " + testing::DemoArg() + " --facts " + (dir / "deep.json").string());
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("deep.json:1:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("nested deeper than 64 levels"), std::string::npos) << r.err;

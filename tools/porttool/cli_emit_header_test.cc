@@ -18,8 +18,6 @@ namespace fs = std::filesystem;
 using testing::RunPorttool;
 using testing::TempDir;
 
-std::string Demo() { return testing::TestData("demo_detector.onnx").string(); }
-
 // The lines that depend on where and how porttool ran (and on the demo's exact bytes), blanked
 // so the golden file stays comparable.
 std::string Normalise(const std::string& header) {
@@ -39,7 +37,7 @@ TEST(CliEmitHeaderTest, GoldenHeaderForTheDemo) {
   auto r = RunPorttool(fmt::format(
       "emit-header {} -o {}/demo_detector.h --input-shape images:1x3x64x64 --arena --weights "
       "{}/demo_detector_weights.bin",
-      Demo(), dir.path().string(), dir.path().string()));
+      testing::DemoArg(), dir.path().string(), dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string got = testing::ReadFile(dir / "demo_detector.h");
   fs::path golden = testing::TestData("golden/demo_detector.h");
@@ -58,7 +56,7 @@ TEST(CliEmitHeaderTest, JsonHasTheDocumentedKeys) {
   auto r =
       RunPorttool(fmt::format("emit-header {} -o {}/d.h --input-shape images:1x3x32x48 "
                               "--align 128 --arena --json",
-                              Demo(), dir.path().string()));
+                              testing::DemoArg(), dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(doc["buffers"].size(), 2u);
@@ -92,7 +90,7 @@ TEST(CliEmitHeaderTest, JsonHasTheDocumentedKeys) {
 TEST(CliEmitHeaderTest, NoArenaKeyWithoutArena) {
   TempDir dir;
   auto r = RunPorttool(fmt::format("emit-header {} -o {}/d.h --input-shape images:1x3x8x8 --json",
-                                   Demo(), dir.path().string()));
+                                   testing::DemoArg(), dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(nlohmann::json::parse(r.out).contains("arena"));
 }
@@ -103,7 +101,7 @@ TEST(CliEmitHeaderTest, WeightBlobMatchesPythonOnnx) {
   auto r =
       RunPorttool(fmt::format("emit-header {} -o {}/d.h --input-shape images:1x3x8x8 "
                               "--weights {}/w.bin --align 256 --json",
-                              Demo(), dir.path().string(), dir.path().string()));
+                              testing::DemoArg(), dir.path().string(), dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   testing::WriteFile(dir / "layout.json", r.out);
   testing::WriteFile(dir / "check.py", R"(
@@ -124,9 +122,9 @@ for init in m.graph.initializer:
     assert blob[t["offset"]:t["offset"] + t["bytes"]] == data, init.name
 print("ok", len(m.graph.initializer))
 )");
-  auto check = testing::RunShell(fmt::format("{} {}/check.py {} {}/w.bin {}/layout.json",
-                                             testing::kSystemPython, dir.path().string(), Demo(),
-                                             dir.path().string(), dir.path().string()));
+  auto check = testing::RunShell(fmt::format(
+      "{} {}/check.py {} {}/w.bin {}/layout.json", testing::kSystemPython, dir.path().string(),
+      testing::DemoArg(), dir.path().string(), dir.path().string()));
   EXPECT_EQ(check.exit_code, 0) << check.err << check.out;
 }
 
@@ -136,20 +134,21 @@ TEST(CliEmitHeaderTest, BadAlignmentIsAUsageError) {
     auto r =
         RunPorttool(fmt::format("emit-header {} -o {}/d.h --input-shape images:1x3x8x8 "
                                 "--align {}",
-                                Demo(), dir.path().string(), align));
+                                testing::DemoArg(), dir.path().string(), align));
     EXPECT_EQ(r.exit_code, 2) << align << ": " << r.err;
     EXPECT_FALSE(fs::exists(dir / "d.h"));
   }
   auto ok =
       RunPorttool(fmt::format("emit-header {} -o {}/d.h --input-shape images:1x3x8x8 "
                               "--align 4096",
-                              Demo(), dir.path().string()));
+                              testing::DemoArg(), dir.path().string()));
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
 TEST(CliEmitHeaderTest, DynamicDimsNeedInputShape) {
   TempDir dir;
-  auto r = RunPorttool(fmt::format("emit-header {} -o {}/d.h", Demo(), dir.path().string()));
+  auto r =
+      RunPorttool(fmt::format("emit-header {} -o {}/d.h", testing::DemoArg(), dir.path().string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("images"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--input-shape images:1x3x640x640"), std::string::npos) << r.err;
@@ -189,11 +188,13 @@ onnx.save(m, sys.argv[1])
 
 TEST(CliEmitHeaderTest, OtherUsageAndInputErrors) {
   TempDir dir;
-  std::string base = fmt::format("emit-header {} --input-shape images:1x3x8x8 ", Demo());
+  std::string base =
+      fmt::format("emit-header {} --input-shape images:1x3x8x8 ", testing::DemoArg());
   EXPECT_EQ(RunPorttool(base).exit_code, 2);  // no -o
   EXPECT_EQ(RunPorttool(base + "-o " + (dir / "d.h").string() + " --weights w.txt").exit_code, 2);
   EXPECT_EQ(RunPorttool(base + "-o " + (dir / "d.h").string() + " --prefix 1x").exit_code, 2);
-  EXPECT_EQ(RunPorttool(base + "-o " + Demo()).exit_code, 2);  // would overwrite the model
+  EXPECT_EQ(RunPorttool(base + "-o " + testing::DemoArg()).exit_code,
+            2);  // would overwrite the model
   testing::WriteFile(dir / "junk.onnx", "not a model");
   auto junk = RunPorttool(
       fmt::format("emit-header {}/junk.onnx -o {}/j.h", dir.path().string(), dir.path().string()));
@@ -204,13 +205,13 @@ TEST(CliEmitHeaderTest, OtherUsageAndInputErrors) {
 
 TEST(CliEmitHeaderTest, InputModelIsUntouched) {
   TempDir dir;
-  std::string before = util::Sha256File(Demo());
+  std::string before = util::Sha256File(testing::DemoModelPath());
   auto r =
       RunPorttool(fmt::format("emit-header {} -o {}/d.h --input-shape images:1x3x8x8 --arena "
                               "--weights {}/w.c",
-                              Demo(), dir.path().string(), dir.path().string()));
+                              testing::DemoArg(), dir.path().string(), dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(util::Sha256File(Demo()), before);
+  EXPECT_EQ(util::Sha256File(testing::DemoModelPath()), before);
   EXPECT_NE(testing::ReadFile(dir / "d.h").find("sha256:    " + before), std::string::npos);
   auto compile = testing::RunShell(fmt::format(
       "cd {} && gcc -std=c99 -Wall -Wextra -Werror -pedantic -c w.c -o w.o", dir.path().string()));

@@ -60,17 +60,17 @@ float MaxAbs(const runtime::Tensor& a, const runtime::Tensor& b) {
   return m;
 }
 
-struct Demo {
+struct DemoSplit {
   TempDir dir;
   fs::path split = dir / "split";
   fs::path input = dir / "images.npy";
   fs::path reference = dir / "ref";
-  Demo() {
-    auto r = RunPorttool("split " + testing::TestData("demo_detector.onnx").string() +
+  DemoSplit() {
+    auto r = RunPorttool("split " + testing::DemoArg() +
                          " --at Custom_GELU_0 --input-shape images:1x3x64x64 -o " + split.string());
     EXPECT_EQ(r.exit_code, 0) << r.err;
     runtime::WriteNpy(input, RandomInput({1, 3, 64, 64}, 5));
-    r = RunPorttool("run " + testing::TestData("demo_detector.onnx").string() +
+    r = RunPorttool("run " + testing::DemoArg() +
                     " --input-shape images:1x3x64x64 --input images=" + input.string() +
                     " --output-dir " + reference.string());
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -85,7 +85,7 @@ struct Demo {
 };
 
 TEST(EmitRunner, DemoReferenceBackendReproducesTheUnsplitModel) {
-  Demo demo;
+  DemoSplit demo;
   fs::path pkg = demo.Emit("pkg", "");
   fs::path runner = BuildWithCMake(pkg);
   auto r = RunShell(runner.string() + " --input images=" + demo.input.string() + " --output-dir " +
@@ -99,7 +99,7 @@ TEST(EmitRunner, DemoReferenceBackendReproducesTheUnsplitModel) {
 }
 
 TEST(EmitRunner, FakeNpuBridgesAreWithinHalfAStepOfTheirProducer) {
-  Demo demo;
+  DemoSplit demo;
   std::string out;
   fs::path pkg = demo.Emit(
       "npu", "--fake-npu int8,nc1hwc2=16,stride=8 --json --input images=" + demo.input.string(),
@@ -154,7 +154,7 @@ TEST(EmitRunner, FakeNpuBridgesAreWithinHalfAStepOfTheirProducer) {
 }
 
 TEST(EmitRunner, CustomOpKernelRunsTheHostSegment) {
-  Demo demo;
+  DemoSplit demo;
   fs::path op = demo.dir / "gelu_op";
   fs::create_directories(op);
   testing::WriteFile(op / "porttool_kernel.json",
@@ -188,7 +188,7 @@ int demo_gelu(const pt_tensor* in, size_t n_in, pt_tensor* out, size_t n_out) {
 }
 
 TEST(EmitRunner, RknnBackendCompilesAgainstTheDocumentedApi) {
-  Demo demo;
+  DemoSplit demo;
   fs::path pkg = demo.Emit("rknn", "--backend rknn");
   ASSERT_TRUE(fs::exists(pkg / "pl_backend_rknn.c"));
   auto r = RunShell("cd " + pkg.string() + " && cc -std=c99 -Wall -Wextra -Werror -c -I. -I" +
@@ -202,7 +202,7 @@ TEST(EmitRunner, RknnBackendCompilesAgainstTheDocumentedApi) {
 }
 
 TEST(EmitRunner, RunnerRejectsWrongInputsNamingTheFile) {
-  Demo demo;
+  DemoSplit demo;
   fs::path runner = BuildWithCc(demo.Emit("bad", ""));
   runtime::WriteNpy(demo.dir / "small.npy", RandomInput({1, 3, 32, 32}, 1));
   auto r = RunShell(runner.string() + " --input images=" + (demo.dir / "small.npy").string());
@@ -225,7 +225,7 @@ TEST(EmitRunner, RunnerRejectsWrongInputsNamingTheFile) {
 }
 
 TEST(EmitRunner, CliExitCodes) {
-  Demo demo;
+  DemoSplit demo;
   std::string pipeline = (demo.split / "pipeline.json").string();
   auto r = RunPorttool("emit-runner " + pipeline + " -o " + (demo.dir / "a").string() +
                        " --fake-npu int8,nc1hwc2=12");

@@ -13,8 +13,6 @@ using porttool::testing::RunPorttool;
 using porttool::testing::TempDir;
 using porttool::testing::TestData;
 
-std::string Demo() { return "'" + TestData("demo_detector.onnx").string() + "'"; }
-
 nlohmann::json Json(const porttool::testing::CommandResult& r) {
   return nlohmann::json::parse(r.out);  // throws (fails the test) on anything but one document
 }
@@ -26,7 +24,7 @@ TEST(CliFoundation, Version) {
 }
 
 TEST(CliFoundation, InspectJson) {
-  auto r = RunPorttool("inspect " + Demo() + " --json");
+  auto r = RunPorttool("inspect " + testing::DemoArg() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = Json(r);
   EXPECT_EQ(doc["opsets"]["com.microsoft"], 1);
@@ -40,7 +38,7 @@ TEST(CliFoundation, InspectJson) {
 }
 
 TEST(CliFoundation, InspectText) {
-  auto r = RunPorttool("inspect " + Demo());
+  auto r = RunPorttool("inspect " + testing::DemoArg());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("com.microsoft::Gelu"), std::string::npos) << r.out;
   // Symbolic dims are listed, not joined with 'x' (names such as "batchxsequence" contain it).
@@ -48,7 +46,7 @@ TEST(CliFoundation, InspectText) {
 }
 
 TEST(CliFoundation, CheckPassesDemoWithWarnings) {
-  auto r = RunPorttool("check " + Demo() + " --json");
+  auto r = RunPorttool("check " + testing::DemoArg() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = Json(r);
   EXPECT_EQ(doc["ok"], true);
@@ -66,7 +64,7 @@ TEST(CliFoundation, CheckPassesDemoWithWarnings) {
 TEST(CliFoundation, CheckFailsWithExit1OnErrorFinding) {
   TempDir dir;
   // Nodes out of order: the checker and the not-topological lint both fail it.
-  auto r = RunPorttool("infer-shapes " + Demo() + " -o '" + (dir / "s.onnx").string() +
+  auto r = RunPorttool("infer-shapes " + testing::DemoArg() + " -o '" + (dir / "s.onnx").string() +
                        "' --input-shape images:1x3x32x32 -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string bad = R"(
@@ -79,8 +77,8 @@ onnx.save(m, sys.argv[2])
 )";
   porttool::testing::WriteFile(dir / "rev.py", bad);
   auto py = porttool::testing::RunShell(std::string(porttool::testing::kSystemPython) + " '" +
-                                        (dir / "rev.py").string() + "' " + Demo() + " '" +
-                                        (dir / "rev.onnx").string() + "'");
+                                        (dir / "rev.py").string() + "' " + testing::DemoArg() +
+                                        " '" + (dir / "rev.onnx").string() + "'");
   ASSERT_EQ(py.exit_code, 0) << py.err;
   auto c = RunPorttool("check '" + (dir / "rev.onnx").string() + "' --json");
   EXPECT_EQ(c.exit_code, 1) << c.out;
@@ -94,7 +92,8 @@ onnx.save(m, sys.argv[2])
 // Issue 16 item 1: one run, one verdict; the pinned shape answers the dynamic-input lint and the
 // target's failures are findings like any other.
 TEST(CliFoundation, CheckTargetGivesOneVerdictWithPinsApplied) {
-  auto r = RunPorttool("check " + Demo() + " --target rknn-rk3588 --input-shape images:1x3x64x64");
+  auto r = RunPorttool("check " + testing::DemoArg() +
+                       " --target rknn-rk3588 --input-shape images:1x3x64x64");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.out.find("OK ("), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("result:"), std::string::npos) << r.out;
@@ -102,7 +101,7 @@ TEST(CliFoundation, CheckTargetGivesOneVerdictWithPinsApplied) {
   EXPECT_NE(r.out.find("error[target-unsupported] node 'Custom_GELU_0'"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(": FAILED (1 errors"), std::string::npos) << r.out;
-  auto doc = Json(RunPorttool("check " + Demo() +
+  auto doc = Json(RunPorttool("check " + testing::DemoArg() +
                               " --target rknn-rk3588 --input-shape images:1x3x64x64 --json"));
   EXPECT_EQ(doc["ok"], false);
   EXPECT_EQ(doc["errors"], 1);
@@ -187,7 +186,7 @@ TEST(CliFoundation, CheckUnreadableIsExit3) {
 TEST(CliFoundation, InferShapesJsonAndOutput) {
   TempDir dir;
   auto out = (dir / "static.onnx").string();
-  auto r = RunPorttool("infer-shapes " + Demo() + " -o '" + out +
+  auto r = RunPorttool("infer-shapes " + testing::DemoArg() + " -o '" + out +
                        "' --input-shape images:1x3x64x64 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = Json(r);
@@ -251,13 +250,17 @@ TEST(CliFoundation, InferShapesFailsOnIncompatiblePinnedShape) {
 TEST(CliFoundation, InferShapesUsageErrors) {
   TempDir dir;
   auto out = " -o '" + (dir / "o.onnx").string() + "'";
-  auto bad_name = RunPorttool("infer-shapes " + Demo() + out + " --input-shape nope:1x3x8x8");
+  auto bad_name =
+      RunPorttool("infer-shapes " + testing::DemoArg() + out + " --input-shape nope:1x3x8x8");
   EXPECT_EQ(bad_name.exit_code, 2);
   EXPECT_NE(bad_name.err.find("images"), std::string::npos) << bad_name.err;
-  EXPECT_EQ(RunPorttool("infer-shapes " + Demo() + out + " --input-shape images:1x3").exit_code, 2);
-  EXPECT_EQ(RunPorttool("infer-shapes " + Demo() + out + " --input-shape images=oops").exit_code,
+  EXPECT_EQ(RunPorttool("infer-shapes " + testing::DemoArg() + out + " --input-shape images:1x3")
+                .exit_code,
             2);
-  EXPECT_EQ(RunPorttool("infer-shapes " + Demo()).exit_code, 2) << "-o is required";
+  EXPECT_EQ(RunPorttool("infer-shapes " + testing::DemoArg() + out + " --input-shape images=oops")
+                .exit_code,
+            2);
+  EXPECT_EQ(RunPorttool("infer-shapes " + testing::DemoArg()).exit_code, 2) << "-o is required";
   EXPECT_FALSE(std::filesystem::exists(dir / "o.onnx"));
 }
 

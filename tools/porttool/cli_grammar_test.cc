@@ -18,7 +18,6 @@ using porttool::testing::TestData;
 namespace fs = std::filesystem;
 
 std::string Q(const fs::path& p) { return "'" + p.string() + "'"; }
-std::string Demo() { return Q(TestData("demo_detector.onnx")); }
 
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -26,7 +25,7 @@ bool Has(const std::string& text, const std::string& part) {
 
 // A copy of the demo model whose weights live in `m.data` next to it.
 fs::path ExternalDemo(const TempDir& dir) {
-  auto r = RunPorttool("infer-shapes " + Demo() + " -q -o " + Q(dir / "m.onnx") +
+  auto r = RunPorttool("infer-shapes " + testing::DemoArg() + " -q -o " + Q(dir / "m.onnx") +
                        " --external-data m.data --external-threshold 0");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "m.data"));
@@ -88,18 +87,18 @@ TEST(CliInPlace, RefusesToOverwriteTheModelsExternalData) {
 }
 
 TEST(CliMessages, UnknownSubcommandSuggestsTheCloseOne) {
-  auto r = RunPorttool("chek " + Demo());
+  auto r = RunPorttool("chek " + testing::DemoArg());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "unknown subcommand 'chek'; did you mean 'check'?")) << r.err;
   EXPECT_TRUE(Has(r.err, "emit-header")) << r.err;  // lists the subcommands
-  r = RunPorttool("frobnicate " + Demo());
+  r = RunPorttool("frobnicate " + testing::DemoArg());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(Has(r.err, "did you mean")) << r.err;
 }
 
 TEST(CliMessages, CommaSeparatedDimsSayHowToWriteThem) {
   TempDir dir;
-  auto r = RunPorttool("infer-shapes " + Demo() + " -o " + Q(dir / "s.onnx") +
+  auto r = RunPorttool("infer-shapes " + testing::DemoArg() + " -o " + Q(dir / "s.onnx") +
                        " --input-shape images:1,3,64,64");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "separated by 'x'")) << r.err;
@@ -109,59 +108,64 @@ TEST(CliMessages, CommaSeparatedDimsSayHowToWriteThem) {
 
 TEST(CliMessages, NumericRangesInPlainNumbers) {
   TempDir dir;
-  auto r =
-      RunPorttool("infer-shapes " + Demo() + " -o " + Q(dir / "s.onnx") + " --max-iterations 0");
+  auto r = RunPorttool("infer-shapes " + testing::DemoArg() + " -o " + Q(dir / "s.onnx") +
+                       " --max-iterations 0");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "from 1 to 1000")) << r.err;
   EXPECT_FALSE(Has(r.err, "179769")) << r.err;
-  r = RunPorttool("run " + Demo() + " --threads 0");
+  r = RunPorttool("run " + testing::DemoArg() + " --threads 0");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "from 1 to 1024")) << r.err;
 }
 
 TEST(CliMessages, SuggestionsOnlyForCloseNames) {
-  auto r = RunPorttool("check " + Demo() + " --target bogus");
+  auto r = RunPorttool("check " + testing::DemoArg() + " --target bogus");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(Has(r.err, "did you mean")) << r.err;
   EXPECT_TRUE(Has(r.err, "rknn-rk3588")) << r.err;  // the list of shipped targets stays
-  r = RunPorttool("check " + Demo() + " --target rknn-rk3589");
+  r = RunPorttool("check " + testing::DemoArg() + " --target rknn-rk3589");
   EXPECT_TRUE(Has(r.err, "did you mean 'rknn-rk3588'")) << r.err;
-  r = RunPorttool("split " + Demo() + " --at zzzzzzzzzzzz");
+  r = RunPorttool("split " + testing::DemoArg() + " --at zzzzzzzzzzzz");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(Has(r.err, "closest")) << r.err;
 }
 
 TEST(CliMessages, SameMistakeSameExitCode) {
   TempDir dir;
-  auto made = RunPorttool("run " + Demo() + " --random-inputs --input-shape images:1x3x8x8 -q " +
-                          "--output-dir " + Q(dir / "o"));
+  auto made = RunPorttool("run " + testing::DemoArg() +
+                          " --random-inputs --input-shape images:1x3x8x8 -q " + "--output-dir " +
+                          Q(dir / "o"));
   ASSERT_EQ(made.exit_code, 0) << made.err;
   // Unknown input name (run), unknown tensor (extract), unknown node (split): all usage, 2.
-  auto r = RunPorttool("run " + Demo() + " --input-shape images:1x3x8x8 --random-inputs --input " +
+  auto r = RunPorttool("run " + testing::DemoArg() +
+                       " --input-shape images:1x3x8x8 --random-inputs --input " +
                        "nope=" + Q(dir / "o" / "score.npy"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(Has(r.err, "nope")) << r.err;
-  r = RunPorttool("extract " + Demo() + " --inputs nope --outputs score -o " + Q(dir / "e.onnx"));
+  r = RunPorttool("extract " + testing::DemoArg() + " --inputs nope --outputs score -o " +
+                  Q(dir / "e.onnx"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  r = RunPorttool("split " + Demo() + " --at nope -o " + Q(dir / "s"));
+  r = RunPorttool("split " + testing::DemoArg() + " --at nope -o " + Q(dir / "s"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  r = RunPorttool("infer-shapes " + Demo() + " --input-shape nope:1 -o " + Q(dir / "i.onnx"));
+  r = RunPorttool("infer-shapes " + testing::DemoArg() + " --input-shape nope:1 -o " +
+                  Q(dir / "i.onnx"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
 // The library's messages name their subject in words; the CLI appends the flag that sets it.
 TEST(CliMessages, LibraryErrorsGetTheFlagThatFixesThem) {
   TempDir dir;
-  auto r = RunPorttool("split " + Demo() + " --at stem.out -o " + Q(dir / "s"));
+  auto r = RunPorttool("split " + testing::DemoArg() + " --at stem.out -o " + Q(dir / "s"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(Has(r.err, "[--at NODE]")) << r.err;
-  r = RunPorttool("run " + Demo() + " --input-shape images:1x3x8x8");
+  r = RunPorttool("run " + testing::DemoArg() + " --input-shape images:1x3x8x8");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(Has(r.err, "[--input NAME=FILE or --random-inputs]")) << r.err;
-  r = RunPorttool("run " + Demo() + " --random-inputs");
+  r = RunPorttool("run " + testing::DemoArg() + " --random-inputs");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(Has(r.err, "[--input-shape NAME:DIMS]")) << r.err;
-  std::string emit = "emit-header " + Demo() + " --input-shape images:1x3x8x8 -o " + Q(dir / "d.h");
+  std::string emit =
+      "emit-header " + testing::DemoArg() + " --input-shape images:1x3x8x8 -o " + Q(dir / "d.h");
   r = RunPorttool(emit + " --align 3");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(Has(r.err, "[--align N]")) << r.err;
@@ -174,7 +178,7 @@ TEST(CliMessages, LibraryErrorsGetTheFlagThatFixesThem) {
 TEST(CliJsonErrors, ErrorsAreOneJsonDocumentOnStdout) {
   TempDir dir;
   // A library error (unknown input) ...
-  auto r = RunPorttool("infer-shapes " + Demo() + " --input-shape nope:1x3 -o " +
+  auto r = RunPorttool("infer-shapes " + testing::DemoArg() + " --input-shape nope:1x3 -o " +
                        Q(dir / "s.onnx") + " --json");
   EXPECT_EQ(r.exit_code, 2);
   auto doc = nlohmann::json::parse(r.out);
@@ -183,7 +187,7 @@ TEST(CliJsonErrors, ErrorsAreOneJsonDocumentOnStdout) {
   EXPECT_EQ(doc["error"]["tensor"], "nope");
   EXPECT_TRUE(Has(doc["error"]["message"], "not a graph input")) << r.out;
   // ... a command-line parse error ...
-  r = RunPorttool("run " + Demo() + " --threads 0 --json");
+  r = RunPorttool("run " + testing::DemoArg() + " --threads 0 --json");
   EXPECT_EQ(r.exit_code, 2);
   doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["error"]["kind"], "usage");
@@ -202,8 +206,9 @@ TEST(CliJsonErrors, ErrorsAreOneJsonDocumentOnStdout) {
 
 TEST(CliRun, OutputStatisticsMatchNumpy) {
   TempDir dir;
-  auto r = RunPorttool("run " + Demo() + " --random-inputs --input-shape images:1x3x16x16 " +
-                       "--output-dir " + Q(dir / "o") + " --json");
+  auto r =
+      RunPorttool("run " + testing::DemoArg() + " --random-inputs --input-shape images:1x3x16x16 " +
+                  "--output-dir " + Q(dir / "o") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto out = nlohmann::json::parse(r.out)["outputs"][0];
   auto py = porttool::testing::RunShell(
@@ -221,14 +226,15 @@ TEST(CliRun, OutputStatisticsMatchNumpy) {
   EXPECT_EQ(out["nan_count"], nan);
   EXPECT_EQ(out["dtype"], "float32");
   EXPECT_EQ(out["shape"], (nlohmann::json{1, 1, 8, 8}));
-  auto text = RunPorttool("run " + Demo() + " --random-inputs --input-shape images:1x3x16x16");
+  auto text =
+      RunPorttool("run " + testing::DemoArg() + " --random-inputs --input-shape images:1x3x16x16");
   EXPECT_TRUE(Has(text.out, "min ") && Has(text.out, "mean ") && Has(text.out, "nan 0"))
       << text.out;
 }
 
 TEST(CliRun, ProfileCoversEveryNodeAndOpType) {
   auto r =
-      RunPorttool("run " + Demo() +
+      RunPorttool("run " + testing::DemoArg() +
                   " --random-inputs --input-shape images:1x3x32x32 --repeat 2 --profile --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto profile = nlohmann::json::parse(r.out)["profile"];
@@ -242,7 +248,7 @@ TEST(CliRun, ProfileCoversEveryNodeAndOpType) {
   EXPECT_TRUE(names.count("Custom_GELU_0"));
   EXPECT_TRUE(profile["op_types"].contains("Conv"));
   EXPECT_TRUE(profile["op_types"].contains("Gelu"));
-  auto text = RunPorttool("run " + Demo() +
+  auto text = RunPorttool("run " + testing::DemoArg() +
                           " --random-inputs --input-shape images:1x3x32x32 --profile --top 3");
   EXPECT_TRUE(Has(text.out, "top 3 nodes")) << text.out;
   EXPECT_TRUE(Has(text.out, "by op type")) << text.out;
@@ -250,18 +256,19 @@ TEST(CliRun, ProfileCoversEveryNodeAndOpType) {
 
 TEST(CliRules, RulesDirAndTargetFileEverywhere) {
   auto rules = porttool::testing::SourceDir() / "rules";
-  std::string by_name =
-      RunPorttool("check " + Demo() + " --target rknn-rk3588 --input-shape images:1x3x64x64 --json")
-          .out;
-  auto by_file =
-      RunPorttool("check " + Demo() + " --target " + Q(rules / "targets" / "rknn-rk3588.json") +
-                  " --input-shape images:1x3x64x64 --json");
+  std::string by_name = RunPorttool("check " + testing::DemoArg() +
+                                    " --target rknn-rk3588 --input-shape images:1x3x64x64 --json")
+                            .out;
+  auto by_file = RunPorttool("check " + testing::DemoArg() + " --target " +
+                             Q(rules / "targets" / "rknn-rk3588.json") +
+                             " --input-shape images:1x3x64x64 --json");
   EXPECT_EQ(by_file.exit_code, 1) << by_file.err;  // the custom op is unsupported there
   EXPECT_EQ(nlohmann::json::parse(by_file.out)["target"], nlohmann::json::parse(by_name)["target"]);
   TempDir dir;
   for (const std::string& c :
-       {"check " + Demo() + " --target rknn-rk3588", "decide " + Demo() + " --target rknn-rk3588",
-        "split " + Demo() + " --auto --target rknn-rk3588 -o " + Q(dir / "s"),
+       {"check " + testing::DemoArg() + " --target rknn-rk3588",
+        "decide " + testing::DemoArg() + " --target rknn-rk3588",
+        "split " + testing::DemoArg() + " --auto --target rknn-rk3588 -o " + Q(dir / "s"),
         std::string("rules validate")}) {
     auto r = RunPorttool(c + " -q --rules-dir " + Q(dir / "nowhere"));
     EXPECT_EQ(r.exit_code, 3) << c << "\n" << r.err;  // the same for every reader
@@ -271,10 +278,10 @@ TEST(CliRules, RulesDirAndTargetFileEverywhere) {
 }
 
 TEST(CliChain, WithoutOutputSaysNothingWasWritten) {
-  auto r = RunPorttool("chain " + Demo() + " -p topo-sort");
+  auto r = RunPorttool("chain " + testing::DemoArg() + " -p topo-sort");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(Has(r.out, "nothing written")) << r.out;
-  r = RunPorttool("chain " + Demo() + " -p topo-sort --json");
+  r = RunPorttool("chain " + testing::DemoArg() + " -p topo-sort --json");
   EXPECT_EQ(nlohmann::json::parse(r.out)["written"], false);
 }
 
@@ -286,11 +293,11 @@ TEST(CliFoundation, VersionNamesOnnxAndProtobuf) {
 }
 
 TEST(CliFoundation, VerboseGivesStageTimings) {
-  auto r = RunPorttool("inspect " + Demo() + " -v");
+  auto r = RunPorttool("inspect " + testing::DemoArg() + " -v");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_TRUE(Has(r.err, "load ") && Has(r.err, " ms")) << r.err;
   EXPECT_TRUE(Has(r.err, "16 nodes")) << r.err;
-  r = RunPorttool("inspect " + Demo());
+  r = RunPorttool("inspect " + testing::DemoArg());
   EXPECT_FALSE(Has(r.err, " ms")) << r.err;
 }
 

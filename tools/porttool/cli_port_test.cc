@@ -40,8 +40,6 @@ constexpr bool kAsan = false;
 constexpr bool kAsan = false;
 #endif
 
-std::string Demo() { return testing::TestData("demo_detector.onnx").string(); }
-
 nlohmann::json ReadJson(const fs::path& path) {
   return nlohmann::json::parse(testing::ReadFile(path));
 }
@@ -162,21 +160,21 @@ TEST(CliPort, DemoOnEveryShippedTargetGivesAWorkingBundle) {
     SCOPED_TRACE(target);
     TempDir tmp;
     fs::path bundle = tmp / "demo.port";
-    auto r = RunPorttool("port " + Demo() + " --target " + target + " " + kDemoPin + " -o " +
-                         bundle.string());
+    auto r = RunPorttool("port " + testing::DemoArg() + " --target " + target + " " + kDemoPin +
+                         " -o " + bundle.string());
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("report: " + (bundle / "report.html").string()), std::string::npos)
         << r.out;
     ExpectBundle(bundle);
     ExpectHeadersCompile(bundle, tmp);
-    ExpectRunnerReproduces(bundle, Demo(), "images", {1, 3, 64, 64}, kDemoPin, tmp);
+    ExpectRunnerReproduces(bundle, testing::DemoArg(), "images", {1, 3, 64, 64}, kDemoPin, tmp);
   }
 }
 
 TEST(CliPort, DemoOnRknnRewritesResizeAndGeluAndListsWhatRunsOnTheCpu) {
   TempDir tmp;
   fs::path bundle = tmp / "b";
-  auto r = RunPorttool("port " + Demo() + " --target rknn-rk3588 " + kDemoPin + " -o " +
+  auto r = RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " -o " +
                        bundle.string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
@@ -199,7 +197,7 @@ TEST(CliPort, TargetWithoutTheOpGetsACustomOperatorPackage) {
   TempDir tmp;
   fs::path bundle = tmp / "b";
   // rknn-rv1106 has no CPU kernel for Erf: a custom operator is what is left.
-  auto r = RunPorttool("port " + Demo() + " --target rknn-rv1106 " + kDemoPin + " -o " +
+  auto r = RunPorttool("port " + testing::DemoArg() + " --target rknn-rv1106 " + kDemoPin + " -o " +
                        bundle.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("work left: 1 custom operator(s) to write (Erf)"), std::string::npos)
@@ -222,11 +220,11 @@ TEST(CliPort, CalibratedBundleIsTheSameForAnyThreadsAndOutputName) {
   for (int i = 0; i < 8; ++i) {
     runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
   }
-  std::string args = "port " + Demo() + " --target onnxruntime-cpu " + kDemoPin + " --data " +
-                     samples.string() + " --per-channel";
-  std::string model_bytes = testing::ReadFile(Demo());
+  std::string args = "port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
+                     " --data " + samples.string() + " --per-channel";
+  std::string model_bytes = testing::ReadFile(testing::DemoModelPath());
   auto a = RunPorttool(args + " --threads 1 -o " + (tmp / "a.port").string());
-  EXPECT_EQ(testing::ReadFile(Demo()), model_bytes) << "port wrote its input";
+  EXPECT_EQ(testing::ReadFile(testing::DemoModelPath()), model_bytes) << "port wrote its input";
   ASSERT_EQ(a.exit_code, 0) << a.err;
   fs::create_directories(tmp / "elsewhere");
   auto b = RunPorttool(args + " --threads 2 -o " + (tmp / "elsewhere" / "other").string());
@@ -265,8 +263,8 @@ TEST(CliPort, AccuracyTargetMissedIsExitOneAndLeavesNoBundle) {
   for (int i = 0; i < 4; ++i) {
     runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
   }
-  std::string args =
-      "port " + Demo() + " --target onnxruntime-cpu " + kDemoPin + " --data " + samples.string();
+  std::string args = "port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
+                     " --data " + samples.string();
   auto r =
       RunPorttool(args + " --accuracy-target sqnr:150 --max-raised 1 -o " + (tmp / "b").string());
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -291,7 +289,8 @@ TEST(CliPort, AccuracyTargetMissedIsExitOneAndLeavesNoBundle) {
 TEST(CliPort, DryRunPrintsThePlanAndWritesNothing) {
   TempDir tmp;
   auto r = RunShell("cd " + tmp.path().string() + " && " + testing::PorttoolBin() + " port " +
-                    Demo() + " --target rknn-rk3588 --input-shape images:1x3x320x320 --dry-run");
+                    testing::DemoArg() +
+                    " --target rknn-rk3588 --input-shape images:1x3x320x320 --dry-run");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("2 segment(s): 00_accelerator"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("planned"), std::string::npos) << r.out;
@@ -304,8 +303,8 @@ TEST(CliPort, ExistingDirectoryIsUsageErrorUnlessForced) {
   fs::path bundle = tmp / "b";
   fs::create_directories(bundle);
   testing::WriteFile(bundle / "mine.txt", "keep");
-  std::string args =
-      "port " + Demo() + " --target onnxruntime-cpu " + kDemoPin + " -o " + bundle.string();
+  std::string args = "port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
+                     " -o " + bundle.string();
   auto r = RunPorttool(args);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
@@ -319,7 +318,7 @@ TEST(CliPort, ExistingDirectoryIsUsageErrorUnlessForced) {
 
 TEST(CliPort, BadInputGetsItsExitCodeNamesTheCulpritAndLeavesNoBundle) {
   TempDir tmp;
-  std::string demo = testing::ReadFile(Demo());
+  std::string demo = testing::ReadFile(testing::DemoModelPath());
   testing::WriteFile(tmp / "broken.onnx", demo.substr(0, demo.size() / 2));
   // A profile extending the shipped one with a rewrites list naming no pass.
   fs::path rules = tmp / "rules";
@@ -338,12 +337,14 @@ TEST(CliPort, BadInputGetsItsExitCodeNamesTheCulpritAndLeavesNoBundle) {
   };
   const std::vector<Case> cases = {
       {(tmp / "broken.onnx").string() + " --target rknn-rk3588 " + kDemoPin, 3, "broken.onnx"},
-      {Demo() + " --target rknn-rk3599 " + kDemoPin, 2, "did you mean 'rknn-rk3588'"},
-      {Demo() + " --target " + (rules / "bad-rewrites.json").string() + " " + kDemoPin, 3,
-       "bad-rewrites.json:2: at /rewrites: unknown pass 'resize-to-nowhere'"},
-      {Demo() + " --target rknn-rk3588", 2, "images[0]=N"},
-      {Demo() + " --target rknn-rk3588 " + kDemoPin + " --data " + samples.string(), 3, "pixels"},
-      {Demo() + " --target rknn-rk3588 --input-shape pictures:1x3x64x64", 2, "pictures"},
+      {testing::DemoArg() + " --target rknn-rk3599 " + kDemoPin, 2, "did you mean 'rknn-rk3588'"},
+      {testing::DemoArg() + " --target " + (rules / "bad-rewrites.json").string() + " " + kDemoPin,
+       3, "bad-rewrites.json:2: at /rewrites: unknown pass 'resize-to-nowhere'"},
+      {testing::DemoArg() + " --target rknn-rk3588", 2, "images[0]=N"},
+      {testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " --data " + samples.string(), 3,
+       "pixels"},
+      {testing::DemoArg() + " --target rknn-rk3588 --input-shape pictures:1x3x64x64", 2,
+       "pictures"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);
@@ -353,8 +354,9 @@ TEST(CliPort, BadInputGetsItsExitCodeNamesTheCulpritAndLeavesNoBundle) {
     ExpectOnly(tmp.path(), {"broken.onnx", "rules", "samples"});
   }
   // With --keep-failed the partial bundle stays, and its path is printed.
-  auto r = RunPorttool("port " + Demo() + " --target rknn-rk3588 " + kDemoPin + " --data " +
-                       samples.string() + " --keep-failed -o " + (tmp / "out.port").string());
+  auto r =
+      RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " --data " +
+                  samples.string() + " --keep-failed -o " + (tmp / "out.port").string());
   EXPECT_EQ(r.exit_code, 3) << r.err;
   auto at = r.err.find("the partial bundle is kept in ");
   ASSERT_NE(at, std::string::npos) << r.err;
@@ -368,8 +370,8 @@ TEST(CliPort, TargetDefaultInputShapePinsWhenNoneIsGiven) {
   fs::copy(testing::SourceDir() / "rules" / "targets" / "rknn-rk3588.json", tmp.path());
   testing::WriteFile(tmp / "rk-cam.json", R"({"schema": "porttool.target/1", "name": "rk-cam",
   "extends": "rknn-rk3588", "default_input_shape": "*:1x3x96x96"})");
-  auto r = RunPorttool("port " + Demo() + " --target " + (tmp / "rk-cam.json").string() + " -o " +
-                       (tmp / "b").string());
+  auto r = RunPorttool("port " + testing::DemoArg() + " --target " +
+                       (tmp / "rk-cam.json").string() + " -o " + (tmp / "b").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("pinned images:1x3x96x96 (from the target profile's default_input_shape)"),
             std::string::npos)
@@ -463,7 +465,7 @@ TEST(CliPort, RealModelsOnRknnAndOnnxRuntime) {
 // The page in a real browser: no console errors, one SVG element per (collapsed) node.
 TEST(CliPort, ReportPageRendersInChromiumWithOneElementPerBox) {
   fs::path script = testing::SourceDir() / "scripts" / "render_html.sh";
-  std::vector<std::pair<std::string, std::string>> models = {{Demo(), kDemoPin}};
+  std::vector<std::pair<std::string, std::string>> models = {{testing::DemoArg(), kDemoPin}};
   fs::path shared = testing::SharedModelsDir();
   if (!shared.empty()) {
     models.push_back(

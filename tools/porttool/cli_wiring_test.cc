@@ -13,11 +13,10 @@ using testing::RunPorttool;
 using testing::TempDir;
 using testing::TestData;
 
-std::string Demo() { return TestData("demo_detector.onnx").string(); }
-
 TEST(CliWiring, SplitVerifyRunsTheChainedSegmentsAndFindsThemIdentical) {
   TempDir dir;
-  auto r = RunPorttool("split " + Demo() + " --at Custom_GELU_0 --input-shape images:1x3x32x32 " +
+  auto r = RunPorttool("split " + testing::DemoArg() +
+                       " --at Custom_GELU_0 --input-shape images:1x3x32x32 " +
                        "--verify --json -o " + (dir / "out").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
@@ -27,8 +26,8 @@ TEST(CliWiring, SplitVerifyRunsTheChainedSegmentsAndFindsThemIdentical) {
 
 TEST(CliWiring, SplitVerifyNeedsStaticInputs) {
   TempDir dir;
-  auto r =
-      RunPorttool("split " + Demo() + " --at Custom_GELU_0 --verify -o " + (dir / "out").string());
+  auto r = RunPorttool("split " + testing::DemoArg() + " --at Custom_GELU_0 --verify -o " +
+                       (dir / "out").string());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.exit_code, 1) << "a usage problem must not look like a verification failure";
 }
@@ -36,7 +35,7 @@ TEST(CliWiring, SplitVerifyNeedsStaticInputs) {
 TEST(CliWiring, SplitAutoPutsWhatTheTargetCannotRunOnTheHost) {
   TempDir dir;
   auto r =
-      RunPorttool("split " + Demo() + " --auto --target rknn-rk3588 " +
+      RunPorttool("split " + testing::DemoArg() + " --auto --target rknn-rk3588 " +
                   "--input-shape images:1x3x32x32 --verify --json -o " + (dir / "out").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
@@ -50,15 +49,16 @@ TEST(CliWiring, SplitAutoPutsWhatTheTargetCannotRunOnTheHost) {
 }
 
 TEST(CliWiring, SplitAutoAndAtAreExclusiveAndAutoNeedsTarget) {
-  EXPECT_EQ(RunPorttool("split " + Demo() + " --auto").exit_code, 2);
+  EXPECT_EQ(RunPorttool("split " + testing::DemoArg() + " --auto").exit_code, 2);
   EXPECT_EQ(
-      RunPorttool("split " + Demo() + " --at Custom_GELU_0 --auto --target rknn-rk3588").exit_code,
+      RunPorttool("split " + testing::DemoArg() + " --at Custom_GELU_0 --auto --target rknn-rk3588")
+          .exit_code,
       2);
-  EXPECT_EQ(RunPorttool("split " + Demo()).exit_code, 2);
+  EXPECT_EQ(RunPorttool("split " + testing::DemoArg()).exit_code, 2);
 }
 
 TEST(CliWiring, CheckTargetFailsOnUnsupportedNodeWithoutFallback) {
-  auto r = RunPorttool("check " + Demo() + " --target rknn-rk3588 " +
+  auto r = RunPorttool("check " + testing::DemoArg() + " --target rknn-rk3588 " +
                        "--input-shape images:1x3x32x32 --json");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   auto doc = nlohmann::json::parse(r.out);
@@ -67,13 +67,13 @@ TEST(CliWiring, CheckTargetFailsOnUnsupportedNodeWithoutFallback) {
 }
 
 TEST(CliWiring, CheckTargetPassesWhereEveryOpRuns) {
-  auto r = RunPorttool("check " + Demo() + " --target onnxruntime-cpu " +
+  auto r = RunPorttool("check " + testing::DemoArg() + " --target onnxruntime-cpu " +
                        "--input-shape images:1x3x32x32");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 TEST(CliWiring, CheckUnknownTargetIsUsageError) {
-  auto r = RunPorttool("check " + Demo() + " --target rknn-rk3858");
+  auto r = RunPorttool("check " + testing::DemoArg() + " --target rknn-rk3858");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("rknn-rk3588"), std::string::npos) << r.err;
 }

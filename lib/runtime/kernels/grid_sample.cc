@@ -26,15 +26,15 @@ using namespace kernels;  // NOLINT
 enum class Mode { kBilinear, kNearest, kBicubic };
 enum class Padding { kZeros, kBorder, kReflection };
 
-struct Config {
+struct GridSampleConfig {
   Mode mode = Mode::kBilinear;
   Padding padding = Padding::kZeros;
   bool align_corners = false;
 };
 
-Config ParseConfig(const KernelContext& ctx) {
+GridSampleConfig ParseGridSampleConfig(const KernelContext& ctx) {
   ctx.AllowAttributes({"align_corners", "mode", "padding_mode"});
-  Config c;
+  GridSampleConfig c;
   const int64_t align = ctx.GetInt("align_corners", 0);
   if (align != 0 && align != 1) {
     ctx.Fail(fmt::format("attribute 'align_corners' value {} is not 0 or 1", align));
@@ -126,7 +126,7 @@ int64_t FloorIndex(G x) {
 }
 
 template <typename T, typename G>
-void Sample(const Config& c, const Tensor& x, const Tensor& grid, Tensor& y) {
+void Sample(const GridSampleConfig& c, const Tensor& x, const Tensor& grid, Tensor& y) {
   const int64_t batches = x.dim(0), channels = x.dim(1), h = x.dim(2), w = x.dim(3);
   const int64_t ho = grid.dim(1), wo = grid.dim(2), plane = h * w, pixels = ho * wo;
   const Axis<G> ax(w, c.align_corners, c.padding), ay(h, c.align_corners, c.padding);
@@ -180,12 +180,12 @@ void Sample(const Config& c, const Tensor& x, const Tensor& grid, Tensor& y) {
 }
 
 std::shared_ptr<const void> GridSamplePrepare(const KernelContext& ctx) {
-  return std::make_shared<const Config>(ParseConfig(ctx));
+  return std::make_shared<const GridSampleConfig>(ParseGridSampleConfig(ctx));
 }
 
 void GridSampleKernel(KernelContext& ctx) {
-  const Config* prepared = ctx.prepared<Config>();
-  const Config c = prepared ? *prepared : ParseConfig(ctx);
+  const GridSampleConfig* prepared = ctx.prepared<GridSampleConfig>();
+  const GridSampleConfig c = prepared ? *prepared : ParseGridSampleConfig(ctx);
   const Tensor& x = ctx.input(0);
   const Tensor& grid = ctx.input(1);
   if (x.rank() != 4) {

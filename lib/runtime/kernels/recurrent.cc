@@ -89,7 +89,7 @@ constexpr ActivationSpec kActivations[] = {
     {"softplus", Activation::kSoftplus, 0, 0, 0},
 };
 
-struct Config {
+struct RecurrentConfig {
   Cell cell;
   int gates = 1;         // G: rows of W per hidden unit
   int per_dir = 1;       // activations per direction
@@ -104,7 +104,7 @@ struct Config {
 };
 
 // Activations with their alpha/beta consumed in order, as ONNX Runtime does.
-std::vector<Activation> ParseActivations(const KernelContext& ctx, const Config& c,
+std::vector<Activation> ParseActivations(const KernelContext& ctx, const RecurrentConfig& c,
                                          std::vector<std::string> names) {
   if (names.empty()) {
     static const std::vector<std::string> kDefaults[] = {
@@ -141,14 +141,14 @@ std::vector<Activation> ParseActivations(const KernelContext& ctx, const Config&
   return acts;
 }
 
-Config ParseConfig(const KernelContext& ctx, Cell cell) {
+RecurrentConfig ParseRecurrentConfig(const KernelContext& ctx, Cell cell) {
   std::vector<std::string> known = {"activation_alpha", "activation_beta", "activations", "clip",
                                     "direction",        "hidden_size",     "layout"};
   if (cell == Cell::kLstm) known.push_back("input_forget");
   if (cell == Cell::kGru) known.push_back("linear_before_reset");
   if (ctx.opset() < 7) known.push_back("output_sequence");  // opset 1 only; outputs decide
   ctx.AllowAttributes(known);
-  Config c;
+  RecurrentConfig c;
   c.cell = cell;
   c.gates = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4;
   c.per_dir = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 2 : 3;
@@ -182,7 +182,7 @@ void CheckShape(const KernelContext& ctx, const Tensor& t, const char* what,
 template <typename T>
 class RecurrentRun {
  public:
-  RecurrentRun(KernelContext& ctx, const Config& c) : ctx_(ctx), c_(c) {
+  RecurrentRun(KernelContext& ctx, const RecurrentConfig& c) : ctx_(ctx), c_(c) {
     const Tensor& x = ctx.input(0);
     if (x.rank() != 3) ctx.Fail(fmt::format("X {} must be 3-D", x.DebugString()));
     steps_ = x.dim(c.layout == 0 ? 0 : 1);
@@ -360,7 +360,7 @@ class RecurrentRun {
   }
 
   KernelContext& ctx_;
-  const Config& c_;
+  const RecurrentConfig& c_;
   int64_t steps_ = 0, batch_ = 0, in_ = 0;
   std::vector<int64_t> lens_;
   Tensor y_, yh_, yc_;
@@ -370,14 +370,14 @@ class RecurrentRun {
 // prepare step) parses them itself.
 PrepareFn RecurrentPrepare(Cell cell) {
   return [cell](const KernelContext& ctx) -> std::shared_ptr<const void> {
-    return std::make_shared<const Config>(ParseConfig(ctx, cell));
+    return std::make_shared<const RecurrentConfig>(ParseRecurrentConfig(ctx, cell));
   };
 }
 
 KernelFn RecurrentKernel(Cell cell) {
   return [cell](KernelContext& ctx) {
-    const Config* prepared = ctx.prepared<Config>();
-    Config c = prepared ? *prepared : ParseConfig(ctx, cell);
+    const RecurrentConfig* prepared = ctx.prepared<RecurrentConfig>();
+    RecurrentConfig c = prepared ? *prepared : ParseRecurrentConfig(ctx, cell);
     c.hidden = ctx.GetInt("hidden_size", 0);
     if (c.hidden <= 0) {
       // hidden_size is optional in the spec: R's last dim gives it.

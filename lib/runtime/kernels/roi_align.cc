@@ -24,7 +24,7 @@ namespace {
 
 using namespace kernels;  // NOLINT
 
-struct Config {
+struct RoiAlignConfig {
   bool max_mode = false;
   bool half_pixel = true;
   int64_t out_h = 1, out_w = 1;
@@ -32,8 +32,8 @@ struct Config {
   double spatial_scale = 1;
 };
 
-Config ParseConfig(const KernelContext& ctx) {
-  Config c;
+RoiAlignConfig ParseRoiAlignConfig(const KernelContext& ctx) {
+  RoiAlignConfig c;
   if (ctx.opset() >= 16) {
     ctx.AllowAttributes({"coordinate_transformation_mode", "mode", "output_height", "output_width",
                          "sampling_ratio", "spatial_scale"});
@@ -132,7 +132,7 @@ std::vector<AxisSample> AxisSamples(double start, double bin_size, int64_t bins,
 }
 
 template <typename T>
-void Pool(const KernelContext& ctx, const Config& c, const Tensor& x, const Tensor& rois,
+void Pool(const KernelContext& ctx, const RoiAlignConfig& c, const Tensor& x, const Tensor& rois,
           const std::vector<int64_t>& batch_index, Tensor& y) {
   const int64_t channels = x.dim(1), h = x.dim(2), w = x.dim(3), bins = c.out_h * c.out_w;
   const T* px = x.data<T>();
@@ -206,12 +206,12 @@ void Pool(const KernelContext& ctx, const Config& c, const Tensor& x, const Tens
 }
 
 std::shared_ptr<const void> RoiAlignPrepare(const KernelContext& ctx) {
-  return std::make_shared<const Config>(ParseConfig(ctx));
+  return std::make_shared<const RoiAlignConfig>(ParseRoiAlignConfig(ctx));
 }
 
 void RoiAlignKernel(KernelContext& ctx) {
-  const Config* prepared = ctx.prepared<Config>();
-  const Config c = prepared ? *prepared : ParseConfig(ctx);
+  const RoiAlignConfig* prepared = ctx.prepared<RoiAlignConfig>();
+  const RoiAlignConfig c = prepared ? *prepared : ParseRoiAlignConfig(ctx);
   const Tensor& x = ctx.input(0);
   const Tensor& rois = ctx.input(1);
   const Tensor& indices = ctx.input(2);
@@ -242,7 +242,7 @@ void RoiAlignKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterRoiAlignKernels(KernelRegistry& r) {
-  // Opset 10's kernel is 16's with output_half_pixel fixed; ParseConfig tells them apart.
+  // Opset 10's kernel is 16's with output_half_pixel fixed; ParseRoiAlignConfig tells them apart.
   r.Register("", "RoiAlign", 10, kLatest, RoiAlignKernel, RoiAlignPrepare);
 }
 

@@ -33,11 +33,11 @@ enum class Weighting { kTf, kIdf, kTfIdf };
 // The pool as a trie over token ids: one walk from a start position finds the pool n-grams of
 // every length starting there, instead of one lookup per length.
 struct TrieNode {
-  std::unordered_map<int64_t, size_t> children;  // token id -> index in Config::trie
+  std::unordered_map<int64_t, size_t> children;  // token id -> index in TfIdfConfig::trie
   int64_t column = -1;                           // output column of the n-gram ending here
 };
 
-struct Config {
+struct TfIdfConfig {
   Weighting weighting = Weighting::kTf;
   int64_t min_gram = 1, max_gram = 1, max_skip = 0;
   int64_t columns = 0;
@@ -62,7 +62,7 @@ Weighting ParseWeighting(const KernelContext& ctx) {
   ctx.Fail(fmt::format("attribute 'mode' value '{}' is not TF, IDF or TFIDF", mode));
 }
 
-void ParseGramLengths(const KernelContext& ctx, Config& c) {
+void ParseGramLengths(const KernelContext& ctx, TfIdfConfig& c) {
   c.min_gram = RequiredInt(ctx, "min_gram_length");
   c.max_gram = RequiredInt(ctx, "max_gram_length");
   c.max_skip = RequiredInt(ctx, "max_skip_count");
@@ -79,7 +79,7 @@ void ParseGramLengths(const KernelContext& ctx, Config& c) {
 }
 
 // The output columns: each n-gram's ngram_indexes entry, C' = the largest + 1.
-std::vector<int64_t> ParseColumns(const KernelContext& ctx, Config& c) {
+std::vector<int64_t> ParseColumns(const KernelContext& ctx, TfIdfConfig& c) {
   if (!ctx.HasAttribute("ngram_indexes")) ctx.Fail("required attribute 'ngram_indexes' is missing");
   const std::vector<int64_t> indexes = ctx.GetInts("ngram_indexes");
   if (indexes.empty()) ctx.Fail("attribute 'ngram_indexes' is empty: the output has no columns");
@@ -92,7 +92,7 @@ std::vector<int64_t> ParseColumns(const KernelContext& ctx, Config& c) {
   return indexes;
 }
 
-void InsertGram(const KernelContext& ctx, Config& c, const int64_t* tokens, int64_t n,
+void InsertGram(const KernelContext& ctx, TfIdfConfig& c, const int64_t* tokens, int64_t n,
                 int64_t column) {
   size_t node = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -113,7 +113,7 @@ void InsertGram(const KernelContext& ctx, Config& c, const int64_t* tokens, int6
 // ngram_counts[k] is where the (k+1)-grams start in pool_int64s; they run to the next entry (or the
 // pool's end). N-grams are numbered in pool order across all lengths, and the i-th one is counted
 // in column ngram_indexes[i].
-void BuildPool(const KernelContext& ctx, Config& c, const std::vector<int64_t>& indexes) {
+void BuildPool(const KernelContext& ctx, TfIdfConfig& c, const std::vector<int64_t>& indexes) {
   if (ctx.HasAttribute("pool_strings")) {
     ctx.Fail(fmt::format(
         "attribute 'pool_strings' ({} strings) is not supported: string tensors are not supported "
@@ -155,7 +155,7 @@ void BuildPool(const KernelContext& ctx, Config& c, const std::vector<int64_t>& 
   }
 }
 
-void ParseWeights(const KernelContext& ctx, Config& c) {
+void ParseWeights(const KernelContext& ctx, TfIdfConfig& c) {
   c.weights = ctx.GetFloats("weights");
   if (!c.weights.empty() && static_cast<int64_t>(c.weights.size()) < c.columns) {
     ctx.Fail(fmt::format(
@@ -165,10 +165,10 @@ void ParseWeights(const KernelContext& ctx, Config& c) {
   }
 }
 
-Config ParseConfig(const KernelContext& ctx) {
+TfIdfConfig ParseTfIdfConfig(const KernelContext& ctx) {
   ctx.AllowAttributes({"max_gram_length", "max_skip_count", "min_gram_length", "mode",
                        "ngram_counts", "ngram_indexes", "pool_int64s", "pool_strings", "weights"});
-  Config c;
+  TfIdfConfig c;
   c.weighting = ParseWeighting(ctx);
   ParseGramLengths(ctx, c);
   const std::vector<int64_t> indexes = ParseColumns(ctx, c);
@@ -181,7 +181,7 @@ Config ParseConfig(const KernelContext& ctx) {
 // least `shortest` tokens met on the way. A token with no branch ends the walk: no longer pool
 // n-gram has that prefix.
 template <typename T>
-void CountFrom(const Config& c, const T* row, int64_t length, int64_t start, int64_t distance,
+void CountFrom(const TfIdfConfig& c, const T* row, int64_t length, int64_t start, int64_t distance,
                int64_t shortest, int64_t* counts) {
   size_t node = 0;
   int64_t n = 1;
@@ -196,7 +196,7 @@ void CountFrom(const Config& c, const T* row, int64_t length, int64_t start, int
 
 // Counts the pool n-grams of one row into counts[0, columns).
 template <typename T>
-void CountRow(const Config& c, const T* row, int64_t length, int64_t* counts) {
+void CountRow(const TfIdfConfig& c, const T* row, int64_t length, int64_t* counts) {
   if (length == 0) return;
   // A distance of `length` or more fits no second token, so a huge max_skip_count costs nothing.
   const int64_t max_distance = std::min(c.max_skip, length - 1) + 1;
@@ -212,7 +212,7 @@ void CountRow(const Config& c, const T* row, int64_t length, int64_t* counts) {
   }
 }
 
-float Weighted(const Config& c, int64_t column, int64_t count) {
+float Weighted(const TfIdfConfig& c, int64_t column, int64_t count) {
   const float weight = c.weights.empty() ? 1.f : c.weights[column];
   switch (c.weighting) {
     case Weighting::kTf:
@@ -226,7 +226,7 @@ float Weighted(const Config& c, int64_t column, int64_t count) {
 }
 
 template <typename T>
-void Vectorize(const Config& c, const Tensor& x, int64_t rows, Tensor& y) {
+void Vectorize(const TfIdfConfig& c, const Tensor& x, int64_t rows, Tensor& y) {
   const int64_t length = rows == 0 ? 0 : x.size() / rows;
   const T* px = x.data<T>();
   float* py = y.mutable_data<float>();
@@ -242,13 +242,13 @@ void Vectorize(const Config& c, const Tensor& x, int64_t rows, Tensor& y) {
 }
 
 std::shared_ptr<const void> TfIdfVectorizerPrepare(const KernelContext& ctx) {
-  return std::make_shared<const Config>(ParseConfig(ctx));
+  return std::make_shared<const TfIdfConfig>(ParseTfIdfConfig(ctx));
 }
 
 void TfIdfVectorizerKernel(KernelContext& ctx) {
-  std::optional<Config> parsed;  // only outside a Session, which runs the prepare step
-  const Config* prepared = ctx.prepared<Config>();
-  const Config& c = prepared ? *prepared : parsed.emplace(ParseConfig(ctx));
+  std::optional<TfIdfConfig> parsed;  // only outside a Session, which runs the prepare step
+  const TfIdfConfig* prepared = ctx.prepared<TfIdfConfig>();
+  const TfIdfConfig& c = prepared ? *prepared : parsed.emplace(ParseTfIdfConfig(ctx));
   const Tensor& x = ctx.input(0);
   if (x.rank() != 1 && x.rank() != 2) {
     ctx.Fail(fmt::format("X {} must be [C] or [N, C] token ids", x.DebugString()));

@@ -1,0 +1,48 @@
+// Model fixtures shared by the test suites (header-only, tests only): the bundled demo detector
+// pinned to a small input, and a tensor's recorded shape as text. One place, so a test never
+// carries its own slightly different copy.
+#pragma once
+
+#include <string>
+
+#include "lib/io/model.h"
+#include "lib/ir/dtype.h"
+#include "lib/ir/graph_view.h"
+#include "lib/shape/input_shapes.h"
+#include "lib/util/testing.h"
+
+namespace porttool::testing {
+
+// testdata/demo_detector.onnx with `images` pinned to 1x3xSIDExSIDE (small, so tests stay fast).
+inline io::Model DemoModel(int64_t side = 64) {
+  io::Model m = io::Load(DemoModelPath());
+  shape::ApplyInputShapes(m, shape::InputShapes{{"images", {1, 3, side, side}}});
+  return m;
+}
+
+// Names every unnamed node "n_<first output>", subgraphs included (the 1.12 text parser gives
+// nodes no names, and split and extract address nodes by name).
+inline void NameNodes(onnx::GraphProto& graph) {
+  for (auto& node : *graph.mutable_node()) {
+    if (node.name().empty() && node.output_size() > 0) node.set_name("n_" + node.output(0));
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) NameNodes(*attr.mutable_g());
+    }
+  }
+}
+
+// ONNX text parsed, with every node named as NameNodes does.
+inline io::Model ParseNamed(const std::string& text) {
+  io::Model model = io::ParseText(text);
+  NameNodes(*model.proto.mutable_graph());
+  return model;
+}
+
+// The shape recorded for `name` (graph input, value_info or output) as "1x3x?", or "absent".
+inline std::string ShapeOf(const io::Model& model, const std::string& name) {
+  ir::GraphView view(model.proto.graph());
+  const auto* vi = view.ValueInfo(name);
+  return vi ? ir::ShapeToString(vi->type()) : "absent";
+}
+
+}  // namespace porttool::testing
