@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include "lib/shape/input_shapes.h"
 #include "lib/util/testing.h"
 
 namespace porttool::decide {
@@ -57,15 +58,15 @@ TEST(DecisionReport, DemoOnRk3588NamesTheCustomOpAndItsRemedy) {
   EXPECT_EQ(r.facts.Get("performance.fps")->origin, "--fps");
 }
 
-void CheckGolden(const std::string& target, const std::string& stem) {
-  auto models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models not present";
+// The report for `model` on `target` must equal testdata/golden/<stem>.{json,md}.
+void CheckGolden(const std::filesystem::path& model, const shape::InputShapes& shapes,
+                 const std::string& target, const std::string& stem) {
   DecideOptions options;
   options.rules_dir = testing::SourceDir() / "rules";
   options.target = target;
-  options.input_shapes = {{"x", {1, 3, 640, 640}}};
+  options.input_shapes = shapes;
   options.flag_facts = ProjectFacts();
-  DecisionReport r = Decide(io::Load(models / "ch_PP-OCRv4_det_infer.onnx"), options);
+  DecisionReport r = Decide(io::Load(model), options);
   std::string json = r.ToJson().dump(2) + "\n", md = r.ToMarkdown();
   auto golden = testing::SourceDir() / "testdata" / "golden";
   if (std::getenv("PORTTOOL_UPDATE_GOLDEN")) {
@@ -76,12 +77,25 @@ void CheckGolden(const std::string& target, const std::string& stem) {
   EXPECT_EQ(md, testing::ReadFile(golden / (stem + ".md")));
 }
 
+// The bundled demo: a golden that runs on every machine, shared models or not.
+TEST(DecisionReport, GoldenDemoOnRk3588) {
+  CheckGolden(testing::DemoModelPath(), {{"images", {1, 3, 64, 64}}}, "rknn-rk3588",
+              "decide_demo_rknn-rk3588");
+}
+
+std::filesystem::path PpOcrDet() {
+  auto models = testing::SharedModelsDir();
+  return models.empty() ? models : models / "ch_PP-OCRv4_det_infer.onnx";
+}
+
 TEST(DecisionReport, GoldenPpOcrDetOnRk3588) {
-  CheckGolden("rknn-rk3588", "decide_ppocr_det_rknn-rk3588");
+  if (PpOcrDet().empty()) GTEST_SKIP() << "../shared/models not present";
+  CheckGolden(PpOcrDet(), {{"x", {1, 3, 640, 640}}}, "rknn-rk3588", "decide_ppocr_det_rknn-rk3588");
 }
 
 TEST(DecisionReport, GoldenPpOcrDetOnStm32f767) {
-  CheckGolden("stm32f767", "decide_ppocr_det_stm32f767");
+  if (PpOcrDet().empty()) GTEST_SKIP() << "../shared/models not present";
+  CheckGolden(PpOcrDet(), {{"x", {1, 3, 640, 640}}}, "stm32f767", "decide_ppocr_det_stm32f767");
 }
 
 }  // namespace

@@ -93,9 +93,8 @@ bool HaveClang() { return RunShell("command -v clang >/dev/null 2>&1").exit_code
 // The kernel's NEON path cannot run here; this checks that it parses and type-checks as C99 for
 // AArch64 and for ARMv7 (no vector divide there) with warnings as errors, and that the NEON path
 // is the one compiled. The Arm sysroot is not installed: tiny math.h / string.h shims declare what
-// the kernel uses. "" when fine or when clang is absent.
+// the kernel uses. "" when fine. Needs clang (the caller skips without it).
 std::string NeonSyntaxCheck(const fs::path& pkg, const std::string& sym) {
-  if (!HaveClang()) return "";
   fs::path shim = pkg / "neon_shim";
   fs::create_directories(shim);
   testing::WriteFile(shim / "math.h",
@@ -224,6 +223,7 @@ TEST(ScaffoldOpTest, KnownKernelsPassTheirKitsOnSimdAndPlainC) {
       {"Neg", "", ""},
       {"ThresholdedRelu", "", "<alpha = 2.0>"},
   };
+  const bool clang = HaveClang();
   for (const auto& c : cases) {
     SCOPED_TRACE(c.op);
     TempDir dir;
@@ -232,7 +232,13 @@ TEST(ScaffoldOpTest, KnownKernelsPassTheirKitsOnSimdAndPlainC) {
     EXPECT_TRUE(HasKnownKernel(c.op));
     std::string out = BuildAndRunKitTest(dir / "pkg", r.spec.symbol);
     EXPECT_EQ(Verdicts(out), "1 passed, 0 failed|1 passed, 0 failed") << out;
-    EXPECT_EQ(NeonSyntaxCheck(dir / "pkg", r.spec.symbol), "");
+    if (clang) {
+      EXPECT_EQ(NeonSyntaxCheck(dir / "pkg", r.spec.symbol), "");
+    }
+  }
+  if (!clang) {
+    GTEST_SKIP() << "clang not installed: the kernels ran here, but their NEON paths were not "
+                    "syntax-checked for AArch64/ARMv7 (scripts/setup.sh installs clang)";
   }
 }
 

@@ -144,7 +144,9 @@ Tensor ReadPbAs(const fs::path& file, int32_t declared) {
 std::string RunCase(const fs::path& dir) {
   io::Model model = io::Load(dir / "model.onnx");
   Session session(model);
-  for (const auto& set : SortedFiles(dir, "test_data_set_")) {
+  const auto sets = SortedFiles(dir, "test_data_set_");
+  if (sets.empty()) return "no test_data_set_* directory";
+  for (const auto& set : sets) {
     TensorMap inputs;
     auto input_files = SortedFiles(set, "input_");
     const auto& specs = session.inputs();
@@ -154,7 +156,13 @@ std::string RunCase(const fs::path& dir) {
     }
     auto outputs = session.Run(inputs);
     auto expected_files = SortedFiles(set, "output_");
-    for (size_t i = 0; i < expected_files.size() && i < outputs.size(); ++i) {
+    // Every output compared: a data set whose expected outputs are missing (or a run producing
+    // fewer) is a failure, never a pass by comparing nothing.
+    if (expected_files.empty() || expected_files.size() != outputs.size()) {
+      return fmt::format("{}: {} expected output file(s), the run produced {} output(s)",
+                         set.filename().string(), expected_files.size(), outputs.size());
+    }
+    for (size_t i = 0; i < expected_files.size(); ++i) {
       const int32_t declared = DeclaredType(model.proto.graph().output(), outputs[i].name);
       std::string diff = Diff(outputs[i].value, ReadPbAs(expected_files[i], declared));
       if (!diff.empty())
@@ -182,7 +190,10 @@ TEST(NodeTests, BackendNodeTestsPassOrAreKnownUnsupported) {
       onnx::ModelProto proto;
       {
         std::ifstream in(dir / "model.onnx", std::ios::binary);
-        if (!proto.ParseFromIstream(&in)) continue;
+        if (!proto.ParseFromIstream(&in)) {
+          failures.push_back(std::string(suite) + "/" + name + ": model.onnx does not parse");
+          continue;
+        }
       }
       std::set<std::pair<std::string, std::string>> ops;
       CollectOps(proto.graph(), ops);

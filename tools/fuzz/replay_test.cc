@@ -30,6 +30,21 @@ TEST(FuzzRegressions, EveryKeptInputIsHandled) {
     }
   }
   std::printf("replayed %d kept fuzz inputs\n", replayed);
+  // The corpus ships with the source: replaying nothing means the test lost it, not a pass.
+  EXPECT_GT(replayed, 0) << "no kept input found under " << root;
+}
+
+// A folder of kept inputs named after no registered target would never be replayed.
+TEST(FuzzRegressions, EveryCorpusFolderBelongsToATarget) {
+  const fs::path root = fs::path(testing::SourceDir()) / "testdata" / "fuzz-regressions";
+  ASSERT_TRUE(fs::is_directory(root)) << root;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (!entry.is_directory()) continue;
+    std::string name = entry.path().filename().string();
+    bool known = std::any_of(Targets().begin(), Targets().end(),
+                             [&](const auto& t) { return t.name == name; });
+    EXPECT_TRUE(known) << entry.path() << " names no fuzz target: its inputs are never replayed";
+  }
 }
 
 // A target missing from the table would have its kept inputs skipped silently.

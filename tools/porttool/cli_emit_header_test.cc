@@ -223,15 +223,15 @@ TEST(CliEmitHeaderTest, PpOcrArenaFigures) {
   auto models = testing::SharedModelsDir();
   if (models.empty()) GTEST_SKIP() << "shared models absent (../shared/models)";
   TempDir dir;
+  std::string unresolved;  // models whose shapes do not resolve: skipped, and said so
   for (auto [file, shape] : std::vector<std::pair<std::string, std::string>>{
            {"ch_PP-OCRv4_det_infer.onnx", "x:1x3x640x640"},
            {"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x:1x3x48x192"}}) {
     auto r = RunPorttool(fmt::format("emit-header {} -o {}/m.h --input-shape {} --arena --json",
                                      (models / file).string(), dir.path().string(), shape));
     if (r.exit_code == 3 && r.err.find("no static shape") != std::string::npos) {
-      // Known gap (reported to the shape-inference owner): cls keeps an unresolved Reshape.
-      std::printf("%s: skipped, shape inference left a tensor unknown: %s", file.c_str(),
-                  r.err.c_str());
+      // Known gap: shape inference leaves one of cls's Reshapes unresolved.
+      unresolved += file + ": " + r.err;
       continue;
     }
     ASSERT_EQ(r.exit_code, 0) << file << ": " << r.err;
@@ -243,6 +243,7 @@ TEST(CliEmitHeaderTest, PpOcrArenaFigures) {
                 (unsigned long long)bound, double(size) / bound);
     EXPECT_LE(size, bound * 1.10) << file;
   }
+  if (!unresolved.empty()) GTEST_SKIP() << "shape inference left a tensor unknown: " << unresolved;
 }
 
 }  // namespace

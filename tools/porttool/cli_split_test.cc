@@ -111,7 +111,8 @@ TEST(CliSplit, UnknownNodeIsAUsageErrorWithSuggestions) {
   EXPECT_EQ(input.exit_code, 2);
   EXPECT_NE(input.err.find("graph input"), std::string::npos) << input.err;
   auto missing = RunPorttool("split " + (dir / "nope.onnx").string() + " --at x");
-  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;  // unreadable input
+  EXPECT_NE(missing.err.find("nope.onnx"), std::string::npos) << missing.err;
 }
 
 TEST(CliSplit, DefaultOutputDirectoryIsTheModelStemInTheCurrentDirectory) {
