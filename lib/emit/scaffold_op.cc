@@ -7,11 +7,11 @@
 #include <map>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/embedded_files.h"
 #include "lib/emit/kit.h"
 #include "lib/io/atomic_file.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
-#include "lib/runtime/custom_op_library.h"
 #include "lib/runtime/shapes_by_execution.h"
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
@@ -1047,7 +1047,7 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
       {"op.json", util::DumpJson(OpSpecToJson(spec), 2) + "\n"},
       {"README.md", Fill(kReadme, vars)},
       {"CMakeLists.txt", Fill(kCMake, vars) + adapter_cmake},
-      {"kernel/porttool_custom_op.h", runtime::CustomOpAbiHeader()},
+      {"kernel/porttool_custom_op.h", std::string(RuntimeFile("custom_op_abi.h"))},
       {"kernel/" + spec.symbol + ".h", Fill(kKernelHeader, vars)},
       {"kernel/" + spec.symbol + ".c", KernelSource(spec, vars)},
       {"kernel/" + spec.symbol + "_porttool.c", Fill(kGlue, vars)},
