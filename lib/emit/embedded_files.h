@@ -22,6 +22,10 @@ std::string_view FindEmbeddedFile(std::span<const EmbeddedFile> files, std::stri
 
 // ---- the sets (generated definitions: build/embedded/<function>.cc) ----
 
+// scaffold-op's templates, lib/emit/templates/<group>/... ("op/kernel.h", "ort/adapter.cc"),
+// filled with FillTemplate (scaffold_adapters.h).
+std::string_view Template(std::string_view relative_path);
+
 // The generated runner's static C files, lib/emit/runner_c/ ("pl_layout.c"), copied as they are.
 std::span<const EmbeddedFile> RunnerSources();
 

@@ -1,6 +1,7 @@
-// The embedded file sets (porttool_embed_files): every file of lib/emit/runner_c/ and the
-// custom-op ABI header are embedded byte for byte (a file added to the tree is embedded after the
-// configure it triggers); an unknown path is an InternalError naming it.
+// The embedded file sets (porttool_embed_files): every file of lib/emit/templates/ and
+// lib/emit/runner_c/ and the custom-op ABI header are embedded byte for byte (a file added to the
+// tree is embedded after the configure it triggers); an unknown path is an InternalError naming
+// it; and every template is used by the scaffolding code (none left behind by a refactoring).
 #include "lib/emit/embedded_files.h"
 
 #include <gtest/gtest.h>
@@ -26,6 +27,15 @@ std::set<std::string> FilesUnder(const fs::path& dir) {
   return paths;
 }
 
+TEST(EmbeddedFiles, EveryTemplateIsEmbeddedByteForByte) {
+  fs::path dir = testing::SourceDir() / "lib/emit/templates";
+  std::set<std::string> paths = FilesUnder(dir);
+  EXPECT_GE(paths.size(), 30u);
+  for (const auto& path : paths) {
+    EXPECT_EQ(Template(path), testing::ReadFile(dir / path)) << path;
+  }
+}
+
 TEST(EmbeddedFiles, RunnerSourcesAreTheRunnerCFiles) {
   fs::path dir = testing::SourceDir() / "lib/emit/runner_c";
   std::set<std::string> listed;
@@ -43,12 +53,22 @@ TEST(EmbeddedFiles, TheAbiHeaderIsTheFileItself) {
 
 TEST(EmbeddedFiles, AnUnknownPathIsAnInternalErrorNamingIt) {
   try {
-    RuntimeFile("runtime.h");
+    Template("op/no_such_template.c");
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInternal);
-    EXPECT_NE(std::string(e.what()).find("'runtime.h'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("lib/runtime/"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'op/no_such_template.c'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("lib/emit/templates/"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(RuntimeFile("runtime.h"), Error);
+}
+
+TEST(EmbeddedFiles, EveryTemplateIsUsedByTheScaffoldingCode) {
+  std::string code = testing::ReadFile(testing::SourceDir() / "lib/emit/scaffold_op.cc") +
+                     testing::ReadFile(testing::SourceDir() / "lib/emit/scaffold_adapters.cc");
+  for (const auto& path : FilesUnder(testing::SourceDir() / "lib/emit/templates")) {
+    EXPECT_NE(code.find("\"" + path + "\""), std::string::npos)
+        << path << " is embedded but no code fills it";
   }
 }
 
