@@ -238,8 +238,8 @@ AdapterFiles TrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
   auto trt_type = [&](int32_t dtype) {
     std::string t = Names(dtype).trt;
     if (t.empty()) {
-      ThrowBadInput("scaffold-op --target tensorrt: TensorRT has no {} tensors (node {})",
-                    ir::DtypeName(dtype), spec.source_node);
+      ThrowBadInput("TensorRT adapter: TensorRT has no {} tensors (node {})", ir::DtypeName(dtype),
+                    spec.source_node);
     }
     return "DataType::" + t;
   };
@@ -344,7 +344,7 @@ std::vector<std::string> ParseAdapterTargets(const std::string& list) {
     std::string item = list.substr(begin, end - begin);
     auto it = std::find(all.begin(), all.end(), item);
     if (it == all.end()) {
-      ThrowUsage("unknown --target '{}': valid targets are {} (comma-separated, or all)", item,
+      ThrowUsage("unknown adapter target '{}' (known: {}; a comma-separated list, or all)", item,
                  Join(all, ", "));
     }
     chosen[it - all.begin()] = true;

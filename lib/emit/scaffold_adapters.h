@@ -28,9 +28,9 @@ std::string FillTemplate(std::string_view templ, const ScaffoldVars& vars);
 // "ort", "rknn", "tensorrt", "tflm", in the order they are generated.
 const std::vector<std::string>& AdapterTargets();
 
-// Parses a comma-separated --target list ("all" or empty: every target). Throws Error(kUsage)
-// naming the valid targets for an unknown one. The result is in AdapterTargets() order, without
-// duplicates.
+// Parses a comma-separated list of adapter targets ("all" or empty: every one). Throws
+// Error(kUsage) naming the valid targets for an unknown one. The result is in AdapterTargets()
+// order, without duplicates.
 std::vector<std::string> ParseAdapterTargets(const std::string& list);
 
 // The files of one adapter (paths relative to the package root) and the CMake block that builds
