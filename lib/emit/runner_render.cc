@@ -9,7 +9,7 @@
 #include <set>
 
 #include "lib/emit/c_names.h"
-#include "lib/emit/runner_sources.h"
+#include "lib/emit/embedded_files.h"
 #include "lib/io/model.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -373,8 +373,8 @@ std::vector<RenderedFile> RenderRunner(const Pipeline& p, const RunnerRequest& r
   files.push_back({"CMakeLists.txt", RenderCMake(request, layout)});
   files.push_back({"README.md", RenderReadme(p, request, result, layout)});
   for (const auto& src : RunnerSources()) {
-    if (src.name == "pl_backend_rknn.c" && request.backend != RunnerBackend::kRknn) continue;
-    files.push_back({src.name, src.text});
+    if (src.path == "pl_backend_rknn.c" && request.backend != RunnerBackend::kRknn) continue;
+    files.push_back({std::string(src.path), std::string(src.text)});
   }
   if (layout.custom_op) {
     for (const auto& f : layout.custom_op->files) {

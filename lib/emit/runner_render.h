@@ -1,7 +1,7 @@
 // The text of a generated runner package: the tensor and segment tables, pipeline.h's #defines,
-// the package's CMakeLists.txt and README, plus the static C files (runner_sources.h). Separate
-// from runner.cc so that the decisions (what is int8, which buffers exist) are made once in
-// LayoutRunner and rendering only prints them.
+// the package's CMakeLists.txt and README, plus the static C files (RunnerSources() of
+// embedded_files.h). Separate from runner.cc so that the decisions (what is int8, which buffers
+// exist) are made once in LayoutRunner and rendering only prints them.
 #pragma once
 
 #include <filesystem>

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,14 +23,14 @@ using ScaffoldVars = std::vector<std::pair<std::string, std::string>>;
 // placeholder left unfilled (a template naming a variable nobody set) is porttool's bug, not the
 // user's, and fails here with an InternalError naming it instead of shipping "{{name}}" in a
 // generated file.
-std::string FillTemplate(std::string text, const ScaffoldVars& vars);
+std::string FillTemplate(std::string_view templ, const ScaffoldVars& vars);
 
 // "ort", "rknn", "tensorrt", "tflm", in the order they are generated.
 const std::vector<std::string>& AdapterTargets();
 
-// Parses a comma-separated --target list ("all" or empty: every target). Throws Error(kUsage)
-// naming the valid targets for an unknown one. The result is in AdapterTargets() order, without
-// duplicates.
+// Parses a comma-separated list of adapter targets ("all" or empty: every one). Throws
+// Error(kUsage) naming the valid targets for an unknown one. The result is in AdapterTargets()
+// order, without duplicates.
 std::vector<std::string> ParseAdapterTargets(const std::string& list);
 
 // The files of one adapter (paths relative to the package root) and the CMake block that builds

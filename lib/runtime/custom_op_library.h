@@ -42,9 +42,6 @@ class CustomOpSet {
   std::vector<LoadedCustomOp> ops_;
 };
 
-// The ABI header (custom_op_abi.h) as text, for generated packages.
-const char* CustomOpAbiHeader();
-
 // The file name the package's CMake gives the library: libporttool_<symbol>.so.
 std::string CustomOpLibraryName(const std::string& symbol);
 

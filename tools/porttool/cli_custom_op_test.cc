@@ -97,7 +97,7 @@ TEST_F(CustomOpCliTest, TargetSelectsAdaptersAndABadOneIsAUsageError) {
   r = RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort,trt -o {}",
                               testing::DemoArg(), kShape, (dir / "bad").string()));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("unknown --target 'trt'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--target: unknown adapter target 'trt'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ort, rknn, tensorrt, tflm"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "bad"));
 }

@@ -22,9 +22,18 @@ struct ScaffoldOpOptions {
   bool json = false;
 };
 
+// The library names no flags; the CLI says which one was wrong.
+std::vector<std::string> ParseTargetFlag(const std::string& list) {
+  try {
+    return emit::ParseAdapterTargets(list);
+  } catch (const Error& e) {
+    throw Error(e.kind(), std::string("--target: ") + e.what(), e.node(), e.tensor());
+  }
+}
+
 int RunScaffoldOp(const ScaffoldOpOptions& o) {
   // Checked first: a typo in --target is exit 2 before any work.
-  std::vector<std::string> targets = emit::ParseAdapterTargets(o.targets);
+  std::vector<std::string> targets = ParseTargetFlag(o.targets);
   shape::InputShapes pins = ParseShapeFlags(o.input_shapes);
   io::Model model = io::Load(o.model);
   emit::ScaffoldResult result =

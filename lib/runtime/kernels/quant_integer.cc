@@ -41,7 +41,7 @@ namespace {
 using namespace kernels;  // NOLINT
 
 // im2col chunks of about this many bytes stay in L2 while the channel loop consumes them.
-constexpr int64_t kIm2ColChunkBytes = 512 * 1024;
+constexpr int64_t kQuantIm2ColChunkBytes = 512 * 1024;
 
 // ---- operand checks (run at plan time on the constant inputs, and on every run) ----
 
@@ -365,8 +365,9 @@ struct IntConvProblem {
 template <typename X, typename Y>
 void RunIntConv(const IntConvProblem& p, const X* x, Y* y) {
   const int64_t positions = p.w.out_size(), rows = p.rows();
-  int64_t chunk = std::max<int64_t>(16, kIm2ColChunkBytes / static_cast<int64_t>(sizeof(int16_t)) /
-                                            std::max<int64_t>(rows, 1) / 16 * 16);
+  int64_t chunk =
+      std::max<int64_t>(16, kQuantIm2ColChunkBytes / static_cast<int64_t>(sizeof(int16_t)) /
+                                std::max<int64_t>(rows, 1) / 16 * 16);
   chunk = std::min(chunk, positions);
   const int64_t chunks = (positions + chunk - 1) / chunk;
   ParallelFor(p.batch * p.group * chunks, 1, [&](int64_t begin, int64_t end) {
