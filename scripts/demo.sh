@@ -11,7 +11,7 @@ scripts/setup.sh
 if [ -x build/porttool ]; then
   echo "demo: bringing build/porttool up to date (incremental)..." >&2
 else
-  echo "demo: building build/porttool (first build: about 5-10 minutes on 2 cores; the test suites are not built)..." >&2
+  echo "demo: building build/porttool (first build: about 4 minutes on 2 cores; the test suites are not built)..." >&2
 fi
 start=$(date +%s)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
