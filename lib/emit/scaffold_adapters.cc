@@ -313,18 +313,33 @@ AdapterFiles TflmAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
 }  // namespace
 
 std::string FillTemplate(std::string_view templ, const ScaffoldVars& vars) {
-  std::string text(templ);
-  for (const auto& [k, v] : vars) text = util::ReplaceAll(std::move(text), "{{" + k + "}}", v);
-  // Only "{{identifier}}" is a placeholder: generated C++ may hold "{{1, 2}}" initialisers.
-  for (size_t open = text.find("{{"); open != std::string::npos; open = text.find("{{", open + 2)) {
-    size_t close = text.find("}}", open + 2);
-    if (close == std::string::npos) break;
-    std::string name = text.substr(open + 2, close - open - 2);
+  // One pass over the template: values are inserted as they are, never scanned again, so a node
+  // or model name holding "{{" cannot be mistaken for a placeholder.
+  std::string text;
+  text.reserve(templ.size());
+  size_t at = 0;
+  for (size_t open; (open = templ.find("{{", at)) != std::string_view::npos;) {
+    text.append(templ, at, open - at);
+    size_t close = templ.find("}}", open + 2);
+    std::string_view name = close == std::string_view::npos
+                                ? std::string_view()
+                                : templ.substr(open + 2, close - open - 2);
+    // Only "{{identifier}}" is a placeholder: generated C++ may hold "{{1, 2}}" initialisers.
     bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
                       std::all_of(name.begin(), name.end(),
                                   [](unsigned char c) { return std::isalnum(c) || c == '_'; });
-    if (identifier) ThrowInternal("template placeholder {{{{{}}}}} left unfilled", name);
+    if (!identifier) {
+      text += '{';  // a literal brace; the next one may open a placeholder ("{{{sym}}...")
+      at = open + 1;
+      continue;
+    }
+    auto var =
+        std::find_if(vars.begin(), vars.end(), [&](const auto& kv) { return kv.first == name; });
+    if (var == vars.end()) ThrowInternal("template placeholder {{{{{}}}}} left unfilled", name);
+    text += var->second;
+    at = close + 2;
   }
+  text.append(templ, at);
   return text;
 }
 

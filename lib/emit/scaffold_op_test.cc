@@ -797,6 +797,9 @@ TEST(FillTemplate, FillsEveryPlaceholderAndRefusesOneLeftUnfilled) {
   EXPECT_EQ(
       FillTemplate("int {{sym}}_n = {{n}}; int d[1][2] = {{1, 2}};", {{"sym", "gelu"}, {"n", "3"}}),
       "int gelu_n = 3; int d[1][2] = {{1, 2}};");
+  // Values go in verbatim (a node may be named "a{{b}}"), and a brace before a placeholder stays.
+  EXPECT_EQ(FillTemplate("node {{node}}", {{"node", "a{{b}}"}}), "node a{{b}}");
+  EXPECT_EQ(FillTemplate("{{{sym}}}", {{"sym", "gelu"}}), "{gelu}");
   try {
     FillTemplate("{{sym}}_{{missing}}", {{"sym", "gelu"}});
     FAIL() << "an unfilled placeholder passed";
