@@ -14,6 +14,7 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/io/dtype.h"
+#include "lib/io/node_attributes.h"
 #include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -199,6 +200,7 @@ Model Load(const fs::path& path) {
   }
   CheckParsedModel(model, path);
   CheckClaimedSizes(model.proto.graph(), path.string());
+  ValidateNodeAttributes(model.proto);
   ValidateExternalRefs(model);
   return model;
 }
