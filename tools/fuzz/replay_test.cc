@@ -3,11 +3,14 @@
 // bad-input error), never an internal error or another exception. The sanitizer build runs it
 // too, which is where a fixed memory error would show again.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "lib/util/testing.h"
+#include "tools/fuzz/model_mutator.h"
 #include "tools/fuzz/targets.h"
 
 namespace porttool::fuzz {
@@ -56,6 +59,48 @@ TEST(FuzzRegressions, TargetsAreRegistered) {
                                "fuzz_tensor_readers", "fuzz_emit_header"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
+}
+
+// The structure-aware mutator keeps models parseable while changing what stages interpret: on
+// the demo model, every mutation still parses, and most of them change the model.
+TEST(ModelMutator, MutationsParseAndChangeTheModel) {
+  std::string demo = testing::ReadFile(testing::DemoModelPath());
+  ASSERT_FALSE(demo.empty());
+  int changed = 0;
+  constexpr int kSeeds = 400;
+  for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
+    auto mutated = MutateModelBytes(demo, seed);
+    ASSERT_TRUE(mutated.has_value()) << "seed " << seed;
+    onnx::ModelProto m;
+    EXPECT_TRUE(m.ParseFromString(*mutated)) << "seed " << seed;
+    if (*mutated != demo) ++changed;
+  }
+  EXPECT_GT(changed, kSeeds * 3 / 4);
+  EXPECT_FALSE(MutateModelBytes("\xff\xff not a model", 1).has_value());
+}
+
+// The libFuzzer-side wrapper keeps the selector prefix and falls back to byte mutations for
+// input that does not parse.
+TEST(ModelMutator, PrefixIsKeptAndUnparsableInputGoesToBytes) {
+  std::string demo = testing::ReadFile(testing::DemoModelPath());
+  std::vector<uint8_t> buf(2 + demo.size() * 2);
+  buf[0] = 0xAB;
+  buf[1] = 0xCD;
+  std::memcpy(buf.data() + 2, demo.data(), demo.size());
+  static int byte_calls = 0;
+  auto bytes = [](uint8_t*, size_t size, size_t) -> size_t {
+    ++byte_calls;
+    return size;
+  };
+  size_t n = MutateModelInput(buf.data(), 2 + demo.size(), buf.size(), 3, 2, bytes);
+  EXPECT_EQ(buf[0], 0xAB);
+  EXPECT_EQ(buf[1], 0xCD);
+  onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromArray(buf.data() + 2, static_cast<int>(n - 2)));
+  EXPECT_EQ(byte_calls, 0);
+  uint8_t junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  MutateModelInput(junk, sizeof junk, sizeof junk, 3, 2, bytes);
+  EXPECT_EQ(byte_calls, 1);
 }
 
 }  // namespace
