@@ -10,14 +10,18 @@
 # line in build-fuzz/logs/summary.txt (executions, cov, ft, seconds, findings).
 # Needs clang-14 and libclang-rt-14-dev (scripts/setup.sh --fuzz). Builds build-fuzz/ with
 # AddressSanitizer + UndefinedBehaviorSanitizer. Seeds: testdata/fuzz-corpus/ (committed, small),
-# the libonnx-testdata node-test models and tensors, the rules/ JSON files, the hostile models
-# of scripts/gen_hostile_models.py and the kept regressions. The growing corpus lives in
+# the libonnx-testdata node-test models and tensors, the real models of ../shared/models up to
+# 2 MB, the rules/ JSON files, the hostile models of scripts/gen_hostile_models.py and the kept
+# regressions. The model targets mutate structure (tools/fuzz/model_mutator.h);
+# PORTTOOL_FUZZ_BYTES_ONLY=1 turns that off, and FUZZ_CORPUS=DIR picks another corpus folder
+# (default build-fuzz/corpus), so the two can be compared from the same seeds. The growing corpus lives in
 # build-fuzz/corpus/ (not committed). Prints executions, coverage and findings per target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
 NICE=${FUZZ_NICE:-10}
+TAG=${FUZZ_TAG:+.$FUZZ_TAG}  # FUZZ_TAG=x: logs/<target>.x.log and "<target>.x" in the summary
 scripts/setup.sh --fuzz
 
 B=build-fuzz
@@ -46,6 +50,11 @@ if [ -d $NODE ]; then
   done
 fi
 cp testdata/fuzz-corpus/tensors/* "$seeds/tensors/" 2>/dev/null || true
+# The real models of ../shared/models up to 2 MB (PP-OCR cls, hey_jarvis, melspectrogram): real
+# exporters' graphs, which the structure-aware mutator then bends. Larger ones slow every run.
+if [ -d ../shared/models ]; then
+  find ../shared/models -maxdepth 1 -name '*.onnx' -size -2M -exec cp {} "$seeds/models/" \;
+fi
 cp rules/decision/*.json rules/targets/*.json "$seeds/json/"
 
 # Targets that read a selector byte (or two) before the payload get seeds with it prepended.
@@ -77,7 +86,7 @@ printf '%-22s %12s %8s %8s %8s %9s\n' target executions cov ft seconds findings 
 for t in "${targets[@]}"; do
   nice -n "$NICE" cmake --build $B -j2 --target "$t" >"$B/logs/$t.build.log" 2>&1 ||
     { echo "$t: build failed, see $B/logs/$t.build.log" | tee -a $summary; continue; }
-  corpus=$B/corpus/$t
+  corpus=$(realpath -m "${FUZZ_CORPUS:-$B/corpus}/$t")
   artifacts=$B/artifacts/$t
   regress=testdata/fuzz-regressions/$t
   mkdir -p "$corpus" "$artifacts" "$regress"
@@ -88,7 +97,7 @@ for t in "${targets[@]}"; do
   (cd $B && nice -n "$NICE" "./$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
     -max_total_time="$SECS" -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -dict=../tools/fuzz/onnx.dict -artifact_prefix="artifacts/$t/" -print_final_stats=1 \
-    "corpus/$t" ${extra:+"../$extra"} "../$regress" >"logs/$t.log" 2>&1) || true
+    "$corpus" ${extra:+"../$extra"} "../$regress" >"logs/$t$TAG.log" 2>&1) || true
   secs=$(($(date +%s) - t0))
   kept=0
   for f in "$artifacts"/*; do
@@ -97,11 +106,11 @@ for t in "${targets[@]}"; do
     kept=$((kept + 1))
   done
   # Fork mode's progress lines: "#N: cov: C ft: F corp: ... oom/timeout/crash: a/b/c time: ...".
-  last=$(grep -E '^#[0-9]+' "$B/logs/$t.log" | tail -1 || true)
+  last=$(grep -E '^#[0-9]+' "$B/logs/$t$TAG.log" | tail -1 || true)
   execs=$(echo "$last" | sed -nE 's/^#([0-9]+).*/\1/p')
   cov=$(echo "$last" | sed -nE 's/.*cov: ([0-9]+).*/\1/p')
   ft=$(echo "$last" | sed -nE 's/.*ft: ([0-9]+).*/\1/p')
-  printf '%-22s %12s %8s %8s %8s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$secs" "$kept" |
+  printf '%-22s %12s %8s %8s %8s %9s\n' "$t$TAG" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$secs" "$kept" |
     tee -a $summary
 done
 echo "logs: $B/logs/  kept inputs: testdata/fuzz-regressions/<target>/"

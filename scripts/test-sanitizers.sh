@@ -9,7 +9,9 @@
 #     system compiler against libporttool-runtime.so, which here is instrumented by clang's ASan,
 #     whose runtime only instrumented programs carry. Not run: the ctest entries that check the
 #     install tree, the .deb and the include arrows (no code of porttool's own runs there that the
-#     CLI suites do not run).
+#     CLI suites do not run), and attribute_matrix (6,870 in-process CLI runs over the node-test
+#     carriers, like the node-test sweep; the fuzzers reach the same rules under ASan and UBSan
+#     through their dictionary and the structure-aware mutator).
 #  2. ThreadSanitizer build of the runtime tests (build-tsan) running the executor's parallel
 #     tests (thread pool, parallel kernels, concurrent sessions).
 #   scripts/test-sanitizers.sh [asan|tsan]    default: both
@@ -33,7 +35,7 @@ if [ "$which" = all ] || [ "$which" = asan ]; then
       LSAN_OPTIONS=suppressions=$PWD/../scripts/lsan.supp \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       GTEST_FILTER='-NodeTests.*:Conformance.*:*RealModels*:EmitRunner.*' \
-      ctest --output-on-failure -j"$JOBS" -E '^(install_layout|deb_package|layering)$')
+      ctest --output-on-failure -j"$JOBS" -E '^(install_layout|deb_package|layering|attribute_matrix)$')
   echo "asan: done at $(($(date +%s) - start)) s"
 fi
 
