@@ -128,13 +128,28 @@ class NodeCheck {
     auto it = attrs_.find(name);
     return it == attrs_.end() ? nullptr : it->second;
   }
+  // The values of an int or ints attribute (an int is a list of one). An attribute of another
+  // type under a name the rules interpret is refused: inference would read it as an int anyway.
   std::optional<std::vector<int64_t>> Ints(const std::string& name) const {
     const auto* a = Attr(name);
     if (!a) return std::nullopt;
-    if (a->type() == onnx::AttributeProto::INT || (a->ints_size() == 0 && a->has_i())) {
-      return std::vector<int64_t>{a->i()};
+    bool is_int = a->type() == onnx::AttributeProto::INT ||
+                  (a->type() == onnx::AttributeProto::UNDEFINED && a->has_i());
+    bool is_ints = a->type() == onnx::AttributeProto::INTS ||
+                   (a->type() == onnx::AttributeProto::UNDEFINED && !a->has_i());
+    if (is_int) return std::vector<int64_t>{a->i()};
+    if (!is_ints) {
+      Reject(name, "has type {}: the op reads an int or a list of ints",
+             onnx::AttributeProto::AttributeType_Name(a->type()));
     }
     return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  // One int: an int attribute, or a list holding exactly one value.
+  std::optional<int64_t> Int(const std::string& name) const {
+    auto v = Ints(name);
+    if (!v) return std::nullopt;
+    if (v->size() != 1) Reject(name, "= {}: must be a single int", ShowValues(*v));
+    return v->front();
   }
   const std::vector<int64_t>* InputDims(int i) const {
     if (i >= node_.input_size() || node_.input(i).empty()) return nullptr;
@@ -220,9 +235,9 @@ void CheckWindow(const NodeCheck& c) {
 }
 
 void CheckGroup(const NodeCheck& c) {
-  auto g = c.Ints("group");
+  auto g = c.Int("group");
   if (!g) return;
-  int64_t group = g->at(0);
+  int64_t group = *g;
   if (group < 1) c.Reject("group", "= {}: must be >= 1", group);
   const auto* w = c.InputDims(1);
   if ((c.op() == "Conv" || c.op() == "ConvInteger") && w && !w->empty() && w->at(0) > 0 &&
@@ -236,9 +251,9 @@ void CheckGroup(const NodeCheck& c) {
 }
 
 void CheckBlocksize(const NodeCheck& c) {
-  auto b = c.Ints("blocksize");
+  auto b = c.Int("blocksize");
   if (!b) return;
-  int64_t size = b->at(0);
+  int64_t size = *b;
   if (size < 1 || size > kMaxBlocksize) {
     c.Reject("blocksize", "= {}: must be between 1 and {}", size, kMaxBlocksize);
   }
@@ -362,7 +377,7 @@ void CheckSplit(const NodeCheck& c) {
     total += s;
   }
   const auto* x = c.InputDims(0);
-  int64_t axis = c.Ints("axis").value_or(std::vector<int64_t>{0}).at(0);
+  int64_t axis = c.Int("axis").value_or(0);
   if (!x) return;
   int rank = static_cast<int>(x->size());
   if (axis < -rank || axis >= rank) return;  // CheckAxes says so

@@ -126,7 +126,10 @@ void MutateAttributeValue(Rng& rng, onnx::AttributeProto& a) {
   }
   switch (a.type()) {
     case onnx::AttributeProto::INT:
-      a.set_i(rng() % 4 == 0 ? a.i() + (rng() % 2 ? 1 : -1) : SomeInt(rng));
+      // A neighbour of the value, wrapping at the int64 limits (no signed overflow).
+      a.set_i(rng() % 4 == 0 ? static_cast<int64_t>(static_cast<uint64_t>(a.i()) +
+                                                    (rng() % 2 ? 1u : ~uint64_t{0}))
+                             : SomeInt(rng));
       break;
     case onnx::AttributeProto::FLOAT:
       a.set_f(PickFrom(rng, kFloats));
