@@ -13,6 +13,7 @@
 #include "lib/emit/embedded_files.h"
 #include "lib/emit/kit.h"
 #include "lib/io/atomic_file.h"
+#include "lib/io/staging_dir.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 #include "lib/runtime/shapes_by_execution.h"
@@ -373,6 +374,8 @@ std::string WriteKit(const io::Model& model, const ScaffoldOptions& options,
   std::vector<KitSummary> kits;
   try {
     kits = MakeKits(model, kit_options, staging);
+  } catch (const io::OutputError&) {
+    throw;  // the disk failed, not the kit: the package cannot be written either
   } catch (const Error& e) {
     fs::remove_all(staging);
     result.notes.push_back(std::string("no test kit: ") + e.what());
@@ -386,6 +389,22 @@ std::string WriteKit(const io::Model& model, const ScaffoldOptions& options,
     if (StartsWith(e.path().filename().string(), "input_")) ++num_inputs;
   }
   return SanitizeCIdentifier(ToLower(kits[0].dir));
+}
+
+// The package replaces only what scaffold-op wrote before (or an empty directory): it is built
+// beside `dir` and swapped in whole, so anything else in there would be lost.
+void CheckPackageReplaceable(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) {
+    ThrowUsage("'{}' exists and is not a directory; choose another output directory", dir.string());
+  }
+  if (!fs::is_empty(dir, ec) && !fs::exists(dir / "op.json", ec)) {
+    ThrowUsage(
+        "'{}' exists and is not a scaffold-op package (no op.json); refusing to replace it: "
+        "choose another output directory",
+        dir.string());
+  }
 }
 
 }  // namespace
@@ -470,11 +489,15 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
   }
   const CustomOpSpec& spec = result.spec;
   Vars vars = TemplateVarsFor(spec);
-  fs::create_directories(out_dir / "test");
+  // The package is built in a staging directory beside `out_dir` and renamed into place once: a
+  // failure anywhere leaves no package, or the previous one as it was.
+  CheckPackageReplaceable(out_dir);
+  io::StagingDir staging(out_dir);
+  const fs::path& dir = staging.path();
+  fs::create_directories(dir / "test");
   int num_inputs = 0;
-  std::string kit_prefix = FindKnown(spec.op_type)
-                               ? WriteKit(model, options, out_dir, result, num_inputs)
-                               : std::string();
+  std::string kit_prefix =
+      FindKnown(spec.op_type) ? WriteKit(model, options, dir, result, num_inputs) : std::string();
   const KnownKernel* known = FindKnown(spec.op_type);
   std::map<std::string, std::string> adapter_files;
   std::string adapter_cmake, adapters_doc;
@@ -514,11 +537,12 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
   };
   files.insert(adapter_files.begin(), adapter_files.end());
   for (const auto& [name, text] : files) {
-    fs::create_directories((out_dir / name).parent_path());
-    io::WriteFileAtomic(out_dir / name, text);
+    fs::create_directories((dir / name).parent_path());
+    io::WriteFileAtomic(dir / name, text);
     result.files.push_back(name);
   }
   if (!kit_prefix.empty()) result.files.push_back("test/kit/");
+  staging.Commit();
   return result;
 }
 

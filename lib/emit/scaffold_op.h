@@ -39,8 +39,10 @@ struct ScaffoldResult {
 // from inference, then from one executor run when inference leaves them unknown).
 shape::CustomOpSpec DescribeNode(const io::Model& model, const std::string& node_name);
 
-// Writes the package into `out_dir`. Throws Error(kUsage) for an unknown node (naming close
-// matches), Error(kBadInput) when the model cannot be analysed.
+// Writes the package into `out_dir`, all of it or nothing: it is built beside `out_dir` and
+// renamed into place once, replacing a previous package (or an empty directory) whole. Throws
+// Error(kUsage) for an unknown node (naming close matches) and for an `out_dir` that exists and is
+// not a package, Error(kBadInput) when the model cannot be analysed or the package not written.
 ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options,
                           const std::filesystem::path& out_dir);
 

@@ -242,7 +242,7 @@ TensorBytes ReadTensorBytes(const Model& model, const onnx::TensorProto& t) {
 }
 
 bool LinkOrCopyDataFile(const fs::path& from_dir, const std::string& location,
-                        const fs::path& to_dir) {
+                        const fs::path& to_dir, OutputSet& outputs) {
   fs::path src = from_dir / location;
   fs::path dst = to_dir / location;
   std::error_code ec;
@@ -252,12 +252,7 @@ bool LinkOrCopyDataFile(const fs::path& from_dir, const std::string& location,
                   dst.string());
   }
   fs::create_directories(dst.parent_path(), ec);
-  fs::create_hard_link(src, dst, ec);
-  if (!ec) return false;
-  fs::copy_file(src, dst, ec);
-  if (ec)
-    ThrowBadInput("cannot link or copy '{}' to '{}': {}", src.string(), dst.string(), ec.message());
-  return true;
+  return outputs.Add(dst).LinkOrCopyFrom(src);
 }
 
 namespace {
@@ -265,10 +260,8 @@ namespace {
 // Moves large tensors into one external data file while saving, and restores them afterwards.
 class ExternalizeScope {
  public:
-  ExternalizeScope(Model& model, const fs::path& data_path, const std::string& location,
-                   uint64_t threshold)
+  ExternalizeScope(Model& model, AtomicFile& data, const std::string& location, uint64_t threshold)
       : model_(model) {
-    AtomicFile data(data_path);
     uint64_t offset = 0;
     ForEachTensor(*model.proto.mutable_graph(), [&](onnx::TensorProto& t) {
       if (!IsExternal(t) && TensorPayloadBytes(t) < threshold) return;
@@ -287,7 +280,6 @@ class ExternalizeScope {
       t.Swap(replacement.get());
       swapped_.emplace_back(&t, std::move(replacement));
     });
-    data.Commit();
   }
   ~ExternalizeScope() {
     for (auto& [slot, original] : swapped_) slot->Swap(original.get());
@@ -298,7 +290,7 @@ class ExternalizeScope {
   std::vector<std::pair<onnx::TensorProto*, std::unique_ptr<onnx::TensorProto>>> swapped_;
 };
 
-void SerializeAtomically(const onnx::ModelProto& proto, const fs::path& out) {
+void SerializeAtomically(const onnx::ModelProto& proto, const fs::path& out, OutputSet& outputs) {
   uint64_t size = proto.ByteSizeLong();
   if (size > kProtobufLimit) {
     throw Error(ErrorKind::kUsage,
@@ -307,14 +299,11 @@ void SerializeAtomically(const onnx::ModelProto& proto, const fs::path& out) {
                             "the external-data threshold go to a separate file)",
                             out.string(), util::FormatBytes(size)));
   }
-  AtomicFile file(out);
-  {
-    google::protobuf::io::FileOutputStream stream(file.fd(), 1 << 20);
-    if (!proto.SerializeToZeroCopyStream(&stream) || !stream.Flush()) {
-      ThrowBadInput("writing '{}' failed", out.string());
-    }
+  AtomicFile& file = outputs.Add(out);
+  google::protobuf::io::FileOutputStream stream(file.fd(), 1 << 20);
+  if (!proto.SerializeToZeroCopyStream(&stream) || !stream.Flush()) {
+    ThrowOutputError("writing '{}' failed", out.string());
   }
-  file.Commit();
 }
 
 }  // namespace
@@ -359,6 +348,13 @@ void RefuseOverwrite(const Model& model, const fs::path& target, bool in_place) 
 }  // namespace
 
 SaveResult Save(Model& model, const fs::path& out, const SaveOptions& options) {
+  OutputSet outputs;
+  SaveResult result = Save(model, out, options, outputs);
+  outputs.Commit();
+  return result;
+}
+
+SaveResult Save(Model& model, const fs::path& out, const SaveOptions& options, OutputSet& outputs) {
   SaveResult result;
   std::error_code ec;
   RefuseOverwrite(model, out, options.in_place);
@@ -370,8 +366,9 @@ SaveResult Save(Model& model, const fs::path& out, const SaveOptions& options) {
       ThrowUsage("external data file '{}' is unsafe: {}", location, *reason);
     }
     RefuseOverwrite(model, out_dir / location, options.in_place);
-    ExternalizeScope scope(model, out_dir / location, location, options.external_threshold);
-    SerializeAtomically(model.proto, out);
+    ExternalizeScope scope(model, outputs.Add(out_dir / location), location,
+                           options.external_threshold);
+    SerializeAtomically(model.proto, out, outputs);
     result.files = {out, out_dir / location};
     return result;
   }
@@ -383,7 +380,7 @@ SaveResult Save(Model& model, const fs::path& out, const SaveOptions& options) {
     if (!IsExternal(t) || same_dir) return;
     std::string location = ParseExternalRef(t).location;
     if (linked.count(location)) return;
-    bool copied = LinkOrCopyDataFile(model.base_dir, location, out_dir);
+    bool copied = LinkOrCopyDataFile(model.base_dir, location, out_dir, outputs);
     linked[location] = copied;
     if (copied) {
       result.notes.push_back(fmt::format(
@@ -393,7 +390,7 @@ SaveResult Save(Model& model, const fs::path& out, const SaveOptions& options) {
     }
     result.files.push_back(out_dir / location);
   });
-  SerializeAtomically(model.proto, out);
+  SerializeAtomically(model.proto, out, outputs);
   result.files.insert(result.files.begin(), out);
   return result;
 }

@@ -22,6 +22,8 @@
 
 namespace porttool::io {
 
+class OutputSet;  // lib/io/atomic_file.h
+
 struct Model {
   onnx::ModelProto proto;
   std::filesystem::path path;      // file it was loaded from; empty for in-memory models
@@ -99,9 +101,11 @@ std::optional<std::filesystem::path> InputFileAt(const Model& model,
 // Protobuf cannot serialize a message of 2 GB or more.
 inline constexpr uint64_t kProtobufLimit = (uint64_t{1} << 31) - 1;
 
-// Saves atomically (temp file + rename; nothing left behind on failure). Tensors that stay
-// external keep pointing at the same bytes: when the output directory differs from the model's,
-// the data file is hard-linked there (copied, with a warning in `notes`, across file systems).
+// Saves atomically (temp file + rename; nothing left behind on failure). The model file and the
+// data files it writes or links (below) are committed together: all of them or none. Tensors that
+// stay external keep pointing at the same bytes: when the output directory differs from the
+// model's, the data file is hard-linked there (copied, with a warning in `notes`, across file
+// systems).
 // An inline save of 2 GB or more is refused with Error(kUsage) naming --external-data.
 // `model` is temporarily modified while writing and restored before returning.
 struct SaveResult {
@@ -109,10 +113,15 @@ struct SaveResult {
   std::vector<std::filesystem::path> files;  // every file written or linked
 };
 SaveResult Save(Model& model, const std::filesystem::path& out, const SaveOptions& options = {});
+// The same, leaving every file written but uncommitted in `outputs`, for a command that writes
+// other files with the model and commits them all at once (OutputSet::Commit).
+SaveResult Save(Model& model, const std::filesystem::path& out, const SaveOptions& options,
+                OutputSet& outputs);
 
 // Makes `location` (relative to `from_dir`) reachable under `to_dir` with the same relative path:
-// hard link when possible, else a copy. Returns true when it had to copy.
+// hard link when possible, else a copy, added to `outputs` (nothing when it is already there).
+// Returns true when it had to copy.
 bool LinkOrCopyDataFile(const std::filesystem::path& from_dir, const std::string& location,
-                        const std::filesystem::path& to_dir);
+                        const std::filesystem::path& to_dir, OutputSet& outputs);
 
 }  // namespace porttool::io

@@ -1,9 +1,12 @@
 #include "lib/io/model.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
+#include "lib/io/atomic_file.h"
 #include "lib/io/external_data.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
@@ -130,6 +133,49 @@ TEST(ModelIo, FailedSaveLeavesNoFile) {
   Model m = ParseText(kTinyAdd2);
   EXPECT_THROW(Save(m, dir / "missing_dir" / "out.onnx"), Error);
   EXPECT_FALSE(std::filesystem::exists(dir / "missing_dir" / "out.onnx"));
+}
+
+// The model file and its data file are one output: a failure on either rename leaves neither
+// (or both previous versions, byte for byte), and no temp file.
+TEST(ModelIo, SaveCommitsTheModelAndItsDataFileTogether) {
+  namespace fs = std::filesystem;
+  auto listing = [](const fs::path& dir) {
+    std::map<std::string, std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      out[e.path().filename().string()] = porttool::testing::ReadFile(e.path());
+    }
+    return out;
+  };
+  SaveOptions options;
+  options.external_data = true;
+  options.external_threshold = 0;
+  for (bool previous : {false, true}) {
+    for (int fail_at : {1, 2}) {
+      SCOPED_TRACE(fmt::format("previous={} fail_at={}", previous, fail_at));
+      TempDir dir;
+      Model m = ExternalModel(dir, {1.0f, 2.0f});
+      fs::create_directory(dir / "out");
+      if (previous) {
+        porttool::testing::WriteFile(dir / "out" / "m.onnx", "old model");
+        porttool::testing::WriteFile(dir / "out" / "m.onnx.data", "old data");
+      }
+      auto before = listing(dir / "out");
+      SetRenameFaultForTesting(fail_at);
+      EXPECT_THROW(Save(m, dir / "out" / "m.onnx", options), Error);
+      SetRenameFaultForTesting(0);
+      EXPECT_EQ(listing(dir / "out"), before);
+    }
+  }
+  // Kept by reference in another directory: the hard-linked data file goes with the model.
+  TempDir dir;
+  Model m = ExternalModel(dir, {1.0f, 2.0f});
+  fs::create_directory(dir / "out");
+  SetRenameFaultForTesting(2);
+  EXPECT_THROW(Save(m, dir / "out" / "copy.onnx"), Error);
+  SetRenameFaultForTesting(0);
+  EXPECT_TRUE(fs::is_empty(dir / "out"));
+  Save(m, dir / "out" / "copy.onnx");
+  EXPECT_TRUE(fs::equivalent(dir / "out" / "w.bin", dir / "w.bin"));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/io/atomic_file.h"
 #include "lib/util/error.h"
 
 namespace porttool::io {
@@ -17,8 +18,8 @@ fs::path MakeTempDirBeside(const fs::path& target, const char* tag) {
   std::string pattern =
       (parent / fmt::format(".{}.{}-XXXXXX", target.filename().string(), tag)).string();
   if (!::mkdtemp(pattern.data())) {
-    ThrowBadInput("cannot create a directory next to '{}': {}", target.string(),
-                  std::strerror(errno));
+    ThrowOutputError("cannot create a directory next to '{}': {}", target.string(),
+                     std::strerror(errno));
   }
   return pattern;
 }
@@ -48,28 +49,29 @@ fs::path StagingDir::Keep() {
 void StagingDir::Commit() {
   std::error_code ec;
   if (!fs::exists(target_, ec)) {
-    fs::rename(path_, target_, ec);
-    if (ec) ThrowBadInput("cannot move the output into '{}': {}", target_.string(), ec.message());
+    ec = RenameOutput(path_, target_);
+    if (ec) {
+      ThrowOutputError("cannot move the output into '{}': {}", target_.string(), ec.message());
+    }
     path_.clear();
     return;
   }
   fs::path old = MakeTempDirBeside(target_, "old");
   fs::remove(old, ec);
-  fs::rename(target_, old, ec);
-  if (ec) ThrowBadInput("cannot replace '{}': {}", target_.string(), ec.message());
-  fs::rename(path_, target_, ec);
+  ec = RenameOutput(target_, old);
+  if (ec) ThrowOutputError("cannot replace '{}': {}", target_.string(), ec.message());
+  ec = RenameOutput(path_, target_);
   if (ec) {
     // Put the previous output back. If even that fails, keep it where it is and say where:
     // losing the user's last good output is worse than a stray directory.
-    std::error_code restore_ec;
-    fs::rename(old, target_, restore_ec);
+    std::error_code restore_ec = RenameOutput(old, target_);
     if (restore_ec) {
-      ThrowBadInput(
+      ThrowOutputError(
           "cannot move the output into '{}' ({}) nor restore the previous one ({}); the "
           "previous output is kept in '{}'",
           target_.string(), ec.message(), restore_ec.message(), old.string());
     }
-    ThrowBadInput("cannot move the output into '{}': {}", target_.string(), ec.message());
+    ThrowOutputError("cannot move the output into '{}': {}", target_.string(), ec.message());
   }
   path_.clear();
   fs::remove_all(old, ec);

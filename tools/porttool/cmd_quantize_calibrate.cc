@@ -118,12 +118,15 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   if (o.quant.data.empty()) options.table_in = o.table;
   io::Model model = io::Load(o.model);
   quant::QuantizeCalibrateResult r = stages::QuantizeStage(model, options);
-  // Everything is computed before anything is written: an error leaves no partial output.
+  // Everything is computed before anything is written, and the table, the cache and the model
+  // (with its data files) are committed together: an error leaves none of them.
+  io::OutputSet outputs;
   if (!o.table.empty() && !o.quant.data.empty()) {
-    io::WriteFileAtomic(o.table, util::DumpJson(r.table.ToJson(), 2) + "\n");
+    outputs.Add(o.table).Write(util::DumpJson(r.table.ToJson(), 2) + "\n");
   }
-  if (!o.trt_cache.empty()) io::WriteFileAtomic(o.trt_cache, r.table.ToTensorRtCache());
-  if (!o.qdq.output.empty()) SaveModel(r.qdq_model, o.qdq);
+  if (!o.trt_cache.empty()) outputs.Add(o.trt_cache).Write(r.table.ToTensorRtCache());
+  if (!o.qdq.output.empty()) SaveModel(r.qdq_model, o.qdq, &outputs);
+  outputs.Commit();
   if (o.json) {
     PrintJson(quant::ReportJson(r));
   } else {

@@ -342,14 +342,16 @@ void RefuseOverwritingInput(const io::Model& model, const ModelOutputOptions& ou
   }
 }
 
-std::vector<std::string> SaveModel(io::Model& model, const ModelOutputOptions& out) {
+std::vector<std::string> SaveModel(io::Model& model, const ModelOutputOptions& out,
+                                   io::OutputSet* outputs) {
   StageTimer timer("save " + out.output);
   io::SaveOptions options;
   options.external_data = !out.external_data.empty();
   options.external_file = out.external_data == "auto" ? "" : out.external_data;
   options.external_threshold = out.external_threshold;
   options.in_place = out.in_place;
-  io::SaveResult result = io::Save(model, out.output, options);
+  io::SaveResult result = outputs ? io::Save(model, out.output, options, *outputs)
+                                  : io::Save(model, out.output, options);
   for (const auto& note : result.notes) spdlog::warn("{}", note);
   std::vector<std::string> files;
   for (const auto& f : result.files) files.push_back(f.string());

@@ -101,8 +101,10 @@ struct ModelOutputOptions {
 void AddModelOutputOptions(CLI::App& cmd, ModelOutputOptions& out, bool required);
 // Refuses an output (or its --external-data file) that would overwrite `model`'s files.
 void RefuseOverwritingInput(const io::Model& model, const ModelOutputOptions& out);
-// Saves with those options and logs the notes. Returns the written files.
-std::vector<std::string> SaveModel(io::Model& model, const ModelOutputOptions& out);
+// Saves with those options and logs the notes. Returns the written files. With `outputs`, the
+// files are left in it for the caller to commit with its other outputs (all of them or none).
+std::vector<std::string> SaveModel(io::Model& model, const ModelOutputOptions& out,
+                                   io::OutputSet* outputs = nullptr);
 
 // Prints one JSON document to stdout (pretty, newline-terminated).
 void PrintJson(const nlohmann::json& doc);
