@@ -1,6 +1,7 @@
 #include "lib/io/node_attributes.h"
 
 #include <fmt/format.h>
+#include <onnx/defs/schema.h>
 
 #include <algorithm>
 #include <cmath>
@@ -430,6 +431,36 @@ void CheckScalars(const NodeCheck& c) {
   }
 }
 
+// Inputs and outputs against the op's schema: libonnx's inference functions read the type of
+// every input the schema calls required without checking it is there (a Conv without its weight,
+// a Relu without input dereferenced a null type). The checker would say so, but inference runs
+// first in most stages.
+void CheckArity(const onnx::NodeProto& node, int index, int opset) {
+  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, domain);
+  if (!schema) return;  // unknown ops are the checker's and the executor's to refuse
+  std::string label = node.name().empty() ? fmt::format("#{}", index) : node.name();
+  auto refuse = [&](const std::string& what) {
+    throw Error(ErrorKind::kBadInput,
+                fmt::format("node '{}' ({}, opset {}): {}", label, node.op_type(), opset, what),
+                node.name());
+  };
+  if (node.input_size() < schema->min_input() || node.input_size() > schema->max_input()) {
+    refuse(fmt::format("has {} inputs; the op takes {} to {}", node.input_size(),
+                       schema->min_input(), schema->max_input()));
+  }
+  if (node.output_size() < schema->min_output() || node.output_size() > schema->max_output()) {
+    refuse(fmt::format("has {} outputs; the op gives {} to {}", node.output_size(),
+                       schema->min_output(), schema->max_output()));
+  }
+  const auto& formal = schema->inputs();
+  for (int i = 0; i < node.input_size() && i < static_cast<int>(formal.size()); ++i) {
+    if (node.input(i).empty() && formal[i].GetOption() == onnx::OpSchema::Single) {
+      refuse(fmt::format("its required input {} ('{}') is empty", i, formal[i].GetName()));
+    }
+  }
+}
+
 bool InterpretedDomain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx" || domain == "com.microsoft";
 }
@@ -445,6 +476,7 @@ void ValidateGraph(const onnx::GraphProto& graph, const Opsets& opsets, const Gr
     const auto& node = graph.node(i);
     if (InterpretedDomain(node.domain())) {
       int opset = node.domain() == "com.microsoft" ? opsets.microsoft : opsets.onnx;
+      if (opset > 0) CheckArity(node, i, opset);
       NodeCheck c(node, i, opset, facts);
       CheckWindow(c);
       CheckGroup(c);

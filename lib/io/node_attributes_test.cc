@@ -128,6 +128,24 @@ g (float[2] x) => (float y) { y = my.ops.Thing <strides = [0]> (x) })";
   EXPECT_EQ(Refusal(custom), "");
 }
 
+// Inputs the schema requires: libonnx's inference read a missing weight's type through a null
+// pointer (fuzz_passes, fuzz_infer_shapes, fuzz_emit_header).
+TEST(NodeAttributes, ArityAgainstTheSchema) {
+  auto conv = [](const std::string& inputs) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,8,8] x, float[4,4,3,3] w) => (float y) { y = Conv ()" +
+           inputs + R"() })";
+  };
+  EXPECT_EQ(Refusal(conv("x, w")), "");
+  EXPECT_EQ(Refusal(conv("x")), "node '#0' (Conv, opset 13): has 1 inputs; the op takes 2 to 3");
+  EXPECT_NE(Refusal(conv("x, , w")).find("required input 1 ('W') is empty"), std::string::npos);
+  EXPECT_NE(Refusal(conv("x, w, w, w")).find("has 4 inputs"), std::string::npos);
+  // An omitted optional input is fine: Resize's roi.
+  EXPECT_EQ(Refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,1,2,2] x) => (float y) <float[4] s = {1.0, 1.0, 2.0, 2.0}> { y = Resize (x, , s) })"),
+            "");
+}
+
 // No false refusals: every ONNX backend node test model and every real model passes.
 TEST(NodeAttributes, AcceptsEveryNodeTestAndRealModel) {
   std::vector<fs::path> models;

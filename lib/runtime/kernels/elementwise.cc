@@ -17,6 +17,17 @@
 namespace porttool::runtime {
 namespace {
 
+// -v as ONNX Runtime and numpy compute it: the most negative integer negates to itself (two's
+// complement wrap) instead of overflowing, which is undefined behaviour in C++.
+template <typename T>
+T WrappingNegate(T v) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(v));
+  } else {
+    return T(-v);
+  }
+}
+
 using namespace kernels;  // NOLINT: the helpers are this file's vocabulary
 
 template <typename T, typename F>
@@ -134,13 +145,13 @@ void RegisterUnaryOps(KernelRegistry& r) {
       UnaryKernel({}, SignedTypes{}, NoAttrs([](auto v) { return v > 0 ? v : decltype(v)(0); })));
   r.Register("", "Abs", 1, kLatest, UnaryKernel({}, NumericTypes{}, NoAttrs([](auto v) {
                                                   if constexpr (std::is_signed_v<decltype(v)>) {
-                                                    return v < 0 ? decltype(v)(-v) : v;
+                                                    return v < 0 ? WrappingNegate(v) : v;
                                                   } else {
                                                     return v;
                                                   }
                                                 })));
   r.Register("", "Neg", 1, kLatest,
-             UnaryKernel({}, SignedTypes{}, NoAttrs([](auto v) { return decltype(v)(-v); })));
+             UnaryKernel({}, SignedTypes{}, NoAttrs([](auto v) { return WrappingNegate(v); })));
   r.Register("", "Sign", 9, kLatest, UnaryKernel({}, NumericTypes{}, NoAttrs([](auto v) {
                                                    using T = decltype(v);
                                                    return T((T(0) < v) - (v < T(0)));
