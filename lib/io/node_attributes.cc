@@ -164,8 +164,17 @@ class NodeCheck {
     if (i >= node_.input_size() || node_.input(i).empty()) return std::nullopt;
     return ConstValues(facts_.Const(node_.input(i)));
   }
+  int input_count() const { return node_.input_size(); }
   bool HasInput(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
 
+  template <typename... Args>
+  [[noreturn]] void RejectInput(int i, fmt::format_string<Args...> rule, Args&&... args) const {
+    std::string label = node_.name().empty() ? fmt::format("#{}", index_) : node_.name();
+    throw Error(ErrorKind::kBadInput,
+                fmt::format("node '{}' ({}): input {} ('{}') {}", label, node_.op_type(), i,
+                            node_.input(i), fmt::format(rule, std::forward<Args>(args)...)),
+                node_.name(), node_.input(i));
+  }
   template <typename... Args>
   [[noreturn]] void Reject(const std::string& attr, fmt::format_string<Args...> rule,
                            Args&&... args) const {
@@ -233,6 +242,43 @@ void CheckWindow(const NodeCheck& c) {
   }
   RequireCount(c, "pads", 2 * spatial,
                fmt::format("a begin and an end per spatial axis (from {})", from).c_str());
+}
+
+// Convolutions and pools read the spatial dims from the input and the weight side by side:
+// libonnx's inference indexes one by the other's rank unchecked (a rank-3 input with a rank-4
+// weight read past the dims). Checked where the file declares both ranks.
+void CheckWindowRanks(const NodeCheck& c) {
+  static const std::unordered_map<std::string, int> kWeightInput = {
+      {"Conv", 1},           {"ConvTranspose", 1}, {"ConvInteger", 1},
+      {"QLinearConv", 3},    {"MaxPool", -1},      {"AveragePool", -1},
+      {"LpPool", -1},        {"MaxUnpool", -1},    {"GlobalAveragePool", -1},
+      {"GlobalMaxPool", -1}, {"GlobalLpPool", -1}};
+  auto it = kWeightInput.find(c.op());
+  if (it == kWeightInput.end()) return;
+  int x = c.InputRank(0);
+  if (x >= 0 && x < 3) {
+    c.RejectInput(0, "has rank {}: the op needs N, C and at least one spatial axis", x);
+  }
+  int w = it->second >= 0 ? c.InputRank(it->second) : -1;
+  if (x >= 0 && w >= 0 && w != x) {
+    c.RejectInput(it->second, "has rank {} for an input of rank {}: the ranks must match", w, x);
+  }
+}
+
+// Ops whose libonnx inference reads fixed dims of an input without checking its rank: RNN, GRU
+// and LSTM read X[0..2], W[0..2] and R[0..2]; STFT reads the signal's [batch, length, 1|2].
+void CheckFixedRanks(const NodeCheck& c) {
+  static const std::unordered_map<std::string, std::vector<std::pair<int, int>>> kRanks = {
+      {"RNN", {{0, 3}, {1, 3}, {2, 3}}},
+      {"GRU", {{0, 3}, {1, 3}, {2, 3}}},
+      {"LSTM", {{0, 3}, {1, 3}, {2, 3}}},
+      {"STFT", {{0, 3}}}};
+  auto it = kRanks.find(c.op());
+  if (it == kRanks.end()) return;
+  for (auto [input, rank] : it->second) {
+    int r = c.InputRank(input);
+    if (r >= 0 && r != rank) c.RejectInput(input, "has rank {}: the op reads rank {}", r, rank);
+  }
 }
 
 void CheckGroup(const NodeCheck& c) {
@@ -420,6 +466,12 @@ void CheckScalars(const NodeCheck& c) {
     if (auto v = c.InputConst(1)) RequirePositiveFinite(c, "depth (input)", *v, true);
   }
   if (c.op() == "LRN") RequireEach(c, "size", 1, "size");
+  if (c.op() == "Scan") {  // libonnx sizes vectors by it before looking at the inputs
+    if (auto n = c.Int("num_scan_inputs"); n && (*n < 1 || *n > c.input_count())) {
+      c.Reject("num_scan_inputs", "= {}: must be between 1 and the node's {} inputs", *n,
+               c.input_count());
+    }
+  }
   if (c.op() == "RoiAlign" || c.op() == "MaxRoiPool") {
     RequireEach(c, "output_height", 1, "output_height");
     RequireEach(c, "output_width", 1, "output_width");
@@ -479,6 +531,8 @@ void ValidateGraph(const onnx::GraphProto& graph, const Opsets& opsets, const Gr
       if (opset > 0) CheckArity(node, i, opset);
       NodeCheck c(node, i, opset, facts);
       CheckWindow(c);
+      CheckWindowRanks(c);
+      CheckFixedRanks(c);
       CheckGroup(c);
       CheckBlocksize(c);
       CheckAxes(c, node.input_size());

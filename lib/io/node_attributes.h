@@ -17,6 +17,8 @@
 //                                      axes without repeats; any value within int32 otherwise
 //   perm                               a permutation of 0..n-1, n = the input's rank when known
 //   k (TopK-1), size (LRN)             k >= 0, size >= 1
+//   num_scan_inputs (Scan)             between 1 and the node's input count
+//   input ranks (Conv/pool family, RNN/GRU/LSTM, STFT) and arity, where the file declares them
 //   split (Split < 13)                 every value >= 0, summing to the axis' length when known
 //   scales (Upsample-7; Resize/Upsample scales, sizes constants)  finite and > 0
 //   spatial_scale, sampling_ratio, output_height/width (RoiAlign, MaxRoiPool)  > 0 / >= 0 / >= 1

@@ -140,6 +140,15 @@ g (float[1,4,8,8] x, float[4,4,3,3] w) => (float y) { y = Conv ()" +
   EXPECT_EQ(Refusal(conv("x")), "node '#0' (Conv, opset 13): has 1 inputs; the op takes 2 to 3");
   EXPECT_NE(Refusal(conv("x, , w")).find("required input 1 ('W') is empty"), std::string::npos);
   EXPECT_NE(Refusal(conv("x, w, w, w")).find("has 4 inputs"), std::string::npos);
+  // Input and weight ranks side by side (libonnx indexed one by the other's rank).
+  EXPECT_NE(Refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,8] x, float[4,4,3,3] w) => (float y) { y = Conv (x, w) })")
+                .find("input 1 ('w') has rank 4 for an input of rank 3"),
+            std::string::npos);
+  EXPECT_NE(Refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4] x) => (float y) { y = MaxPool <kernel_shape = [1]> (x) })")
+                .find("input 0 ('x') has rank 2"),
+            std::string::npos);
   // An omitted optional input is fine: Resize's roi.
   EXPECT_EQ(Refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[1,1,2,2] x) => (float y) <float[4] s = {1.0, 1.0, 2.0, 2.0}> { y = Resize (x, , s) })"),
