@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "lib/io/model.h"
+#include "lib/ir/constants.h"
 #include "lib/ir/graph_view.h"
 #include "lib/ir/rewrite.h"
 #include "lib/util/error.h"
@@ -57,6 +58,7 @@ std::optional<std::string> SkipReason(const io::Model& model, const ir::GraphVie
 PassResult EliminateIdentityPass::Run(io::Model& model, const PassOptions&, PassContext&) const {
   PassResult result;
   auto* graph = model.proto.mutable_graph();
+  if (!ir::HasOnnxOp(*graph, {"Identity", "Dropout"})) return result;
   ir::GraphView view(*graph);
   // removed output -> (its source, the removed node's name)
   std::map<std::string, std::pair<std::string, std::string>> rename;

@@ -84,6 +84,7 @@ std::variant<FuseConvBnPlan, std::string> Match(const io::Model& model, const ir
 PassResult FuseConvBnPass::Run(io::Model& model, const PassOptions&, PassContext&) const {
   PassResult result;
   auto& graph = *model.proto.mutable_graph();
+  if (!ir::HasOnnxOp(graph, {"BatchNormalization"})) return result;
   std::vector<FuseConvBnPlan> plans;
   {
     ir::GraphView view(graph);

@@ -99,6 +99,9 @@ PassResult FoldIntoConvs(io::Model& model, const std::string& op_type, const std
                          const std::function<ConvFold(const ConvWithChannelConstant&)>& fold) {
   PassResult result;
   auto& graph = *model.proto.mutable_graph();
+  if (!ir::HasOnnxOp(graph, {op_type}) || !ir::HasOnnxOp(graph, {"Conv", "ConvTranspose"})) {
+    return result;
+  }
   std::vector<std::pair<int, ConvFold>> plans;  // (elementwise node, fold), conv in conv_of
   std::vector<int> conv_of;
   {

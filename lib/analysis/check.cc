@@ -1,5 +1,6 @@
 #include "lib/analysis/check.h"
 
+#include <fmt/format.h>
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 
@@ -9,6 +10,7 @@
 
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace porttool::analysis {
 namespace {
@@ -71,6 +73,39 @@ std::vector<const Finding*> CheckReport::WithId(const std::string& id) const {
     if (f.id == id) out.push_back(&f);
   }
   return out;
+}
+
+std::vector<ShownFinding> SelectFindings(const CheckReport& report, const FindingLimits& limits) {
+  std::map<std::string, int> total_by_id = CountById(report);
+  std::map<std::string, int> shown_by_id;
+  std::vector<ShownFinding> shown;
+  for (const auto& f : report.findings) {
+    int& n = shown_by_id[f.id];
+    // The first of every id is shown whatever the total: no kind of finding goes unmentioned.
+    bool over = static_cast<size_t>(n) >= limits.per_id || (n > 0 && shown.size() >= limits.total);
+    if (over) continue;
+    ++n;
+    shown.push_back({&f, 0});
+  }
+  // The count goes on the last shown of each id, so the summary follows its examples.
+  std::map<std::string, bool> counted;
+  for (auto it = shown.rbegin(); it != shown.rend(); ++it) {
+    const std::string& id = it->finding->id;
+    if (counted[id]) continue;
+    counted[id] = true;
+    it->more_like_this = total_by_id[id] - shown_by_id[id];
+  }
+  return shown;
+}
+
+std::string MoreLikeThis(int hidden) {
+  return fmt::format("and {} more like this", util::GroupDigits(hidden));
+}
+
+std::map<std::string, int> CountById(const CheckReport& report) {
+  std::map<std::string, int> counts;
+  for (const auto& f : report.findings) ++counts[f.id];
+  return counts;
 }
 
 int MaxKnownOpset(const std::string& domain) {

@@ -6,6 +6,7 @@
 // read and the model is left as it was found.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,22 @@ struct CheckReport {
   // Findings with this id (for tests and callers that react to one lint).
   std::vector<const Finding*> WithId(const std::string& id) const;
 };
+
+// A bounded view of a report for printing: a model with 10^5 dangling names has 10^5 findings,
+// and a reader needs the first few of each kind and a count, not 10^5 lines.
+struct ShownFinding {
+  const Finding* finding = nullptr;
+  int more_like_this = 0;  // > 0 on the last one shown of an id: how many of that id are hidden
+};
+struct FindingLimits {
+  size_t per_id = 10;  // first N of each id, in report order
+  size_t total = 100;  // and at most this many in all, but always the first of each id
+};
+std::vector<ShownFinding> SelectFindings(const CheckReport& report, const FindingLimits& limits);
+// "and 99,990 more like this": what every printer says after the last one shown of an id.
+std::string MoreLikeThis(int hidden);
+// Findings per id, for the JSON documents that carry only the selection.
+std::map<std::string, int> CountById(const CheckReport& report);
 
 struct CheckOptions {
   bool full_check = true;  // strict shape inference after the checker

@@ -3,6 +3,8 @@
 
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "lib/analysis/check.h"
 #include "lib/ir/graph_view.h"
@@ -94,10 +96,13 @@ void LintDynamicInputs(const io::Model& model, CheckReport& report) {
   for (const auto& desc : shape::DynamicInputDims(model)) {
     by_input[desc.substr(0, desc.find_first_of("[ "))].push_back(desc);
   }
+  std::unordered_map<std::string_view, const onnx::ValueInfoProto*> inputs;
+  for (const auto& vi : model.proto.graph().input())
+    inputs[vi.name()] = &vi;  // the last, as before
   for (const auto& [input, dims] : by_input) {
     std::string example = input + ":DIMS";
-    for (const auto& vi : model.proto.graph().input()) {
-      if (vi.name() == input) example = shape::ExampleInputShape(vi);
+    if (auto it = inputs.find(input); it != inputs.end()) {
+      example = shape::ExampleInputShape(*it->second);
     }
     report.Add({Severity::kWarning, "dynamic-input", "", input,
                 fmt::format("input '{}' has dynamic or missing dims: {}; most targets need "
@@ -203,25 +208,19 @@ void LintDuplicates(const ir::GraphView& view, CheckReport& report) {
 }
 
 void LintDangling(const ir::GraphView& view, CheckReport& report) {
-  auto defined = [&](const std::string& name) {
-    return view.Producer(name) >= 0 || view.Initializer(name) || view.GraphInput(name);
-  };
-  for (int i = 0; i < view.node_count(); ++i) {
-    for (const auto& name : view.NodeReads(i)) {
-      if (defined(name)) continue;
-      const auto& node = view.node(i);
-      report.Add({Severity::kError, "dangling-input", NodeLabel(node, i), name,
-                  fmt::format("node '{}' ({}) reads '{}', which no node, initializer or graph "
-                              "input defines",
-                              NodeLabel(node, i), node.op_type(), name),
-                  "connect it to the tensor it should read, or add the missing initializer"});
+  for (const auto& [i, name] : view.UndefinedReads()) {
+    if (i < 0) {
+      report.Add({Severity::kError, "dangling-input", "", name,
+                  fmt::format("graph output '{}' is not produced by anything", name),
+                  "remove the output or connect it"});
+      continue;
     }
-  }
-  for (const auto& out : view.graph().output()) {
-    if (defined(out.name())) continue;
-    report.Add({Severity::kError, "dangling-input", "", out.name(),
-                fmt::format("graph output '{}' is not produced by anything", out.name()),
-                "remove the output or connect it"});
+    const auto& node = view.node(i);
+    report.Add({Severity::kError, "dangling-input", NodeLabel(node, i), name,
+                fmt::format("node '{}' ({}) reads '{}', which no node, initializer or graph "
+                            "input defines",
+                            NodeLabel(node, i), node.op_type(), name),
+                "connect it to the tensor it should read, or add the missing initializer"});
   }
 }
 

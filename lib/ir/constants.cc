@@ -9,6 +9,16 @@ namespace porttool::ir {
 
 bool IsOnnxDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+bool HasOnnxOp(const onnx::GraphProto& graph, std::initializer_list<std::string_view> op_types) {
+  for (const auto& node : graph.node()) {
+    if (!IsOnnxDomain(node.domain())) continue;
+    for (std::string_view op : op_types) {
+      if (node.op_type() == op) return true;
+    }
+  }
+  return false;
+}
+
 bool IsConstantNode(const onnx::NodeProto& node) {
   return node.op_type() == "Constant" && IsOnnxDomain(node.domain()) && node.output_size() == 1;
 }

@@ -9,8 +9,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <deque>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,6 +23,11 @@ namespace porttool::ir {
 
 // Whether the domain names the default ONNX operator set ("" or "ai.onnx").
 bool IsOnnxDomain(const std::string& domain);
+
+// Whether `graph` (not its subgraphs) has an ONNX-domain node of one of `op_types`. Passes that
+// match by op type test this first: indexing a 10^5-node graph that has nothing to match costs
+// far more than this scan.
+bool HasOnnxOp(const onnx::GraphProto& graph, std::initializer_list<std::string_view> op_types);
 
 // Whether `node` is an ONNX `Constant` node with one output.
 bool IsConstantNode(const onnx::NodeProto& node);

@@ -53,6 +53,10 @@ class GraphView {
   // that is not an initializer).
   std::vector<std::string> DuplicateDefinitions() const;
 
+  // What nothing defines (no node output, initializer or graph input): names nodes read, as
+  // (node index, name) in node order, then graph outputs as (-1, name).
+  std::vector<std::pair<int, std::string>> UndefinedReads() const;
+
   // Names a node reads: its inputs plus outer-scope names captured by its subgraphs.
   std::vector<std::string> NodeReads(int index) const;
 
@@ -71,5 +75,10 @@ class GraphView {
   std::vector<std::vector<std::string>> reads_;  // per node: NodeReads
   std::vector<std::string> duplicates_;
 };
+
+// Throws Error(kBadInput) naming the first name of `graph` that nothing defines and counting the
+// rest: the stages that transform, emit or judge a model refuse one whose wiring is broken rather
+// than pass the breakage on (`porttool check` lists every such name).
+void RequireDefinedNames(const onnx::GraphProto& graph);
 
 }  // namespace porttool::ir

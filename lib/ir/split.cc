@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -441,13 +442,15 @@ class Splitter {
   static std::vector<BoundaryTensor> Boundary(
       const std::vector<std::string>& names,
       const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& infos) {
+    // Indexed, not searched per name: a segment may have 10^5 inputs.
+    std::unordered_map<std::string_view, const onnx::ValueInfoProto*> by_name;
+    by_name.reserve(infos.size());
+    for (const auto& info : infos) by_name.emplace(info.name(), &info);
     std::vector<BoundaryTensor> out;
     for (const auto& name : names) {
-      for (const auto& info : infos) {
-        if (info.name() != name) continue;
-        out.push_back({name, info.type(), StaticBytes(info.type())});
-        break;
-      }
+      auto it = by_name.find(name);
+      if (it == by_name.end()) continue;
+      out.push_back({name, it->second->type(), StaticBytes(it->second->type())});
     }
     return out;
   }

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_set>
 
 #include "lib/analysis/liveness.h"
@@ -342,12 +343,17 @@ const Session::Plan& Session::PlanFor(const onnx::GraphProto& graph) {
 
 void Session::ValidateInputs(const TensorMap& inputs) {
   warnings_.clear();
-  std::vector<std::string> names;
-  for (const auto& spec : inputs_) names.push_back(spec.name);
+  std::unordered_set<std::string_view> known;  // a set: a model may have 10^5 inputs
+  for (const auto& spec : inputs_) known.insert(spec.name);
   for (const auto& [name, _] : inputs) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      ThrowUsage("'{}' is not an input of the model (inputs: {})", name, util::Join(names, ", "));
-    }
+    if (known.count(name)) continue;
+    std::vector<std::string> names;
+    for (const auto& spec : inputs_) names.push_back(spec.name);
+    std::string listed = names.size() <= 20
+                             ? "inputs: " + util::Join(names, ", ")
+                             : "closest of its " + util::GroupDigits(names.size()) +
+                                   " inputs: " + util::Join(util::ClosestNames(name, names), ", ");
+    ThrowUsage("'{}' is not an input of the model ({})", name, listed);
   }
   for (const auto& spec : inputs_) {
     auto it = inputs.find(spec.name);

@@ -2,6 +2,9 @@
 
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/session.h"
@@ -12,13 +15,19 @@ namespace {
 const std::set<std::string> kValueDependentOps = {
     "NonZero", "TopK", "NonMaxSuppression", "Unique", "Compress", "Loop", "Scan"};
 
-bool HasStaticShape(const onnx::GraphProto& graph, const std::string& name) {
+// Names whose declared type has a static shape (the first declaration of a name counts, in the
+// order value_info, outputs, inputs). An index: looking each node output up in the lists was
+// quadratic in the model.
+std::unordered_set<std::string_view> StaticallyShaped(const onnx::GraphProto& graph) {
+  std::unordered_set<std::string_view> seen, shaped;
   for (const auto* list : {&graph.value_info(), &graph.output(), &graph.input()}) {
     for (const auto& vi : *list) {
-      if (vi.name() == name) return ir::StaticShape(vi.type()).has_value();
+      if (seen.insert(vi.name()).second && ir::StaticShape(vi.type()).has_value()) {
+        shaped.insert(vi.name());
+      }
     }
   }
-  return false;
+  return shaped;
 }
 
 }  // namespace
@@ -26,10 +35,13 @@ bool HasStaticShape(const onnx::GraphProto& graph, const std::string& name) {
 std::vector<std::string> CompleteShapesByExecution(io::Model& model) {
   auto* graph = model.proto.mutable_graph();
   std::set<std::string> missing;
-  for (const auto& node : graph->node()) {
-    if (kValueDependentOps.count(node.op_type())) return {};
-    for (const auto& out : node.output()) {
-      if (!out.empty() && !HasStaticShape(*graph, out)) missing.insert(out);
+  {
+    auto shaped = StaticallyShaped(*graph);
+    for (const auto& node : graph->node()) {
+      if (kValueDependentOps.count(node.op_type())) return {};
+      for (const auto& out : node.output()) {
+        if (!out.empty() && !shaped.count(out)) missing.insert(out);
+      }
     }
   }
   if (missing.empty()) return {};
@@ -40,15 +52,15 @@ std::vector<std::string> CompleteShapesByExecution(io::Model& model) {
   session.Run(inputs, [&](const std::string& name, const Tensor& value) {
     if (missing.count(name)) seen[name] = {value.dtype(), value.shape()};
   });
+  // Graph outputs carry their (symbolic) type themselves; intermediates get value_info.
+  std::unordered_map<std::string_view, onnx::ValueInfoProto*> declared;
+  for (auto* list : {graph->mutable_output(), graph->mutable_value_info()}) {
+    for (auto& existing : *list) declared.emplace(existing.name(), &existing);
+  }
   std::vector<std::string> filled;
   for (const auto& [name, info] : seen) {
-    // Graph outputs carry their (symbolic) type themselves; intermediates get value_info.
-    onnx::ValueInfoProto* vi = nullptr;
-    for (auto* list : {graph->mutable_output(), graph->mutable_value_info()}) {
-      for (auto& existing : *list) {
-        if (existing.name() == name && !vi) vi = &existing;
-      }
-    }
+    auto it = declared.find(name);
+    onnx::ValueInfoProto* vi = it == declared.end() ? nullptr : it->second;
     if (!vi) {
       vi = graph->add_value_info();
       vi->set_name(name);

@@ -18,19 +18,23 @@ CheckStageResult CheckStage(io::Model& model, const CheckStageOptions& options) 
 nlohmann::json CheckJson(const CheckStageResult& result) {
   const analysis::CheckReport& report = result.report;
   nlohmann::json findings = nlohmann::json::array();
-  for (const auto& f : report.findings) {
-    findings.push_back({{"severity", analysis::SeverityName(f.severity)},
-                        {"id", f.id},
-                        {"node", f.node},
-                        {"tensor", f.tensor},
-                        {"message", f.message},
-                        {"fix", f.fix}});
+  auto shown = analysis::SelectFindings(
+      report, {.per_id = kJsonFindingsPerId, .total = report.findings.size()});
+  for (const auto& [f, more] : shown) {
+    findings.push_back({{"severity", analysis::SeverityName(f->severity)},
+                        {"id", f->id},
+                        {"node", f->node},
+                        {"tensor", f->tensor},
+                        {"message", f->message},
+                        {"fix", f->fix}});
   }
   nlohmann::json doc = {{"ok", !report.HasErrors()},
                         {"errors", report.Count(analysis::Severity::kError)},
                         {"warnings", report.Count(analysis::Severity::kWarning)},
                         {"infos", report.Count(analysis::Severity::kInfo)},
-                        {"findings", findings}};
+                        {"findings", findings},
+                        {"counts", analysis::CountById(report)},
+                        {"omitted", report.findings.size() - shown.size()}};
   if (result.target) doc["target"] = decide::TargetCheckToJson(*result.target);
   return doc;
 }

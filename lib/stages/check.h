@@ -29,7 +29,11 @@ struct CheckStageResult {
 
 CheckStageResult CheckStage(io::Model& model, const CheckStageOptions& options);
 
-// {"ok", "errors", "warnings", "infos", "findings": [...], "target"?}: the `check --json` shape.
+// `check --json` keeps this many findings of each id and counts the rest.
+inline constexpr size_t kJsonFindingsPerId = 100;
+
+// {"ok", "errors", "warnings", "infos", "findings": [...], "counts": {id: n}, "omitted": n,
+// "target"?}: the `check --json` shape. `findings` holds the first kJsonFindingsPerId of each id.
 nlohmann::json CheckJson(const CheckStageResult& result);
 
 }  // namespace porttool::stages

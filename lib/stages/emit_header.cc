@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/ir/dtype.h"
+#include "lib/ir/graph_view.h"
 #include "lib/runtime/shape_completion.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -34,6 +35,7 @@ void MakeShapesStatic(io::Model& model, const shape::InputShapes& pins,
 EmitHeaderStageResult EmitHeaderStage(const io::Model& model,
                                       const EmitHeaderStageOptions& options) {
   EmitHeaderStageResult result;
+  ir::RequireDefinedNames(model.proto.graph());
   io::Model completed = model;
   MakeShapesStatic(completed, options.input_shapes, result.notes);
   result.emitted = emit::EmitHeaderFiles(completed, options.request);

@@ -123,10 +123,13 @@ void CheckAndPinStep(PortState& s, PortStep& step) {
   step.details.push_back(fmt::format(
       "ONNX checker, strict shape inference and porting lints: {} error(s), {} warning(s)",
       report.Count(analysis::Severity::kError), report.Count(analysis::Severity::kWarning)));
-  for (const auto& f : report.findings) {
-    if (f.severity != analysis::Severity::kInfo) {
-      step.details.push_back(
-          fmt::format("{}[{}] {}", analysis::SeverityName(f.severity), f.id, f.message));
+  for (const auto& [f, more] : analysis::SelectFindings(report, {})) {
+    if (f->severity == analysis::Severity::kInfo) continue;
+    step.details.push_back(
+        fmt::format("{}[{}] {}", analysis::SeverityName(f->severity), f->id, f->message));
+    if (more > 0) {
+      step.details.push_back(fmt::format("{}[{}] {}", analysis::SeverityName(f->severity), f->id,
+                                         analysis::MoreLikeThis(more)));
     }
   }
   if (!check.ok()) {

@@ -1,7 +1,20 @@
 #include "lib/stages/rewrite.h"
 
+#include <algorithm>
+
+#include "lib/ir/graph_view.h"
+
 namespace porttool::stages {
 namespace {
+
+std::vector<std::string> FirstNotes(const std::vector<std::string>& notes) {
+  size_t n = std::min(notes.size(), kJsonNotesPerStep);
+  return {notes.begin(), notes.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+size_t OmittedNotes(const std::vector<std::string>& notes) {
+  return notes.size() - std::min(notes.size(), kJsonNotesPerStep);
+}
 
 passes::PassContext ContextFor(const TransformLimits& limits, const NoteSink& sink) {
   passes::PassContext context;
@@ -19,6 +32,7 @@ passes::TransformReport SimplifyStage(io::Model& model, const SimplifyStageOptio
 }
 
 passes::TransformReport FoldStage(io::Model& model, const FoldStageOptions& options) {
+  ir::RequireDefinedNames(model.proto.graph());
   std::map<std::string, std::string> fold;
   if (!options.input_shape.empty()) fold["input-shape"] = options.input_shape;
   passes::PassContext context = ContextFor(options.limits, options.note_sink);
@@ -28,6 +42,7 @@ passes::TransformReport FoldStage(io::Model& model, const FoldStageOptions& opti
 
 passes::TransformReport RewriteStage(io::Model& model, const RewriteStageOptions& options) {
   passes::ValidatePipeline(options.steps);
+  ir::RequireDefinedNames(model.proto.graph());
   passes::PassContext context = ContextFor(options.limits, options.note_sink);
   return passes::Transform(model, options.steps, options.fixed_point, context);
 }
@@ -42,7 +57,8 @@ nlohmann::json TransformJson(const passes::TransformReport& r) {
     steps.push_back({{"pass", s.id},
                      {"changes", s.result.changes},
                      {"failed", s.result.failed},
-                     {"notes", s.result.notes}});
+                     {"notes", FirstNotes(s.result.notes)},
+                     {"notes_omitted", OmittedNotes(s.result.notes)}});
   }
   return {{"nodes_before", r.nodes_before},
           {"nodes_after", r.nodes_after},

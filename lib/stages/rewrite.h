@@ -52,8 +52,12 @@ struct RewriteStageOptions {
 // Error(kUsage) before anything changes.
 passes::TransformReport RewriteStage(io::Model& model, const RewriteStageOptions& options);
 
+// A step's notes in --json: the first this many, and `notes_omitted` counts the rest.
+inline constexpr size_t kJsonNotesPerStep = 100;
+
 // {"nodes_before", "nodes_after", "ops": [{op, before, after}], "rounds", "hit_cap", "failed",
-// "steps": [{pass, changes, failed, notes}]}: the --json shape of the transforming subcommands.
+// "steps": [{pass, changes, failed, notes, notes_omitted}]}: the --json shape of the transforming
+// subcommands.
 nlohmann::json TransformJson(const passes::TransformReport& report);
 
 }  // namespace porttool::stages

@@ -81,6 +81,12 @@ std::vector<std::string> ClosestNames(std::string_view name, const std::vector<s
   return out;
 }
 
+std::string GroupDigits(uint64_t count) {
+  std::string digits = std::to_string(count);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return digits;
+}
+
 std::string FormatBytes(uint64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);

@@ -23,6 +23,9 @@ size_t EditDistance(std::string_view a, std::string_view b);
 std::vector<std::string> ClosestNames(std::string_view name, const std::vector<std::string>& pool,
                                       size_t limit = 5);
 
+// A count with thousands separators: 99990 -> "99,990".
+std::string GroupDigits(uint64_t count);
+
 // Human-readable byte count: "1.50 MiB".
 std::string FormatBytes(uint64_t bytes);
 

@@ -35,11 +35,17 @@ int RunCheck(const CheckOptions& o) {
     PrintJson(doc);
   } else {
     if (result.target) std::cout << decide::TargetCheckToText(*result.target);
-    for (const auto& f : report.findings) {
-      std::cout << fmt::format("{}[{}] {}\n", analysis::SeverityName(f.severity), f.id, f.message);
-      if (!f.fix.empty()) std::cout << fmt::format("    fix: {}\n", f.fix);
-      if (auto command = FixCommand(f, model, o.model)) {
+    for (const auto& [f, more] : analysis::SelectFindings(report, {})) {
+      std::cout << fmt::format("{}[{}] {}\n", analysis::SeverityName(f->severity), f->id,
+                               f->message);
+      if (!f->fix.empty()) std::cout << fmt::format("    fix: {}\n", f->fix);
+      if (auto command = FixCommand(*f, model, o.model)) {
         std::cout << fmt::format("    run: {}\n", *command);
+      }
+      if (more > 0) {
+        std::cout << fmt::format("{}[{}] {} (--json lists the first {} of each kind)\n",
+                                 analysis::SeverityName(f->severity), f->id,
+                                 analysis::MoreLikeThis(more), stages::kJsonFindingsPerId);
       }
     }
     std::cout << fmt::format(

@@ -43,13 +43,18 @@ std::string CommandLine() {
   return util::Join(args, " ");
 }
 
+// Buffers and renames grow with the model; the text shows the first ones and counts the rest.
+constexpr size_t kTextItems = 20;
+
 void PrintText(const emit::EmitResult& r) {
-  for (const auto& b : r.header.buffers) {
-    std::cout << fmt::format("{:<6} {:<24} {:<8} {:<18} {:>12} bytes  aligned {:>12}  {}\n",
-                             b.is_input ? "input" : "output", b.name, ir::DtypeName(b.dtype),
-                             b.dims.empty() ? "scalar" : fmt::format("{}", fmt::join(b.dims, "x")),
-                             b.bytes, b.aligned_bytes, b.c_name);
-  }
+  PrintBounded(r.header.buffers, kTextItems, "", "buffers", "--json lists them all",
+               [](const auto& b) {
+                 std::cout << fmt::format(
+                     "{:<6} {:<24} {:<8} {:<18} {:>12} bytes  aligned {:>12}  {}\n",
+                     b.is_input ? "input" : "output", b.name, ir::DtypeName(b.dtype),
+                     b.dims.empty() ? "scalar" : fmt::format("{}", fmt::join(b.dims, "x")), b.bytes,
+                     b.aligned_bytes, b.c_name);
+               });
   if (r.arena) {
     const auto& a = *r.arena;
     std::cout << fmt::format(
@@ -64,10 +69,11 @@ void PrintText(const emit::EmitResult& r) {
     std::cout << fmt::format("weights: {} tensors, {} bytes ({})\n", r.weights->entries.size(),
                              r.weights->total_bytes, util::FormatBytes(r.weights->total_bytes));
   }
-  for (const auto& c : r.header.collisions) {
-    std::cout << fmt::format("renamed: '{}' -> {} ('{}' has the identifier)\n", c.name, c.c_name,
-                             c.conflict);
-  }
+  PrintBounded(r.header.collisions, kTextItems, "", "renamed identifiers", "the header lists them",
+               [](const auto& c) {
+                 std::cout << fmt::format("renamed: '{}' -> {} ('{}' has the identifier)\n", c.name,
+                                          c.c_name, c.conflict);
+               });
   for (const auto& f : r.files) std::cout << "wrote " << f.string() << "\n";
 }
 
@@ -86,7 +92,13 @@ int RunEmitHeader(const EmitHeaderOptions& o) {
   RefuseOverwritingInput(model, o.output);
   RefuseOverwritingInput(model, o.weights);
   stages::EmitHeaderStageResult result = stages::EmitHeaderStage(model, options);
-  for (const auto& note : result.notes) spdlog::warn("{}", WithFlagHint(note));
+  for (size_t i = 0; i < result.notes.size() && i < kTextItems; ++i) {
+    spdlog::warn("{}", WithFlagHint(result.notes[i]));
+  }
+  if (result.notes.size() > kTextItems) {
+    spdlog::warn("and {} more warnings like these (--json lists them)",
+                 util::GroupDigits(result.notes.size() - kTextItems));
+  }
   if (o.json) {
     PrintJson(stages::EmitHeaderJson(result.emitted));
   } else {

@@ -5,7 +5,9 @@
 #include <iostream>
 #include <map>
 
+#include "lib/ir/graph_view.h"
 #include "lib/shape/infer.h"
+#include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -43,6 +45,8 @@ nlohmann::json ReportJson(const shape::InferReport& r, const std::vector<std::st
 // One line per root blocker with the count of tensors it leaves unknown: a single Reshape can
 // block a hundred tensors downstream, and the user needs to look at that one node. The full list
 // is for -v.
+constexpr size_t kTextBlockers = 20;
+
 void PrintBlockers(const shape::InferReport& r) {
   std::vector<std::string> order;
   std::map<std::string, const shape::UnresolvedTensor*> first;
@@ -51,12 +55,15 @@ void PrintBlockers(const shape::InferReport& r) {
     if (blocked[u.node]++ == 0) order.push_back(u.node);
     if (!first.count(u.node) || (u.root && !first[u.node]->root)) first[u.node] = &u;
   }
-  for (const auto& node : order) {
-    const auto* u = first[node];
-    std::string reason = u->reason.substr(0, u->reason.find(" (reached through the inputs"));
-    std::cout << fmt::format("  root blocker '{}' ({}): {}; {} tensor(s) unknown because of it\n",
-                             u->node, u->op_type, reason, blocked[u->node]);
-  }
+  PrintBounded(order, kTextBlockers, "  ", "root blockers", "--json lists every unknown tensor",
+               [&](const std::string& node) {
+                 const auto* u = first[node];
+                 std::string reason =
+                     u->reason.substr(0, u->reason.find(" (reached through the inputs"));
+                 std::cout << fmt::format(
+                     "  root blocker '{}' ({}): {}; {} tensor(s) unknown because of it\n", u->node,
+                     u->op_type, reason, blocked[u->node]);
+               });
   if (!spdlog::should_log(spdlog::level::debug)) return;
   for (const auto& u : r.unresolved) {
     std::cout << fmt::format("  unknown {}: blocked at '{}' ({}): {}\n", u.tensor, u.node,
@@ -77,6 +84,7 @@ int RunInferShapes(const InferShapesOptions& o) {
   options.input_shapes = ParseShapeFlags(o.input_shapes);  // usage errors before loading
   options.max_iterations = o.max_iterations;
   io::Model model = LoadModel(o.model);
+  ir::RequireDefinedNames(model.proto.graph());
   RefuseOverwritingInput(model, o.output);
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
   shape::InferReport report;

@@ -53,6 +53,9 @@ nlohmann::json FactsJson(const analysis::ModelFacts& f) {
   return doc;
 }
 
+// A model may have 10^5 inputs; the text lists the first few and counts the rest.
+constexpr size_t kTextSignatures = 20;
+
 void PrintText(const std::string& path, const analysis::ModelFacts& f) {
   std::vector<std::string> opsets;
   for (const auto& [d, v] : f.opsets)
@@ -61,9 +64,11 @@ void PrintText(const std::string& path, const analysis::ModelFacts& f) {
                            f.ir_version, f.producer_name, f.producer_version,
                            util::Join(opsets, ", "));
   for (const auto* list : {&f.inputs, &f.outputs}) {
-    std::cout << (list == &f.inputs ? "inputs\n" : "outputs\n");
-    for (const auto& s : *list)
+    const char* what = list == &f.inputs ? "inputs" : "outputs";
+    std::cout << what << "\n";
+    PrintBounded(*list, kTextSignatures, "  ", what, "--json lists them all", [](const auto& s) {
       std::cout << fmt::format("  {:<24} {:<8} {}\n", s.name, s.dtype, s.shape);
+    });
   }
   std::cout << fmt::format("nodes      {} ({} with subgraphs, {} subgraphs)\n", f.node_count,
                            f.node_count_total, f.subgraph_count);

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,7 @@
 #include "lib/shape/input_shapes.h"
 #include "lib/stages/custom_ops.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace porttool::cli {
 
@@ -135,5 +137,17 @@ class StageTimer {
   std::string what_;
   std::chrono::steady_clock::time_point start_;
 };
+
+// Text output stays a screenful whatever the model's size: the first `limit` items through
+// `print`, then "<indent>and N more <what> (<where>)". For lists that grow with the model (inputs,
+// buffers, notes, blockers); --json keeps what the text leaves out.
+template <class Item, class Print>
+void PrintBounded(const std::vector<Item>& items, size_t limit, const std::string& indent,
+                  const std::string& what, const std::string& where, Print print) {
+  for (size_t i = 0; i < items.size() && i < limit; ++i) print(items[i]);
+  if (items.size() <= limit) return;
+  std::cout << indent << "and " << util::GroupDigits(items.size() - limit) << " more " << what
+            << " (" << where << ")\n";
+}
 
 }  // namespace porttool::cli

@@ -5,15 +5,22 @@
 
 #include <iostream>
 
+#include "lib/util/strings.h"
+
 namespace porttool::cli {
 namespace {
+
+// A pass over 10^5 nodes may leave a note on each; a terminal needs the first few and a count.
+constexpr size_t kTextNotesPerStep = 20;
 
 void PrintText(const passes::TransformReport& r, const std::vector<std::string>& files) {
   for (const auto& s : r.steps) {
     if (s.result.changes == 0 && s.result.notes.empty()) continue;
     std::cout << fmt::format("{:<30} {} change(s){}\n", s.id, s.result.changes,
                              s.result.failed ? "  FAILED" : "");
-    for (const auto& note : s.result.notes) std::cout << "    " << note << "\n";
+    PrintBounded(s.result.notes, kTextNotesPerStep, "    ", "notes",
+                 fmt::format("--json lists the first {}", stages::kJsonNotesPerStep),
+                 [](const std::string& note) { std::cout << "    " << note << "\n"; });
   }
   std::cout << fmt::format("\n{:<28} {:>8} {:>8}\n", "op", "before", "after");
   for (const auto& c : passes::OpCounts(r)) {
