@@ -246,39 +246,53 @@ void CheckWindow(const NodeCheck& c) {
 
 // Convolutions and pools read the spatial dims from the input and the weight side by side:
 // libonnx's inference indexes one by the other's rank unchecked (a rank-3 input with a rank-4
-// weight read past the dims). Checked where the file declares both ranks.
-void CheckWindowRanks(const NodeCheck& c) {
+// weight read past the dims).
+std::optional<InputRankProblem> WindowRankProblem(const std::string& op,
+                                                  const std::function<int(int)>& rank) {
   static const std::unordered_map<std::string, int> kWeightInput = {
       {"Conv", 1},           {"ConvTranspose", 1}, {"ConvInteger", 1},
       {"QLinearConv", 3},    {"MaxPool", -1},      {"AveragePool", -1},
       {"LpPool", -1},        {"MaxUnpool", -1},    {"GlobalAveragePool", -1},
       {"GlobalMaxPool", -1}, {"GlobalLpPool", -1}};
-  auto it = kWeightInput.find(c.op());
-  if (it == kWeightInput.end()) return;
-  int x = c.InputRank(0);
+  auto it = kWeightInput.find(op);
+  if (it == kWeightInput.end()) return std::nullopt;
+  int x = rank(0);
   if (x >= 0 && x < 3) {
-    c.RejectInput(0, "has rank {}: the op needs N, C and at least one spatial axis", x);
+    return InputRankProblem{
+        0, fmt::format("has rank {}: the op needs N, C and at least one spatial axis", x)};
   }
-  int w = it->second >= 0 ? c.InputRank(it->second) : -1;
+  int w = it->second >= 0 ? rank(it->second) : -1;
   if (x >= 0 && w >= 0 && w != x) {
-    c.RejectInput(it->second, "has rank {} for an input of rank {}: the ranks must match", w, x);
+    return InputRankProblem{
+        it->second, fmt::format("has rank {} for an input of rank {}: the ranks must match", w, x)};
   }
+  return std::nullopt;
 }
 
 // Ops whose libonnx inference reads fixed dims of an input without checking its rank: RNN, GRU
 // and LSTM read X[0..2], W[0..2] and R[0..2]; STFT reads the signal's [batch, length, 1|2].
-void CheckFixedRanks(const NodeCheck& c) {
+std::optional<InputRankProblem> FixedRankProblem(const std::string& op,
+                                                 const std::function<int(int)>& rank) {
   static const std::unordered_map<std::string, std::vector<std::pair<int, int>>> kRanks = {
       {"RNN", {{0, 3}, {1, 3}, {2, 3}}},
       {"GRU", {{0, 3}, {1, 3}, {2, 3}}},
       {"LSTM", {{0, 3}, {1, 3}, {2, 3}}},
       {"STFT", {{0, 3}}}};
-  auto it = kRanks.find(c.op());
-  if (it == kRanks.end()) return;
-  for (auto [input, rank] : it->second) {
-    int r = c.InputRank(input);
-    if (r >= 0 && r != rank) c.RejectInput(input, "has rank {}: the op reads rank {}", r, rank);
+  auto it = kRanks.find(op);
+  if (it == kRanks.end()) return std::nullopt;
+  for (auto [input, want] : it->second) {
+    int r = rank(input);
+    if (r >= 0 && r != want) {
+      return InputRankProblem{input, fmt::format("has rank {}: the op reads rank {}", r, want)};
+    }
   }
+  return std::nullopt;
+}
+
+// Where the file declares the ranks.
+void CheckInputRanks(const NodeCheck& c) {
+  auto problem = FindInputRankProblem(c.op(), [&](int i) { return c.InputRank(i); });
+  if (problem) c.RejectInput(problem->input, "{}", problem->rule);
 }
 
 void CheckGroup(const NodeCheck& c) {
@@ -531,8 +545,7 @@ void ValidateGraph(const onnx::GraphProto& graph, const Opsets& opsets, const Gr
       if (opset > 0) CheckArity(node, i, opset);
       NodeCheck c(node, i, opset, facts);
       CheckWindow(c);
-      CheckWindowRanks(c);
-      CheckFixedRanks(c);
+      CheckInputRanks(c);
       CheckGroup(c);
       CheckBlocksize(c);
       CheckAxes(c, node.input_size());
@@ -549,6 +562,22 @@ void ValidateGraph(const onnx::GraphProto& graph, const Opsets& opsets, const Gr
 }
 
 }  // namespace
+
+const std::vector<std::string>& OpsWithInputRankRules() {
+  static const std::vector<std::string> kOps = {
+      "Conv",          "ConvTranspose", "ConvInteger",
+      "QLinearConv",   "MaxPool",       "AveragePool",
+      "LpPool",        "MaxUnpool",     "GlobalAveragePool",
+      "GlobalMaxPool", "GlobalLpPool",  "RNN",
+      "GRU",           "LSTM",          "STFT"};
+  return kOps;
+}
+
+std::optional<InputRankProblem> FindInputRankProblem(const std::string& op,
+                                                     const std::function<int(int)>& rank) {
+  if (auto p = WindowRankProblem(op, rank)) return p;
+  return FixedRankProblem(op, rank);
+}
 
 void ValidateNodeAttributes(const onnx::ModelProto& model) {
   Opsets opsets;

@@ -28,11 +28,29 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace porttool::io {
 
 // Largest blocksize accepted: its square must not overflow the channel arithmetic, and no
 // network uses more than a few.
 inline constexpr int64_t kMaxBlocksize = 4096;
+
+// The input ranks an op's libonnx inference (and kernel) indexes without checking: the Conv and
+// pool family needs a rank of at least 3 and a weight of the input's rank, RNN/GRU/LSTM inputs
+// 0-2 and STFT's signal rank 3. `rank(i)` gives input i's rank, -1 when unknown. Applied here
+// where the file declares ranks, and by shape inference (lib/shape) on the ranks it infers, before
+// libonnx's function for the node runs.
+struct InputRankProblem {
+  int input = 0;
+  std::string rule;  // "has rank 1: the op reads rank 3"
+};
+std::optional<InputRankProblem> FindInputRankProblem(const std::string& op,
+                                                     const std::function<int(int)>& rank);
+const std::vector<std::string>& OpsWithInputRankRules();
 
 // Throws Error(kBadInput) naming the first node that breaks a rule (recursively in subgraphs).
 void ValidateNodeAttributes(const onnx::ModelProto& model);

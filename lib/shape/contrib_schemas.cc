@@ -66,6 +66,7 @@ void RegisterContribSchemas() {
   std::call_once(once, [] {
     RegisterDomain();
     for (const auto& op : kElementwiseOps) RegisterElementwise(op);
+    GuardInferenceRanks();
   });
 }
 

@@ -47,7 +47,12 @@ InferReport InferShapes(io::Model& model, const InferOptions& options = {});
 // lib/shape).
 std::function<void(io::Model&)> TypeInference();
 
-// Makes ONNX's schema registry know porttool's contrib-op schemas (idempotent).
+// Makes ONNX's schema registry know porttool's contrib-op schemas and installs the rank guards
+// below (idempotent, once per process).
 void RegisterContribSchemas();
+
+// Wraps libonnx's inference functions of the ops io::OpsWithInputRankRules names so that their
+// rank rules run on inferred ranks before the function does (lib/shape/rank_guards.cc).
+void GuardInferenceRanks();
 
 }  // namespace porttool::shape

@@ -202,5 +202,42 @@ TEST(CliHardening, KillDuringLargeSaveLeavesTheOldFile) {
   EXPECT_GT(killed_mid_write, 0) << "the save was never caught in progress";
 }
 
+// A rank that only inference knows: STFT reads the rank-1 output of Shape. libonnx's STFT
+// inference reads the signal's dims 1 and 2 unchecked and segfaulted in every subcommand that
+// infers shapes (fuzz_passes, issue 27); the rank guard (lib/shape/rank_guards.cc) makes it an
+// inference error naming the input before libonnx's function runs.
+TEST(CliHardening, RankKnownOnlyFromInferenceIsCheckedBeforeLibonnxReadsIt) {
+  TempDir dir;
+  const std::string model = (dir / "stft_of_shape.onnx").string();
+  auto gen = testing::RunShell(
+      std::string(testing::kSystemPython) +
+      " -c \"import onnx; from onnx import helper as h, TensorProto as T; g = h.make_graph(["
+      "h.make_node('Shape', ['x'], ['s'], name='shape'), h.make_node('Cast', ['s'], ['sf'], "
+      "to=1, name='cast'), h.make_node('STFT', ['sf', 'step'], ['y'], name='stft')], 'g', "
+      "[h.make_tensor_value_info('x', T.FLOAT, [1, 16, 1])], [h.make_tensor_value_info('y', "
+      "T.FLOAT, None)], [h.make_tensor('step', T.INT64, [], [4])]); m = h.make_model(g, "
+      "opset_imports=[h.make_opsetid('', 17)]); m.ir_version = 8; onnx.save(m, '" +
+      model + "')\"");
+  if (gen.exit_code != 0) GTEST_SKIP() << "needs /usr/bin/python3 with onnx: " << gen.err;
+  const std::string out = (dir / "out").string();
+  for (const std::string args :
+       {"check " + model, "inspect " + model, "infer-shapes " + model + " -o " + out + ".onnx",
+        "simplify " + model + " -o " + out + ".onnx",
+        "fold-constants " + model + " -o " + out + ".onnx",
+        "split " + model + " --at cast -o " + out, "emit-header " + model + " -o " + out + ".h",
+        "decide " + model, "run " + model + " --random-inputs"}) {
+    auto r = RunPorttool(args);
+    SCOPED_TRACE(args);
+    EXPECT_GE(r.exit_code, 0);
+    EXPECT_LE(r.exit_code, 3) << r.err;
+  }
+  auto check = RunPorttool("check " + model);
+  EXPECT_EQ(check.exit_code, 1);
+  EXPECT_NE(check.out.find("node 'stft' (STFT): [ShapeInferenceError] input 0 has rank 1: the op "
+                           "reads rank 3"),
+            std::string::npos)
+      << check.out;
+}
+
 }  // namespace
 }  // namespace porttool
