@@ -173,5 +173,25 @@ TEST(Check, OthersCanAppendFindings) {
   EXPECT_EQ(r.Count(Severity::kError), 1);
 }
 
+// Printing a report of 10^5 findings shows the first few of each id and counts the rest on the
+// last one shown; the total cap never hides a whole id.
+TEST(Check, SelectFindingsShowsTheFirstOfEachIdAndCountsTheRest) {
+  CheckReport report;
+  for (int i = 0; i < 25; ++i) report.Add({Severity::kError, "dangling-input", "", "", "d", ""});
+  report.Add({Severity::kWarning, "dead-node", "", "", "x", ""});
+  report.Add({Severity::kWarning, "dead-node", "", "", "y", ""});
+  auto shown = SelectFindings(report, {.per_id = 10, .total = 10});
+  ASSERT_EQ(shown.size(), 11u)
+      << "10 of the first id fill the cap; the first dead-node still shows";
+  EXPECT_EQ(shown[9].finding->id, "dangling-input");
+  EXPECT_EQ(shown[9].more_like_this, 15);
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(shown[i].more_like_this, 0);
+  EXPECT_EQ(shown[10].finding->message, "x");
+  EXPECT_EQ(shown[10].more_like_this, 1) << "the last shown of the id carries the count";
+  EXPECT_EQ(SelectFindings(report, {.per_id = 10, .total = 100}).size(), 12u);
+  EXPECT_EQ(CountById(report).at("dangling-input"), 25);
+  EXPECT_EQ(MoreLikeThis(99990), "and 99,990 more like this");
+}
+
 }  // namespace
 }  // namespace porttool::analysis

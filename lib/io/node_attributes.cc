@@ -289,9 +289,31 @@ std::optional<InputRankProblem> FixedRankProblem(const std::string& op,
   return std::nullopt;
 }
 
+// Ops whose output has one axis per element of a 1-D input: libonnx's inference creates that
+// many dims from the input's length alone (a ConstantOfShape of a [2^32] shape allocated 2^32
+// dims: a fuzz_check out-of-memory of issue 27).
+std::optional<InputRankProblem> ShapeLengthProblem(const std::string& op,
+                                                   const std::function<int64_t(int)>& length) {
+  static const std::unordered_map<std::string, int> kShapeInput = {
+      {"ConstantOfShape", 0}, {"Expand", 1}, {"Reshape", 1}};
+  auto it = kShapeInput.find(op);
+  if (it == kShapeInput.end()) return std::nullopt;
+  int64_t n = length(it->second);
+  if (n <= kMaxRank) return std::nullopt;
+  return InputRankProblem{
+      it->second, fmt::format("has {} elements: that many output axes, over the {} porttool "
+                              "accepts",
+                              n, kMaxRank)};
+}
+
 // Where the file declares the ranks.
 void CheckInputRanks(const NodeCheck& c) {
-  auto problem = FindInputRankProblem(c.op(), [&](int i) { return c.InputRank(i); });
+  auto problem = FindInputRankProblem(
+      c.op(), [&](int i) { return c.InputRank(i); },
+      [&](int i) {
+        const auto* d = c.InputDims(i);
+        return d && d->size() == 1 ? d->front() : int64_t{-1};
+      });
   if (problem) c.RejectInput(problem->input, "{}", problem->rule);
 }
 
@@ -564,18 +586,32 @@ void ValidateGraph(const onnx::GraphProto& graph, const Opsets& opsets, const Gr
 }  // namespace
 
 const std::vector<std::string>& OpsWithInputRankRules() {
-  static const std::vector<std::string> kOps = {
-      "Conv",          "ConvTranspose", "ConvInteger",
-      "QLinearConv",   "MaxPool",       "AveragePool",
-      "LpPool",        "MaxUnpool",     "GlobalAveragePool",
-      "GlobalMaxPool", "GlobalLpPool",  "RNN",
-      "GRU",           "LSTM",          "STFT"};
+  static const std::vector<std::string> kOps = {"Conv",
+                                                "ConvTranspose",
+                                                "ConvInteger",
+                                                "QLinearConv",
+                                                "MaxPool",
+                                                "AveragePool",
+                                                "LpPool",
+                                                "MaxUnpool",
+                                                "GlobalAveragePool",
+                                                "GlobalMaxPool",
+                                                "GlobalLpPool",
+                                                "RNN",
+                                                "GRU",
+                                                "LSTM",
+                                                "STFT",
+                                                "ConstantOfShape",
+                                                "Expand",
+                                                "Reshape"};
   return kOps;
 }
 
 std::optional<InputRankProblem> FindInputRankProblem(const std::string& op,
-                                                     const std::function<int(int)>& rank) {
+                                                     const std::function<int(int)>& rank,
+                                                     const std::function<int64_t(int)>& length) {
   if (auto p = WindowRankProblem(op, rank)) return p;
+  if (auto p = ShapeLengthProblem(op, length)) return p;
   return FixedRankProblem(op, rank);
 }
 

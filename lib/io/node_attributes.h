@@ -39,9 +39,14 @@ namespace porttool::io {
 // network uses more than a few.
 inline constexpr int64_t kMaxBlocksize = 4096;
 
+// Largest rank a shape input may ask for (NumPy stops at 32 or 64; no network comes close).
+inline constexpr int64_t kMaxRank = 64;
+
 // The input ranks an op's libonnx inference (and kernel) indexes without checking: the Conv and
 // pool family needs a rank of at least 3 and a weight of the input's rank, RNN/GRU/LSTM inputs
-// 0-2 and STFT's signal rank 3. `rank(i)` gives input i's rank, -1 when unknown. Applied here
+// 0-2 and STFT's signal rank 3; the 1-D shape input of ConstantOfShape, Expand and Reshape (one
+// output axis per element) at most kMaxRank elements. `rank(i)` gives input i's rank, -1 when
+// unknown; `length(i)` the length of a 1-D input i, -1 when unknown. Applied here
 // where the file declares ranks, and by shape inference (lib/shape) on the ranks it infers, before
 // libonnx's function for the node runs.
 struct InputRankProblem {
@@ -49,7 +54,8 @@ struct InputRankProblem {
   std::string rule;  // "has rank 1: the op reads rank 3"
 };
 std::optional<InputRankProblem> FindInputRankProblem(const std::string& op,
-                                                     const std::function<int(int)>& rank);
+                                                     const std::function<int(int)>& rank,
+                                                     const std::function<int64_t(int)>& length);
 const std::vector<std::string>& OpsWithInputRankRules();
 
 // Throws Error(kBadInput) naming the first node that breaks a rule (recursively in subgraphs).

@@ -1,6 +1,7 @@
 // Rank guards around libonnx's inference functions. libonnx 1.12's inference for the Conv and
 // pool family, RNN/GRU/LSTM and STFT indexes fixed dims of its inputs without checking their
-// rank. io::ValidateNodeAttributes refuses a wrong rank the file declares, but a rank known only
+// rank (or, for ConstantOfShape, Expand and Reshape, make one dim per element of a shape input).
+// io::ValidateNodeAttributes refuses a wrong rank the file declares, but a rank known only
 // from inference (STFT reading the rank-1 output of a Shape node: a fuzz finding of issue 27)
 // reached libonnx's function and segfaulted. Each registered version of those ops gets its
 // function wrapped: the same rules (io::FindInputRankProblem) run on the ranks inference has
@@ -24,9 +25,18 @@ int InferredRank(onnx::InferenceContext& ctx, int input) {
   return type->tensor_type().shape().dim_size();
 }
 
+// The static length of a 1-D input, -1 when its shape or rank is unknown or not 1.
+int64_t InferredLength(onnx::InferenceContext& ctx, int input) {
+  if (InferredRank(ctx, input) != 1) return -1;
+  const auto& dim = ctx.getInputType(input)->tensor_type().shape().dim(0);
+  return dim.has_dim_value() ? dim.dim_value() : -1;
+}
+
 onnx::InferenceFunction Guarded(const std::string& op, onnx::InferenceFunction original) {
   return [op, original](onnx::InferenceContext& ctx) {
-    auto problem = io::FindInputRankProblem(op, [&](int i) { return InferredRank(ctx, i); });
+    auto problem = io::FindInputRankProblem(
+        op, [&](int i) { return InferredRank(ctx, i); },
+        [&](int i) { return InferredLength(ctx, i); });
     if (problem) fail_shape_inference("input ", problem->input, " ", problem->rule);
     if (original) original(ctx);
   };

@@ -48,7 +48,9 @@ const ort = require('$ort_dir');
 (async () => {
   const session = await ort.InferenceSession.create(process.argv[2], { intraOpNumThreads: 1 });
   const feeds = {};
-  for (const name of session.inputNames) feeds[name] = new ort.Tensor('float32', new Float32Array(8), [1, 8]);
+  const dims = process.argv[3].split(',').map(Number);
+  const size = dims.reduce((a, b) => a * b, 1);
+  for (const name of session.inputNames) feeds[name] = new ort.Tensor('float32', new Float32Array(size), dims);
   await session.run(feeds);
 })().catch((e) => { console.error(e.message); process.exit(1); });
 JS
@@ -66,8 +68,8 @@ run_row() {  # model n label cmd...
   printf '%-18s %9s  %-16s %8s %8s %7s %5s\n' "$model" "$n" "$label" "$wall_s" "$rss_mb" "$lines" "$shown"
 }
 
-subcommands() {  # model file n cut
-  local model=$1 file=$2 n=$3 cut=$4 out="$work/out"
+subcommands() {  # model file n cut input-dims
+  local model=$1 file=$2 n=$3 cut=$4 dims=$5 out="$work/out"
   rm -rf "$out" && mkdir -p "$out"
   run_row "$model" "$n" check "$bin" check "$file"
   run_row "$model" "$n" inspect "$bin" inspect "$file"
@@ -80,18 +82,18 @@ subcommands() {  # model file n cut
   run_row "$model" "$n" decide "$bin" decide "$file"
   run_row "$model" "$n" run "$bin" run "$file" --random-inputs
   if [[ -d "$ort_dir" ]]; then
-    run_row "$model" "$n" "ort load+run" node "$ort_js" "$file"
+    run_row "$model" "$n" "ort load+run" node "$ort_js" "$file" "$dims"
   fi
 }
 
 for n in "${sizes[@]}"; do
-  subcommands relu_chain "$work/relu_chain_$n.onnx" "$n" "relu$((n / 2))"
+  subcommands relu_chain "$work/relu_chain_$n.onnx" "$n" "relu$((n / 2))" 1,8
 done
 for n in "${sizes[@]}"; do
-  subcommands concat_inputs "$work/concat_inputs_$n.onnx" "$n" concat
+  subcommands concat_inputs "$work/concat_inputs_$n.onnx" "$n" concat 1
 done
 for n in "${sizes[@]}"; do
-  subcommands concat_undefined "$work/concat_undefined_$n.onnx" "$n" concat
+  subcommands concat_undefined "$work/concat_undefined_$n.onnx" "$n" concat 1
 done
 
 echo

@@ -239,5 +239,40 @@ TEST(CliHardening, RankKnownOnlyFromInferenceIsCheckedBeforeLibonnxReadsIt) {
       << check.out;
 }
 
+// The same class for a length: the second ConstantOfShape reads a [2^32] tensor that only
+// inference knows, and libonnx made one output dim per element (2^32 dims: out of memory in
+// fuzz_check). The guard refuses the length before libonnx's function runs.
+TEST(CliHardening, ShapeLengthKnownOnlyFromInferenceIsBoundedBeforeLibonnxUsesIt) {
+  TempDir dir;
+  const std::string model = (dir / "cos_of_cos.onnx").string();
+  auto gen = testing::RunShell(
+      std::string(testing::kSystemPython) +
+      " -c \"import onnx; from onnx import helper as h, TensorProto as T; g = h.make_graph(["
+      "h.make_node('ConstantOfShape', ['n'], ['a'], name='first', value=h.make_tensor('v', "
+      "T.INT64, [1], [1])), h.make_node('ConstantOfShape', ['a'], ['y'], name='second')], 'g', "
+      "[], [h.make_tensor_value_info('y', T.FLOAT, None)], [h.make_tensor('n', T.INT64, [1], "
+      "[1 << 32])]); m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)]); m.ir_version "
+      "= 8; onnx.save(m, '" +
+      model + "')\"");
+  if (gen.exit_code != 0) GTEST_SKIP() << "needs /usr/bin/python3 with onnx: " << gen.err;
+  const std::string out = (dir / "out").string();
+  for (const std::string args :
+       {"check " + model, "infer-shapes " + model + " -o " + out + ".onnx",
+        "simplify " + model + " -o " + out + ".onnx",
+        "fold-constants " + model + " -o " + out + ".onnx",
+        "split " + model + " --at second -o " + out, "emit-header " + model + " -o " + out + ".h",
+        "decide " + model, "run " + model}) {
+    auto r = RunPorttool(args);
+    SCOPED_TRACE(args);
+    EXPECT_GE(r.exit_code, 0);
+    EXPECT_LE(r.exit_code, 3) << r.err;
+  }
+  auto check = RunPorttool("check " + model);
+  EXPECT_NE(check.out.find("node 'second' (ConstantOfShape): [ShapeInferenceError] input 0 has "
+                           "4294967296 elements: that many output axes, over the 64"),
+            std::string::npos)
+      << check.out;
+}
+
 }  // namespace
 }  // namespace porttool
