@@ -119,7 +119,7 @@ void LoopKernel(KernelContext& ctx) {
                          body.output_size(), std::max(carried, 0), std::max(scans, 0)));
   }
   const bool has_max = ctx.has_input(0) && ctx.input(0).size() > 0;
-  const int64_t max_trips = has_max ? static_cast<int64_t>(ReadScalar(ctx, ctx.input(0))) : 0;
+  const int64_t max_trips = has_max ? ReadIntScalar(ctx, ctx.input(0), "the trip count") : 0;
   bool cond =
       ctx.has_input(1) && ctx.input(1).size() > 0 ? ReadScalar(ctx, ctx.input(1)) != 0 : true;
   std::vector<Tensor> values;

@@ -51,7 +51,7 @@ void NonMaxSuppressionKernel(KernelContext& ctx) {
                          boxes.DebugString(), scores.DebugString()));
   }
   const int64_t max_boxes = ctx.has_input(2) && ctx.input(2).size() > 0
-                                ? static_cast<int64_t>(ReadScalar(ctx, ctx.input(2)))
+                                ? ReadIntScalar(ctx, ctx.input(2), "max_output_boxes_per_class")
                                 : 0;
   const float iou_threshold = OptionalFloat(ctx, 3, 0.f);
   const bool has_score_threshold = ctx.has_input(4) && ctx.input(4).size() > 0;

@@ -51,6 +51,29 @@ double ReadScalar(const KernelContext& ctx, const Tensor& t) {
   return v;
 }
 
+int64_t FloatToIndex(const KernelContext& ctx, double v, const char* what) {
+  // 2^63 is exact in double; anything at or past it (and NaN, which fails both) is out of range.
+  constexpr double kLimit = 9223372036854775808.0;
+  if (!(v > -kLimit && v < kLimit))
+    ctx.Fail(fmt::format("{} is {}: not an integer value", what, v));
+  return static_cast<int64_t>(v);
+}
+
+int64_t ReadIntScalar(const KernelContext& ctx, const Tensor& t, const char* what) {
+  if (t.size() != 1) {
+    ctx.Fail(fmt::format("{}: expected a single value, got {}", what, t.DebugString()));
+  }
+  if (t.dtype() == TP::INT64) return t.data<int64_t>()[0];
+  if (t.dtype() == TP::UINT64) {
+    uint64_t u = t.data<uint64_t>()[0];
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      ctx.Fail(fmt::format("{} is {}: past int64", what, u));
+    }
+    return static_cast<int64_t>(u);
+  }
+  return FloatToIndex(ctx, ReadScalar(ctx, t), what);
+}
+
 std::vector<int64_t> BroadcastShape(const KernelContext& ctx,
                                     const std::vector<const Tensor*>& inputs) {
   std::vector<std::vector<int64_t>> shapes;

@@ -78,6 +78,12 @@ int NormalizeAxis(const KernelContext& ctx, int64_t axis, int rank);
 std::vector<int64_t> ReadInts(const KernelContext& ctx, const Tensor& t);
 // Reads a numeric tensor as doubles (scalars for Clip bounds, ConstantOfShape values...).
 double ReadScalar(const KernelContext& ctx, const Tensor& t);
+// A single value used as an integer (a size, count, depth, axis or trip count): integer tensors
+// exactly, floating ones truncated toward zero. NaN, infinities and values outside int64 fail
+// naming `what` (a cast of them is undefined behaviour: OneHot's depth NaN, fuzz_executor).
+int64_t ReadIntScalar(const KernelContext& ctx, const Tensor& t, const char* what);
+// A floating value used as an integer, by the same rule.
+int64_t FloatToIndex(const KernelContext& ctx, double v, const char* what);
 
 // The numpy broadcast of several shapes; fails naming the node when they are incompatible.
 std::vector<int64_t> BroadcastShape(const KernelContext& ctx,

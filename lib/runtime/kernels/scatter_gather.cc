@@ -177,7 +177,7 @@ void ScatterElementsKernel(KernelContext& ctx) {
 void OneHotKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"axis"});
   const Tensor& indices = ctx.input(0);
-  const int64_t depth = static_cast<int64_t>(ReadScalar(ctx, ctx.input(1)));
+  const int64_t depth = ReadIntScalar(ctx, ctx.input(1), "depth");
   const Tensor& values = ctx.input(2);
   if (depth < 1) ctx.Fail(fmt::format("depth must be positive, got {}", depth));
   if (values.size() != 2) ctx.Fail("values must hold [off_value, on_value]");
@@ -198,7 +198,7 @@ void OneHotKernel(KernelContext& ctx) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t d = 0; d < depth; ++d) {
       for (int64_t i = 0; i < inner; ++i) {
-        auto v = static_cast<int64_t>(idx[o * inner + i]);
+        auto v = FloatToIndex(ctx, idx[o * inner + i], "an index");
         if (v < 0) v += depth;
         std::memcpy(dst + ((o * depth + d) * inner + i) * elem, Bytes(values) + (v == d) * elem,
                     elem);
@@ -345,7 +345,7 @@ void TriluKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"upper"});
   const Tensor& x = ctx.input(0);
   if (x.rank() < 2) ctx.Fail("input must have rank >= 2");
-  const int64_t k = ctx.has_input(1) ? static_cast<int64_t>(ReadScalar(ctx, ctx.input(1))) : 0;
+  const int64_t k = ctx.has_input(1) ? ReadIntScalar(ctx, ctx.input(1), "k") : 0;
   const bool upper = ctx.GetInt("upper", 1) != 0;
   Tensor out = x.Clone();
   const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
@@ -384,8 +384,7 @@ void EyeLikeKernel(KernelContext& ctx) {
 void CumSumKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"exclusive", "reverse"});
   const Tensor& x = ctx.input(0);
-  const int axis =
-      NormalizeAxis(ctx, static_cast<int64_t>(ReadScalar(ctx, ctx.input(1))), x.rank());
+  const int axis = NormalizeAxis(ctx, ReadIntScalar(ctx, ctx.input(1), "axis"), x.rank());
   const bool exclusive = ctx.GetInt("exclusive", 0) != 0;
   const bool reverse = ctx.GetInt("reverse", 0) != 0;
   Tensor out(x.dtype(), x.shape());

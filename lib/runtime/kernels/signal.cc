@@ -34,7 +34,7 @@ Tensor TypedOutput(const KernelContext& ctx, const std::vector<double>& values,
 KernelFn WindowKernel(double a0, double a1, double a2) {
   return [=](KernelContext& ctx) {
     ctx.AllowAttributes({"output_datatype", "periodic"});
-    const auto size = static_cast<int64_t>(ReadScalar(ctx, ctx.input(0)));
+    const auto size = ReadIntScalar(ctx, ctx.input(0), "the window size");
     if (size < 0) ctx.Fail(fmt::format("size {} is negative", size));
     const bool periodic = ctx.GetInt("periodic", 1) != 0;
     const double n_total = static_cast<double>(periodic ? size : size - 1);
@@ -85,7 +85,7 @@ void DftKernel(KernelContext& ctx) {
   const int64_t n = x.dim(axis), components = x.dim(x.rank() - 1);
   int64_t length = n;
   if (ctx.has_input(1) && ctx.input(1).size() > 0) {
-    length = static_cast<int64_t>(ReadScalar(ctx, ctx.input(1)));
+    length = ReadIntScalar(ctx, ctx.input(1), "dft_length");
   }
   if (length < 1) ctx.Fail(fmt::format("dft_length {} must be positive", length));
   const int64_t bins = onesided ? length / 2 + 1 : length;
@@ -122,11 +122,11 @@ void StftKernel(KernelContext& ctx) {
   if (x.rank() != 3 || (x.dim(2) != 1 && x.dim(2) != 2)) {
     ctx.Fail(fmt::format("signal {} must be [batch, length, 1|2]", x.DebugString()));
   }
-  const auto step = static_cast<int64_t>(ReadScalar(ctx, ctx.input(1)));
+  const auto step = ReadIntScalar(ctx, ctx.input(1), "frame_step");
   const bool has_window = ctx.has_input(2) && ctx.input(2).size() > 0;
   int64_t frame = has_window ? ctx.input(2).size() : 0;
   if (ctx.has_input(3) && ctx.input(3).size() > 0) {
-    frame = static_cast<int64_t>(ReadScalar(ctx, ctx.input(3)));
+    frame = ReadIntScalar(ctx, ctx.input(3), "frame_length");
   }
   if (step < 1 || frame < 1 || frame > x.dim(1) || (has_window && ctx.input(2).size() != frame)) {
     ctx.Fail(fmt::format("frame_step {} / frame_length {} / window do not fit signal {}", step,
@@ -163,8 +163,8 @@ void StftKernel(KernelContext& ctx) {
 // integer DFT bins).
 void MelWeightMatrixKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"output_datatype"});
-  const auto mels = static_cast<int64_t>(ReadScalar(ctx, ctx.input(0)));
-  const auto dft_length = static_cast<int64_t>(ReadScalar(ctx, ctx.input(1)));
+  const auto mels = ReadIntScalar(ctx, ctx.input(0), "num_mel_bins");
+  const auto dft_length = ReadIntScalar(ctx, ctx.input(1), "dft_length");
   const double rate = ReadScalar(ctx, ctx.input(2));
   const double lower = ReadScalar(ctx, ctx.input(3)), upper = ReadScalar(ctx, ctx.input(4));
   if (mels < 1 || dft_length < 1 || rate <= 0 || lower < 0 || upper <= lower) {
@@ -176,7 +176,7 @@ void MelWeightMatrixKernel(KernelContext& ctx) {
   std::vector<int64_t> edges(mels + 2);
   for (int64_t i = 0; i < mels + 2; ++i) {
     const double hz = 700 * (std::pow(10, (i * step + low_mel) / 2595) - 1);
-    edges[i] = static_cast<int64_t>(std::floor((dft_length + 1) * hz / rate));
+    edges[i] = FloatToIndex(ctx, std::floor((dft_length + 1) * hz / rate), "a mel bin edge");
   }
   std::vector<double> w(spectrum * mels, 0.0);
   auto set = [&](int64_t j, int64_t i, double v) {
