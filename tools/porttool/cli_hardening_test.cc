@@ -202,76 +202,80 @@ TEST(CliHardening, KillDuringLargeSaveLeavesTheOldFile) {
   EXPECT_GT(killed_mid_write, 0) << "the save was never caught in progress";
 }
 
-// A rank that only inference knows: STFT reads the rank-1 output of Shape. libonnx's STFT
-// inference reads the signal's dims 1 and 2 unchecked and segfaulted in every subcommand that
-// infers shapes (fuzz_passes, issue 27); the rank guard (lib/shape/rank_guards.cc) makes it an
-// inference error naming the input before libonnx's function runs.
-TEST(CliHardening, RankKnownOnlyFromInferenceIsCheckedBeforeLibonnxReadsIt) {
-  TempDir dir;
-  const std::string model = (dir / "stft_of_shape.onnx").string();
-  auto gen = testing::RunShell(
-      std::string(testing::kSystemPython) +
-      " -c \"import onnx; from onnx import helper as h, TensorProto as T; g = h.make_graph(["
-      "h.make_node('Shape', ['x'], ['s'], name='shape'), h.make_node('Cast', ['s'], ['sf'], "
-      "to=1, name='cast'), h.make_node('STFT', ['sf', 'step'], ['y'], name='stft')], 'g', "
-      "[h.make_tensor_value_info('x', T.FLOAT, [1, 16, 1])], [h.make_tensor_value_info('y', "
-      "T.FLOAT, None)], [h.make_tensor('step', T.INT64, [], [4])]); m = h.make_model(g, "
-      "opset_imports=[h.make_opsetid('', 17)]); m.ir_version = 8; onnx.save(m, '" +
-      model + "')\"");
-  if (gen.exit_code != 0) GTEST_SKIP() << "needs /usr/bin/python3 with onnx: " << gen.err;
+// Writes `model` with Debian's python3-onnx from `graph_code` (a python expression for a
+// GraphProto, with onnx.helper as h and TensorProto as T) at ai.onnx opset `opset`.
+bool WritePythonModel(const std::string& model, const std::string& graph_code, int opset) {
+  return testing::RunShell(std::string(testing::kSystemPython) +
+                           " -c \"import onnx; from onnx import helper as h, TensorProto as T; "
+                           "m = h.make_model(" +
+                           graph_code + ", opset_imports=[h.make_opsetid('', " +
+                           std::to_string(opset) + ")]); m.ir_version = 8; onnx.save(m, '" + model +
+                           "')\"")
+             .exit_code == 0;
+}
+
+// Every subcommand that reads the model ends with exit 0-3, never a signal.
+void ExpectEverySubcommandEndsCleanly(const std::string& model, const std::string& cut,
+                                      const fs::path& dir) {
   const std::string out = (dir / "out").string();
   for (const std::string args :
        {"check " + model, "inspect " + model, "infer-shapes " + model + " -o " + out + ".onnx",
         "simplify " + model + " -o " + out + ".onnx",
         "fold-constants " + model + " -o " + out + ".onnx",
-        "split " + model + " --at cast -o " + out, "emit-header " + model + " -o " + out + ".h",
-        "decide " + model, "run " + model + " --random-inputs"}) {
+        "split " + model + " --at " + cut + " -o " + out,
+        "emit-header " + model + " -o " + out + ".h", "decide " + model,
+        "run " + model + " --random-inputs"}) {
     auto r = RunPorttool(args);
     SCOPED_TRACE(args);
     EXPECT_GE(r.exit_code, 0);
     EXPECT_LE(r.exit_code, 3) << r.err;
   }
+}
+
+// A model whose problem only inference reveals: every subcommand ends cleanly and `check` names
+// the node and the rule.
+void ExpectGuardedEverywhere(const std::string& file, const std::string& graph_code, int opset,
+                             const std::string& cut, const std::string& check_says) {
+  TempDir dir;
+  const std::string model = (dir / file).string();
+  if (!WritePythonModel(model, graph_code, opset)) {
+    GTEST_SKIP() << "needs /usr/bin/python3 with onnx";
+  }
+  ExpectEverySubcommandEndsCleanly(model, cut, dir.path());
   auto check = RunPorttool("check " + model);
   EXPECT_EQ(check.exit_code, 1);
-  EXPECT_NE(check.out.find("node 'stft' (STFT): [ShapeInferenceError] input 0 has rank 1: the op "
-                           "reads rank 3"),
-            std::string::npos)
-      << check.out;
+  EXPECT_NE(check.out.find(check_says), std::string::npos) << check.out;
+}
+
+// A rank that only inference knows: STFT reads the rank-1 output of Shape. libonnx's STFT
+// inference reads the signal's dims 1 and 2 unchecked and segfaulted in every subcommand that
+// infers shapes (fuzz_passes, issue 27); the rank guard (lib/shape/rank_guards.cc) makes it an
+// inference error naming the input before libonnx's function runs.
+TEST(CliHardening, RankKnownOnlyFromInferenceIsCheckedBeforeLibonnxReadsIt) {
+  ExpectGuardedEverywhere(
+      "stft_of_shape.onnx",
+      "h.make_graph([h.make_node('Shape', ['x'], ['s'], name='shape'), h.make_node('Cast', "
+      "['s'], ['sf'], to=1, name='cast'), h.make_node('STFT', ['sf', 'step'], ['y'], "
+      "name='stft')], 'g', [h.make_tensor_value_info('x', T.FLOAT, [1, 16, 1])], "
+      "[h.make_tensor_value_info('y', T.FLOAT, None)], [h.make_tensor('step', T.INT64, [], "
+      "[4])])",
+      17, "cast",
+      "node 'stft' (STFT): [ShapeInferenceError] input 0 has rank 1: the op reads rank 3");
 }
 
 // The same class for a length: the second ConstantOfShape reads a [2^32] tensor that only
 // inference knows, and libonnx made one output dim per element (2^32 dims: out of memory in
 // fuzz_check). The guard refuses the length before libonnx's function runs.
 TEST(CliHardening, ShapeLengthKnownOnlyFromInferenceIsBoundedBeforeLibonnxUsesIt) {
-  TempDir dir;
-  const std::string model = (dir / "cos_of_cos.onnx").string();
-  auto gen = testing::RunShell(
-      std::string(testing::kSystemPython) +
-      " -c \"import onnx; from onnx import helper as h, TensorProto as T; g = h.make_graph(["
-      "h.make_node('ConstantOfShape', ['n'], ['a'], name='first', value=h.make_tensor('v', "
-      "T.INT64, [1], [1])), h.make_node('ConstantOfShape', ['a'], ['y'], name='second')], 'g', "
-      "[], [h.make_tensor_value_info('y', T.FLOAT, None)], [h.make_tensor('n', T.INT64, [1], "
-      "[1 << 32])]); m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)]); m.ir_version "
-      "= 8; onnx.save(m, '" +
-      model + "')\"");
-  if (gen.exit_code != 0) GTEST_SKIP() << "needs /usr/bin/python3 with onnx: " << gen.err;
-  const std::string out = (dir / "out").string();
-  for (const std::string args :
-       {"check " + model, "infer-shapes " + model + " -o " + out + ".onnx",
-        "simplify " + model + " -o " + out + ".onnx",
-        "fold-constants " + model + " -o " + out + ".onnx",
-        "split " + model + " --at second -o " + out, "emit-header " + model + " -o " + out + ".h",
-        "decide " + model, "run " + model}) {
-    auto r = RunPorttool(args);
-    SCOPED_TRACE(args);
-    EXPECT_GE(r.exit_code, 0);
-    EXPECT_LE(r.exit_code, 3) << r.err;
-  }
-  auto check = RunPorttool("check " + model);
-  EXPECT_NE(check.out.find("node 'second' (ConstantOfShape): [ShapeInferenceError] input 0 has "
-                           "4294967296 elements: that many output axes, over the 64"),
-            std::string::npos)
-      << check.out;
+  ExpectGuardedEverywhere(
+      "cos_of_cos.onnx",
+      "h.make_graph([h.make_node('ConstantOfShape', ['n'], ['a'], name='first', "
+      "value=h.make_tensor('v', T.INT64, [1], [1])), h.make_node('ConstantOfShape', ['a'], "
+      "['y'], name='second')], 'g', [], [h.make_tensor_value_info('y', T.FLOAT, None)], "
+      "[h.make_tensor('n', T.INT64, [1], [1 << 32])])",
+      13, "second",
+      "node 'second' (ConstantOfShape): [ShapeInferenceError] input 0 has 4294967296 elements: "
+      "that many output axes, over the 64");
 }
 
 }  // namespace

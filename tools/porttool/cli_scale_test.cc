@@ -58,19 +58,26 @@ std::string Command(const Subcommand& s, const std::string& model, const fs::pat
   return verb + " " + model + rest;
 }
 
+// Runs every subcommand of kSubcommands on `model`, each with a fresh output directory.
+template <class Expect>
+void ForEachSubcommand(const TempDir& dir, const std::string& model, Expect expect) {
+  for (const auto& s : kSubcommands) {
+    fs::create_directories(dir / "out");
+    SCOPED_TRACE(s.args);
+    expect(s, RunPorttool(Command(s, model, dir / "out")));
+    fs::remove_all(dir / "out");
+  }
+}
+
 TEST(CliScale, EverySubcommandAnswersAHundredThousandUndefinedInputsInAScreenful) {
   TempDir dir;
   if (!GenerateScaleModels(dir)) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
   const std::string model = (dir / ("concat_undefined_" + std::to_string(kInputs) + ".onnx"));
-  for (const auto& s : kSubcommands) {
-    fs::create_directories(dir / "out");
-    auto r = RunPorttool(Command(s, model, dir / "out"));
-    SCOPED_TRACE(s.args);
+  ForEachSubcommand(dir, model, [](const Subcommand& s, const testing::CommandResult& r) {
     EXPECT_EQ(r.exit_code, s.exit_code) << r.err.substr(0, 2000);
     EXPECT_LE(Lines(r.out) + Lines(r.err), kMaxLines);
     EXPECT_NE((r.out + r.err).find("'t0'"), std::string::npos) << "the first culprit is named";
-    fs::remove_all(dir / "out");
-  }
+  });
 }
 
 TEST(CliScale, CheckGroupsRepeatedFindingsAndCountsTheRest) {
@@ -104,14 +111,10 @@ TEST(CliScale, AHundredThousandValidInputsGiveBoundedOutput) {
   TempDir dir;
   if (!GenerateScaleModels(dir)) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
   const std::string model = (dir / ("concat_inputs_" + std::to_string(kInputs) + ".onnx"));
-  for (const auto& s : kSubcommands) {
-    fs::create_directories(dir / "out");
-    auto r = RunPorttool(Command(s, model, dir / "out"));
-    SCOPED_TRACE(s.args);
+  ForEachSubcommand(dir, model, [](const Subcommand&, const testing::CommandResult& r) {
     EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
     EXPECT_LE(Lines(r.out) + Lines(r.err), kMaxLines);
-    fs::remove_all(dir / "out");
-  }
+  });
 }
 
 }  // namespace
