@@ -283,7 +283,9 @@ void RegisterPow(KernelRegistry& r) {
           if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float>) {
             return std::pow(x, y);
           } else {
-            return static_cast<A>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+            // An integer power past the type (or NaN/inf from a float exponent) saturates like
+            // Cast instead of an undefined float->int conversion (fuzz_executor, issue 27).
+            return SaturateCast<A>(std::pow(static_cast<double>(x), static_cast<double>(y)));
           }
         });
       });
@@ -536,8 +538,18 @@ void RegisterClip(KernelRegistry& r) {
     DispatchNumeric(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
-      if (ctx.has_input(1)) lo = ctx.input(1).data<T>()[0];
-      if (ctx.has_input(2)) hi = ctx.input(2).data<T>()[0];
+      // Bounds are scalars of x's type; anything else is refused, not read past its end.
+      auto bound = [&](int i, T fallback) {
+        if (!ctx.has_input(i)) return fallback;
+        const Tensor& b = ctx.input(i);
+        if (b.size() != 1 || b.dtype() != x.dtype()) {
+          ctx.Fail(fmt::format("bound {} must be a single {} value, got {}", i,
+                               ir::DtypeName(x.dtype()), b.DebugString()));
+        }
+        return b.data<T>()[0];
+      };
+      lo = bound(1, lo);
+      hi = bound(2, hi);
       Tensor y = Tensor::Uninitialized(x.dtype(), x.shape());
       MapInto<T>(x, y, [&](T v) { return std::min(std::max(v, lo), hi); });
       ctx.output(0) = std::move(y);
