@@ -209,18 +209,14 @@ void LintDuplicates(const ir::GraphView& view, CheckReport& report) {
 
 void LintDangling(const ir::GraphView& view, CheckReport& report) {
   for (const auto& [i, name] : view.UndefinedReads()) {
+    std::string message = ir::DescribeUndefinedRead(view.graph(), i, name);
     if (i < 0) {
-      report.Add({Severity::kError, "dangling-input", "", name,
-                  fmt::format("graph output '{}' is not produced by anything", name),
+      report.Add({Severity::kError, "dangling-input", "", name, message,
                   "remove the output or connect it"});
-      continue;
+    } else {
+      report.Add({Severity::kError, "dangling-input", NodeLabel(view.node(i), i), name, message,
+                  "connect it to the tensor it should read, or add the missing initializer"});
     }
-    const auto& node = view.node(i);
-    report.Add({Severity::kError, "dangling-input", NodeLabel(node, i), name,
-                fmt::format("node '{}' ({}) reads '{}', which no node, initializer or graph "
-                            "input defines",
-                            NodeLabel(node, i), node.op_type(), name),
-                "connect it to the tensor it should read, or add the missing initializer"});
   }
 }
 

@@ -247,15 +247,20 @@ void CheckWindow(const NodeCheck& c) {
 // Convolutions and pools read the spatial dims from the input and the weight side by side:
 // libonnx's inference indexes one by the other's rank unchecked (a rank-3 input with a rank-4
 // weight read past the dims).
-std::optional<InputRankProblem> WindowRankProblem(const std::string& op,
-                                                  const std::function<int(int)>& rank) {
+// Op -> its weight input (-1: pools, no weight).
+const std::unordered_map<std::string, int>& WindowOps() {
   static const std::unordered_map<std::string, int> kWeightInput = {
       {"Conv", 1},           {"ConvTranspose", 1}, {"ConvInteger", 1},
       {"QLinearConv", 3},    {"MaxPool", -1},      {"AveragePool", -1},
       {"LpPool", -1},        {"MaxUnpool", -1},    {"GlobalAveragePool", -1},
       {"GlobalMaxPool", -1}, {"GlobalLpPool", -1}};
-  auto it = kWeightInput.find(op);
-  if (it == kWeightInput.end()) return std::nullopt;
+  return kWeightInput;
+}
+
+std::optional<InputRankProblem> WindowRankProblem(const std::string& op,
+                                                  const std::function<int(int)>& rank) {
+  auto it = WindowOps().find(op);
+  if (it == WindowOps().end()) return std::nullopt;
   int x = rank(0);
   if (x >= 0 && x < 3) {
     return InputRankProblem{
@@ -271,15 +276,20 @@ std::optional<InputRankProblem> WindowRankProblem(const std::string& op,
 
 // Ops whose libonnx inference reads fixed dims of an input without checking its rank: RNN, GRU
 // and LSTM read X[0..2], W[0..2] and R[0..2]; STFT reads the signal's [batch, length, 1|2].
-std::optional<InputRankProblem> FixedRankProblem(const std::string& op,
-                                                 const std::function<int(int)>& rank) {
+// Op -> (input, rank) pairs.
+const std::unordered_map<std::string, std::vector<std::pair<int, int>>>& FixedRankOps() {
   static const std::unordered_map<std::string, std::vector<std::pair<int, int>>> kRanks = {
       {"RNN", {{0, 3}, {1, 3}, {2, 3}}},
       {"GRU", {{0, 3}, {1, 3}, {2, 3}}},
       {"LSTM", {{0, 3}, {1, 3}, {2, 3}}},
       {"STFT", {{0, 3}}}};
-  auto it = kRanks.find(op);
-  if (it == kRanks.end()) return std::nullopt;
+  return kRanks;
+}
+
+std::optional<InputRankProblem> FixedRankProblem(const std::string& op,
+                                                 const std::function<int(int)>& rank) {
+  auto it = FixedRankOps().find(op);
+  if (it == FixedRankOps().end()) return std::nullopt;
   for (auto [input, want] : it->second) {
     int r = rank(input);
     if (r >= 0 && r != want) {
@@ -292,12 +302,17 @@ std::optional<InputRankProblem> FixedRankProblem(const std::string& op,
 // Ops whose output has one axis per element of a 1-D input: libonnx's inference creates that
 // many dims from the input's length alone (a ConstantOfShape of a [2^32] shape allocated 2^32
 // dims: a fuzz_check out-of-memory of issue 27).
-std::optional<InputRankProblem> ShapeLengthProblem(const std::string& op,
-                                                   const std::function<int64_t(int)>& length) {
+// Op -> its shape input.
+const std::unordered_map<std::string, int>& ShapeInputOps() {
   static const std::unordered_map<std::string, int> kShapeInput = {
       {"ConstantOfShape", 0}, {"Expand", 1}, {"Reshape", 1}};
-  auto it = kShapeInput.find(op);
-  if (it == kShapeInput.end()) return std::nullopt;
+  return kShapeInput;
+}
+
+std::optional<InputRankProblem> ShapeLengthProblem(const std::string& op,
+                                                   const std::function<int64_t(int)>& length) {
+  auto it = ShapeInputOps().find(op);
+  if (it == ShapeInputOps().end()) return std::nullopt;
   int64_t n = length(it->second);
   if (n <= kMaxRank) return std::nullopt;
   return InputRankProblem{
@@ -586,24 +601,14 @@ void ValidateGraph(const onnx::GraphProto& graph, const Opsets& opsets, const Gr
 }  // namespace
 
 const std::vector<std::string>& OpsWithInputRankRules() {
-  static const std::vector<std::string> kOps = {"Conv",
-                                                "ConvTranspose",
-                                                "ConvInteger",
-                                                "QLinearConv",
-                                                "MaxPool",
-                                                "AveragePool",
-                                                "LpPool",
-                                                "MaxUnpool",
-                                                "GlobalAveragePool",
-                                                "GlobalMaxPool",
-                                                "GlobalLpPool",
-                                                "RNN",
-                                                "GRU",
-                                                "LSTM",
-                                                "STFT",
-                                                "ConstantOfShape",
-                                                "Expand",
-                                                "Reshape"};
+  // The keys of the rule tables, so the guarded ops cannot drift from the rules.
+  static const std::vector<std::string> kOps = [] {
+    std::vector<std::string> ops;
+    for (const auto& [op, _] : WindowOps()) ops.push_back(op);
+    for (const auto& [op, _] : FixedRankOps()) ops.push_back(op);
+    for (const auto& [op, _] : ShapeInputOps()) ops.push_back(op);
+    return ops;
+  }();
   return kOps;
 }
 

@@ -171,6 +171,16 @@ std::vector<std::pair<int, std::string>> GraphView::UndefinedReads() const {
   return out;
 }
 
+std::string DescribeUndefinedRead(const onnx::GraphProto& graph, int index,
+                                  const std::string& name) {
+  if (index < 0) return fmt::format("graph output '{}' is not produced by anything", name);
+  const auto& node = graph.node(index);
+  std::string label =
+      node.name().empty() ? fmt::format("#{} ({})", index, node.op_type()) : node.name();
+  return fmt::format("node '{}' ({}) reads '{}', which no node, initializer or graph input defines",
+                     label, node.op_type(), name);
+}
+
 void RequireDefinedNames(const onnx::GraphProto& graph) {
   auto undefined = GraphView(graph).UndefinedReads();
   if (undefined.empty()) return;
@@ -180,17 +190,8 @@ void RequireDefinedNames(const onnx::GraphProto& graph) {
           ? ""
           : fmt::format(" (and {} more names nothing defines; porttool check lists them)",
                         util::GroupDigits(undefined.size() - 1));
-  if (index < 0) {
-    throw Error(ErrorKind::kBadInput,
-                fmt::format("graph output '{}' is not produced by anything{}", name, more), "",
-                name);
-  }
-  const auto& node = graph.node(index);
-  throw Error(ErrorKind::kBadInput,
-              fmt::format("node '{}' ({}) reads '{}', which no node, initializer or graph input "
-                          "defines{}",
-                          node.name(), node.op_type(), name, more),
-              node.name(), name);
+  throw Error(ErrorKind::kBadInput, DescribeUndefinedRead(graph, index, name) + more,
+              index < 0 ? "" : graph.node(index).name(), name);
 }
 
 std::vector<int> GraphView::TopoOrder() const {

@@ -76,6 +76,12 @@ class GraphView {
   std::vector<std::string> duplicates_;
 };
 
+// What UndefinedReads' (index, name) means, in words: "node 'concat' (Concat) reads 't0', which
+// no node, initializer or graph input defines", or for a graph output (index -1) "graph output
+// 'y' is not produced by anything". Unnamed nodes are "#3 (Concat)".
+std::string DescribeUndefinedRead(const onnx::GraphProto& graph, int index,
+                                  const std::string& name);
+
 // Throws Error(kBadInput) naming the first name of `graph` that nothing defines and counting the
 // rest: the stages that transform, emit or judge a model refuse one whose wiring is broken rather
 // than pass the breakage on (`porttool check` lists every such name).

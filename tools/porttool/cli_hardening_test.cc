@@ -218,7 +218,7 @@ bool WritePythonModel(const std::string& model, const std::string& graph_code, i
 void ExpectEverySubcommandEndsCleanly(const std::string& model, const std::string& cut,
                                       const fs::path& dir) {
   const std::string out = (dir / "out").string();
-  for (const std::string args :
+  for (const std::string& args :
        {"check " + model, "inspect " + model, "infer-shapes " + model + " -o " + out + ".onnx",
         "simplify " + model + " -o " + out + ".onnx",
         "fold-constants " + model + " -o " + out + ".onnx",
