@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "lib/quant/qdq.h"
 #include "lib/runtime/chain.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -63,32 +64,82 @@ struct Accumulator {
 struct SampleAccuracy {
   std::map<std::string, Accumulator> outputs, tensors;
   std::map<std::string, const onnx::NodeProto*> producer;
+  std::map<std::string, TaskTally> tasks;
 };
+
+// Height and width of an image-like input (NCHW when dim 1 looks like channels, else NHWC;
+// [C, H, W] for rank 3): what detection maps are scaled to. 0 x 0 otherwise.
+std::pair<int64_t, int64_t> InputHw(const runtime::TensorMap& inputs) {
+  if (inputs.size() != 1) return {0, 0};
+  const runtime::Tensor& t = inputs.begin()->second;
+  if (t.rank() == 4) {
+    return t.dim(1) <= 4 ? std::pair{t.dim(2), t.dim(3)} : std::pair{t.dim(1), t.dim(2)};
+  }
+  if (t.rank() == 3) return {t.dim(1), t.dim(2)};
+  return {0, 0};
+}
 
 // `Quantized` is a Session (one QDQ model) or a ChainSession (QDQ segments chained).
 template <typename Quantized>
-SampleAccuracy RunSample(runtime::Session& fs, Quantized& qs, const SampleSet& eval, size_t s) {
+SampleAccuracy RunSample(runtime::Session& fs, Quantized& qs, const SampleSet& eval, size_t s,
+                         const AccuracyOptions& options) {
   SampleAccuracy r;
   runtime::TensorMap inputs = LoadSample(eval, s, fs.inputs());
-  // The float run keeps its tensors (one sample at a time) for the QDQ run to compare against.
-  std::map<std::string, runtime::Tensor> ref;
-  auto fo = fs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
-    if (p.value.dtype() == TP::FLOAT && !p.in_subgraph) {
-      ref[p.name] = p.value;
-      r.producer[p.name] = &p.node;
-    }
-  });
-  auto qo = qs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
-    auto it = ref.find(p.name);
-    if (it == ref.end() || p.value.shape() != it->second.shape()) return;
-    r.tensors[p.name].Add(it->second, p.value, false);
-    ref.erase(it);
-  });
+  std::vector<runtime::NamedTensor> fo, qo;
+  if (options.per_tensor) {
+    // The float run keeps its tensors (one sample at a time) for the QDQ run to compare against.
+    std::map<std::string, runtime::Tensor> ref;
+    fo = fs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
+      if (p.value.dtype() == TP::FLOAT && !p.in_subgraph) {
+        ref[p.name] = p.value;
+        r.producer[p.name] = &p.node;
+      }
+    });
+    qo = qs.RunObserved(inputs, [&](const runtime::ProducedTensor& p) {
+      auto it = ref.find(p.name);
+      if (it == ref.end() || p.value.shape() != it->second.shape()) return;
+      r.tensors[p.name].Add(it->second, p.value, false);
+      ref.erase(it);
+    });
+  } else {
+    fo = fs.Run(inputs);
+    qo = qs.Run(inputs);
+  }
+  const std::string& id = eval.ids[s];
+  auto label = options.labels.find(id);
   for (size_t i = 0; i < fo.size() && i < qo.size(); ++i) {
     if (fo[i].value.dtype() != TP::FLOAT || fo[i].value.shape() != qo[i].value.shape()) continue;
     r.outputs[fo[i].name].Add(fo[i].value, qo[i].value, true);
+    const TaskSpec task = options.tasks.For(fo[i].name);
+    if (task.kind == TaskKind::kRegress) continue;
+    r.tasks[fo[i].name] =
+        ScoreSample(task, fo[i].name, id, fo[i].value, qo[i].value,
+                    label == options.labels.end() ? nullptr : &label->second, InputHw(inputs));
   }
   return r;
+}
+
+// Usage errors for a threshold or task on an unknown output; bad input for a label naming no
+// sample.
+void CheckOptions(const AccuracyOptions& options, const std::vector<std::string>& names,
+                  const SampleSet& eval) {
+  auto check = [&](const std::string& out, const char* what) {
+    if (std::find(names.begin(), names.end(), out) == names.end()) {
+      ThrowUsage("{} for '{}', which is not an output of the model (outputs: {})", what, out,
+                 util::Join(names, ", "));
+    }
+  };
+  for (const auto& [out, _] : options.thresholds) check(out, "threshold");
+  for (const auto& [out, _] : options.tasks.per_output) check(out, "--task");
+  std::set<std::string> ids(eval.ids.begin(), eval.ids.end());
+  for (const auto& [id, _] : options.labels) {
+    if (!ids.count(id) && !options.known_ids.count(id)) {
+      ThrowBadInput(
+          "labels name sample '{}', which is neither an evaluation nor a calibration sample "
+          "({} evaluation samples, e.g. '{}')",
+          id, eval.size(), eval.ids.empty() ? "" : eval.ids.front());
+    }
+  }
 }
 
 std::string Suggest(const std::string& op, const AccuracyOptions& o, std::string& detail) {
@@ -117,6 +168,24 @@ double AboveIou(const std::vector<float>& ref, const std::vector<float>& qdq, do
 }
 
 }  // namespace
+
+std::optional<double> AccuracyReport::Metric(const std::string& metric) const {
+  std::optional<double> worst;
+  auto take = [&](std::optional<double> v) {
+    if (v && (!worst || *v < *worst)) worst = v;
+  };
+  if (metric == "sqnr") {
+    for (const auto& o : outputs) take(o.sqnr_db);
+    return worst;
+  }
+  for (const auto& t : tasks) {
+    std::optional<double> v = t.Get(metric);
+    if (metric == "hmean" && t.Get("qdq_gt_hmean")) v = t.Get("qdq_gt_hmean");
+    if (metric == "top1" && t.Get("qdq_accuracy")) v = t.Get("qdq_accuracy");
+    take(v);
+  }
+  return worst;
+}
 
 std::vector<double> Quantiles(std::vector<float>& values) {
   std::vector<double> q;
@@ -162,16 +231,12 @@ AccuracyReport Evaluate(const io::Model& float_model,
   runtime::Session fs(float_model, so);
   std::unique_ptr<Quantized> qs = make_quantized(so);
   auto names = fs.output_names();
-  for (const auto& [out, _] : options.thresholds) {
-    if (std::find(names.begin(), names.end(), out) == names.end()) {
-      ThrowUsage("threshold for '{}', which is not an output of the model (outputs: {})", out,
-                 util::Join(names, ", "));
-    }
-  }
+  CheckOptions(options, names, eval);
   // Samples run in parallel; each sample's sums are merged in sample order, so the report is the
   // same for any thread count.
   std::map<std::string, Accumulator> outputs, tensors;
   std::map<std::string, const onnx::NodeProto*> producer;
+  std::map<std::string, TaskTally> tasks;
   std::vector<std::optional<SampleAccuracy>> done(eval.size());
   size_t merged = 0;
   std::mutex mu;
@@ -182,16 +247,17 @@ AccuracyReport Evaluate(const io::Model& float_model,
       SampleAccuracy& m = *done[merged];
       for (auto& [name, acc] : m.outputs) outputs[name].Merge(acc);
       for (auto& [name, acc] : m.tensors) tensors[name].Merge(acc);
+      for (auto& [name, tally] : m.tasks) tasks[name].Merge(tally);
       producer.insert(m.producer.begin(), m.producer.end());
       done[merged].reset();
     }
   };
   // Worker 0 runs on this thread and reuses the sessions planned above; the others plan their own.
   ForEachSample(eval.size(), options.threads, [&](int w) -> std::function<void(size_t)> {
-    if (w == 0) return [&](size_t s) { finish(s, RunSample(fs, *qs, eval, s)); };
+    if (w == 0) return [&](size_t s) { finish(s, RunSample(fs, *qs, eval, s, options)); };
     auto fs_w = std::make_shared<runtime::Session>(float_model, so);
     std::shared_ptr<Quantized> qs_w = make_quantized(so);
-    return [&, fs_w, qs_w](size_t s) { finish(s, RunSample(*fs_w, *qs_w, eval, s)); };
+    return [&, fs_w, qs_w](size_t s) { finish(s, RunSample(*fs_w, *qs_w, eval, s, options)); };
   });
   AccuracyReport report;
   report.samples = eval.size();
@@ -208,15 +274,19 @@ AccuracyReport Evaluate(const io::Model& float_model,
     o.float_quantiles = Quantiles(acc.a);
     o.qdq_quantiles = Quantiles(acc.b);
     report.outputs.push_back(std::move(o));
+    if (auto t = tasks.find(name); t != tasks.end()) {
+      report.tasks.push_back(Summarize(options.tasks.For(name), name, t->second));
+    }
+  }
+  if (!options.labels.empty() && report.tasks.empty()) {
+    report.notes.push_back(
+        "labels were given but no output has a task that reads them (--task detect-db or "
+        "classify)");
   }
   // Only nodes that run quantized add quantization error; the others pass it on.
   std::set<std::string> quantized;
   for (const io::Model* qdq_model : qdq_models) {
-    for (const auto& n : qdq_model->proto.graph().node()) {
-      for (const auto& in : n.input()) {
-        if (util::EndsWith(in, "_DequantizeLinear_Output")) quantized.insert(n.name());
-      }
-    }
+    for (const auto* n : QuantizedNodes(qdq_model->proto.graph())) quantized.insert(n->name());
   }
   for (const auto& [name, acc] : tensors) {
     const onnx::NodeProto* node = producer.at(name);

@@ -5,12 +5,15 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "lib/io/model.h"
 #include "lib/quant/calibrate.h"
 #include "lib/quant/samples.h"
+#include "lib/quant/task_metrics.h"
 
 namespace porttool::quant {
 
@@ -46,6 +49,12 @@ struct AccuracyReport {
   std::vector<OutputAccuracy> outputs;
   std::vector<ThresholdMapping> thresholds;
   std::vector<LayerError> worst;  // up to 10, largest growth first
+  std::vector<TaskResult> tasks;  // per output with a task other than regress, in output order
+  std::vector<std::string> notes;
+  // The value of a task metric (top1, hmean, seq, ...; sqnr in dB) on the output that does worst
+  // by it; nullopt when no output reports it. With labels, hmean and top1 are the quantized
+  // model's against the ground truth (qdq_gt_hmean, qdq_accuracy).
+  std::optional<double> Metric(const std::string& metric) const;
 };
 
 struct AccuracyOptions {
@@ -53,9 +62,17 @@ struct AccuracyOptions {
   bool per_channel = false;
   std::string method;
   int threads = 1;  // samples evaluated in parallel (the kernels should then run single-threaded)
+  TaskAssignment tasks;
+  Labels labels;  // ground truth by sample id, for the tasks that use it
+  // Sample ids the labels may name besides the evaluation samples' (the calibration samples):
+  // a label for any other id is Error(kBadInput), a typo that would silently drop a sample.
+  std::set<std::string> known_ids;
+  bool per_tensor = true;  // false: outputs only (no worst-tensor list), for repeated searches
 };
 
-// Runs both models on every sample of `eval`. Error(kUsage) for a threshold on an unknown output.
+// Runs both models on every sample of `eval`. Error(kUsage) for a threshold or a task on an
+// unknown output; Error(kBadInput) for labels naming an unknown sample or unreadable by the task,
+// and for an output its task cannot read.
 AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& qdq_model,
                                 const SampleSet& eval, const AccuracyOptions& options);
 

@@ -333,7 +333,7 @@ class QdqBuilder {
     }
     for (const auto& name : options_.fallback_nodes) {
       if (int idx = view.FindNode(name); idx >= 0) {
-        excluded.emplace(idx, "mixed precision: its output lost the most SQNR, so it stays float");
+        excluded.emplace(idx, "mixed precision: raised to float by the accuracy-target search");
       }
     }
     for (int i = 0; i < g_.node_size(); ++i) {
@@ -605,6 +605,19 @@ std::set<std::string> QuantizableActivations(const onnx::GraphProto& graph) {
 
 QdqResult InsertQdq(io::Model& model, const CalibrationTable& table, const QdqOptions& options) {
   return QdqBuilder(model, table, options).Run();
+}
+
+std::vector<const onnx::NodeProto*> QuantizedNodes(const onnx::GraphProto& graph) {
+  std::vector<const onnx::NodeProto*> nodes;
+  for (const auto& n : graph.node()) {
+    for (const auto& in : n.input()) {
+      if (util::EndsWith(in, "_DequantizeLinear_Output")) {
+        nodes.push_back(&n);
+        break;
+      }
+    }
+  }
+  return nodes;
 }
 
 }  // namespace porttool::quant

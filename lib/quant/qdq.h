@@ -47,4 +47,7 @@ const std::set<std::string>& QuantizableOps();
 // quantizable ops, whatever is excluded later (so one table serves any exclusion list).
 std::set<std::string> QuantizableActivations(const onnx::GraphProto& graph);
 
+// The nodes of a QDQ graph that run quantized (read a DequantizeLinear output), in graph order.
+std::vector<const onnx::NodeProto*> QuantizedNodes(const onnx::GraphProto& graph);
+
 }  // namespace porttool::quant

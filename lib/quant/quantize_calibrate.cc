@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
@@ -19,12 +20,6 @@ std::set<std::string> HistogramTensors(const io::Model& model, Method method) {
   return QuantizableActivations(model.proto.graph());
 }
 
-double WorstOutputSqnr(const AccuracyReport& a) {
-  double worst = std::numeric_limits<double>::infinity();
-  for (const auto& o : a.outputs) worst = std::min(worst, o.sqnr_db);
-  return worst;
-}
-
 // The node whose output lost the most dB and is not kept float yet (the report lists quantized
 // nodes only, largest loss first).
 const LayerError* NextToKeepFloat(const AccuracyReport& a, const std::vector<std::string>& kept) {
@@ -37,7 +32,104 @@ const LayerError* NextToKeepFloat(const AccuracyReport& a, const std::vector<std
   return nullptr;
 }
 
+// What the sensitivity ranking measures: the target's metric, else the first task's headline
+// figure, else SQNR.
+std::string RankingMetric(const QuantizeCalibrateRequest& r, const AccuracyReport& a) {
+  if (r.target) return r.target->metric;
+  for (const auto& t : a.tasks) {
+    if (t.kind == TaskKind::kCtc) return "seq";
+    if (t.kind == TaskKind::kDetectDb) return "hmean";
+    if (t.kind == TaskKind::kClassify) return "top1";
+  }
+  return "sqnr";
+}
+
+double MetricOf(const AccuracyReport& a, const std::string& metric) {
+  std::optional<double> v = a.Metric(metric);
+  if (!v) {
+    ThrowUsage(
+        "--accuracy-target {}: no output reports '{}' (seq/char need --task ctc, hmean --task "
+        "detect-db, top1/top5 --task classify)",
+        metric, metric);
+  }
+  return *v;
+}
+
+// Quantizes one node at a time (every other quantized node kept float) and ranks the nodes by the
+// metric, lowest first. Outputs only: one evaluation per node.
+std::vector<NodeSensitivity> RankNodes(const io::Model& model, const CalibrationTable& table,
+                                       const QdqOptions& base, const io::Model& full_qdq,
+                                       const SampleSet& eval, AccuracyOptions options,
+                                       const std::string& metric) {
+  options.per_tensor = false;
+  std::vector<NodeSensitivity> ranking;
+  std::vector<std::string> names;
+  for (const auto* n : QuantizedNodes(full_qdq.proto.graph())) {
+    names.push_back(n->name());
+    ranking.push_back({n->name(), n->op_type(), 0, 0, false});
+  }
+  for (auto& entry : ranking) {
+    QdqOptions one = base;
+    for (const auto& n : names) {
+      if (n != entry.node) one.fallback_nodes.push_back(n);
+    }
+    io::Model m = model;
+    InsertQdq(m, table, one);
+    entry.alone = MetricOf(EvaluateAccuracy(model, m, eval, options), metric);
+  }
+  std::stable_sort(
+      ranking.begin(), ranking.end(),
+      [](const NodeSensitivity& a, const NodeSensitivity& b) { return a.alone < b.alone; });
+  return ranking;
+}
+
+// The metric with the k most sensitive nodes raised to float, k = 1..max_raised.
+void AddCumulative(const io::Model& model, QdqOptions qdq, const SampleSet& eval,
+                   AccuracyOptions options, QuantizeCalibrateResult& result, int max_raised) {
+  options.per_tensor = false;
+  for (int k = 0; k < max_raised && k < static_cast<int>(result.sensitivity.size()); ++k) {
+    NodeSensitivity& s = result.sensitivity[k];
+    qdq.fallback_nodes.push_back(s.node);
+    io::Model m = model;
+    InsertQdq(m, result.table, qdq);
+    s.cumulative = MetricOf(EvaluateAccuracy(model, m, eval, options), result.sensitivity_metric);
+    s.has_cumulative = true;
+  }
+}
+
 }  // namespace
+
+AccuracyTarget ParseAccuracyTarget(const std::string& text) {
+  static const std::set<std::string> kShares = {"seq", "char", "hmean", "top1", "top5"};
+  const size_t colon = text.find(':');
+  AccuracyTarget t;
+  t.metric = text.substr(0, colon);
+  if (colon == std::string::npos) {
+    ThrowUsage("--accuracy-target '{}': expected METRIC:VALUE, e.g. seq:0.97 or sqnr:30", text);
+  }
+  if (t.metric != "sqnr" && !kShares.count(t.metric)) {
+    ThrowUsage(
+        "--accuracy-target '{}': unknown metric '{}'; available: sqnr (dB), seq, char (--task "
+        "ctc), hmean (--task detect-db), top1, top5 (--task classify)",
+        text, t.metric);
+  }
+  const std::string value = text.substr(colon + 1);
+  size_t used = 0;
+  try {
+    t.value = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const bool sqnr = t.metric == "sqnr";
+  const bool in_range = sqnr ? t.value > 0 && t.value <= 200 : t.value > 0 && t.value <= 1;
+  if (used == 0 || used != value.size() || !in_range) {
+    ThrowUsage("--accuracy-target '{}': {} takes {}, got '{}'", text, t.metric,
+               sqnr ? "a number of dB above 0, at most 200" : "a share above 0, at most 1", value);
+  }
+  return t;
+}
+
+std::string AccuracyTarget::Text() const { return fmt::format("{}:{:g}", metric, value); }
 
 QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
                                           const QuantizeCalibrateRequest& request) {
@@ -45,12 +137,14 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
   // Planning a session reports an op the executor lacks before any sample is read.
   std::vector<runtime::InputSpec> inputs = runtime::Session(model).inputs();
   std::optional<SampleSet> eval;
+  std::set<std::string> calibration_ids;  // ids labels may name besides the evaluation samples'
   if (!request.eval_dir.empty()) eval = ListSamples(request.eval_dir, inputs, request.preprocess);
   if (request.table) {
     result.table = *request.table;
   } else {
     if (request.data_dir.empty()) ThrowUsage("calibration needs a sample directory or a table");
     SampleSet data = ListSamples(request.data_dir, inputs, request.preprocess);
+    calibration_ids.insert(data.ids.begin(), data.ids.end());
     if (!eval && request.evaluate && data.size() >= 2) {
       eval = TakeLast(data, std::max<size_t>(1, data.size() / 4));
       result.notes.push_back(fmt::format(
@@ -75,35 +169,66 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
   }
   const bool evaluate = eval && request.evaluate && eval->size() > 0;
   if (evaluate) result.eval_samples = eval;
-  if (request.target_sqnr_db && !evaluate) {
+  if ((request.target || request.sensitivity) && !evaluate) {
     ThrowUsage(
-        "a target SQNR needs evaluation samples (the held-out part of the data or an "
-        "evaluation directory)");
+        "{} needs evaluation samples (the held-out part of the data or an evaluation directory)",
+        request.target ? "an accuracy target" : "the sensitivity ranking");
   }
   AccuracyOptions options;
   options.thresholds = request.thresholds;
   options.per_channel = request.qdq.per_channel;
   options.method = result.table.method;
   options.threads = request.calibration.threads;
+  options.tasks = request.tasks;
+  options.labels = request.labels;
+  options.known_ids = calibration_ids;
+  result.target = request.target;
   QdqOptions qdq = request.qdq;
-  result.target_sqnr_db = request.target_sqnr_db;
   for (;;) {
     result.qdq_model = model;
     result.qdq = InsertQdq(result.qdq_model, result.table, qdq);
     if (!evaluate) break;
     result.accuracy = EvaluateAccuracy(model, result.qdq_model, *eval, options);
-    if (!request.target_sqnr_db) break;
-    const double worst = WorstOutputSqnr(*result.accuracy);
-    result.target_reached = worst >= *request.target_sqnr_db;
-    if (result.target_reached ||
-        static_cast<int>(result.fallback.size()) >= request.max_float_nodes) {
+    if (result.sensitivity_metric.empty() && (request.sensitivity || request.target)) {
+      result.sensitivity_metric = RankingMetric(request, *result.accuracy);
+      MetricOf(*result.accuracy, result.sensitivity_metric);  // a usage error before the work
+      // SQNR has a per-tensor ordering already; task metrics need the ranking.
+      if (request.sensitivity || result.sensitivity_metric != "sqnr") {
+        result.sensitivity = RankNodes(model, result.table, qdq, result.qdq_model, *eval, options,
+                                       result.sensitivity_metric);
+      }
+    }
+    if (!request.target) break;
+    const double value = MetricOf(*result.accuracy, request.target->metric);
+    if (!result.fallback.empty()) {
+      result.fallback.back().after = value;
+      for (auto& s : result.sensitivity) {
+        if (s.node == result.fallback.back().node) s.cumulative = value, s.has_cumulative = true;
+      }
+    }
+    result.target_reached = value >= request.target->value;
+    if (result.target_reached || static_cast<int>(result.fallback.size()) >= request.max_raised) {
       break;
     }
-    const LayerError* next = NextToKeepFloat(*result.accuracy, qdq.fallback_nodes);
-    if (next == nullptr) break;
-    result.fallback.push_back({next->node, next->op_type, worst});
-    qdq.fallback_nodes.push_back(next->node);
+    std::string next, op;
+    for (const auto& s : result.sensitivity) {
+      if (std::find(qdq.fallback_nodes.begin(), qdq.fallback_nodes.end(), s.node) ==
+          qdq.fallback_nodes.end()) {
+        next = s.node, op = s.op_type;
+        break;
+      }
+    }
+    if (result.sensitivity.empty()) {
+      if (const LayerError* w = NextToKeepFloat(*result.accuracy, qdq.fallback_nodes)) {
+        next = w->node, op = w->op_type;
+      }
+    }
+    if (next.empty()) break;
+    result.fallback.push_back({next, op, "float", value, value});
+    qdq.fallback_nodes.push_back(next);
   }
+  if (request.sensitivity && !request.target)
+    AddCumulative(model, request.qdq, *eval, options, result, request.max_raised);
   return result;
 }
 
@@ -133,14 +258,34 @@ nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
         {"notes", r.qdq.notes}}},
       {"notes", r.notes},
       {"accuracy", nullptr}};
-  if (r.target_sqnr_db) {
-    nlohmann::json kept = nlohmann::json::array();
+  if (r.target) {
+    nlohmann::json kept = nlohmann::json::array(), raised = nlohmann::json::array();
     for (const auto& f : r.fallback) {
-      kept.push_back(
-          {{"node", f.node}, {"op_type", f.op_type}, {"sqnr_db_before", Num(f.sqnr_db_before)}});
+      raised.push_back({{"node", f.node},
+                        {"op_type", f.op_type},
+                        {"precision", f.precision},
+                        {"metric_before", Num(f.before)},
+                        {"metric_after", Num(f.after)}});
+      kept.push_back({{"node", f.node}, {"op_type", f.op_type}, {"sqnr_db_before", Num(f.before)}});
     }
-    j["mixed_precision"] = {
-        {"target_sqnr_db", *r.target_sqnr_db}, {"reached", r.target_reached}, {"kept_float", kept}};
+    j["mixed_precision"] = {{"target", {{"metric", r.target->metric}, {"value", r.target->value}}},
+                            {"reached", r.target_reached},
+                            {"raised", raised}};
+    // The fields of --target-sqnr before task metrics, kept for its readers.
+    if (r.target->metric == "sqnr") {
+      j["mixed_precision"]["target_sqnr_db"] = r.target->value;
+      j["mixed_precision"]["kept_float"] = kept;
+    }
+  }
+  if (!r.sensitivity.empty()) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const auto& s : r.sensitivity) {
+      nodes.push_back({{"node", s.node},
+                       {"op_type", s.op_type},
+                       {"alone", Num(s.alone)},
+                       {"cumulative", s.has_cumulative ? Num(s.cumulative) : nlohmann::json()}});
+    }
+    j["sensitivity"] = {{"metric", r.sensitivity_metric}, {"nodes", nodes}};
   }
   if (!r.accuracy) return j;
   const AccuracyReport& a = *r.accuracy;
@@ -177,10 +322,16 @@ nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
                      {"suggestion", w.suggestion},
                      {"detail", w.detail}});
   }
-  j["accuracy"] = {{"samples", a.samples},
-                   {"outputs", outputs},
-                   {"thresholds", thresholds},
-                   {"worst_tensors", worst}};
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& t : a.tasks) {
+    nlohmann::json metrics = nlohmann::json::object(), counts = nlohmann::json::object();
+    for (const auto& [name, value] : t.metrics) metrics[name] = Num(value);
+    for (const auto& [name, value] : t.counts) counts[name] = value;
+    tasks.push_back(
+        {{"output", t.output}, {"task", t.task}, {"metrics", metrics}, {"counts", counts}});
+  }
+  j["accuracy"] = {{"samples", a.samples}, {"tasks", tasks},           {"notes", a.notes},
+                   {"outputs", outputs},   {"thresholds", thresholds}, {"worst_tensors", worst}};
   return j;
 }
 

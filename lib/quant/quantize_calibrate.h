@@ -13,6 +13,16 @@
 
 namespace porttool::quant {
 
+// --accuracy-target METRIC:VALUE: sqnr (dB, worst output), or a task metric of
+// AccuracyReport::Metric (seq, char, hmean, top1, top5; 0..1), to reach on the evaluation samples.
+struct AccuracyTarget {
+  std::string metric;
+  double value = 0;
+  std::string Text() const;  // "seq:0.97"
+};
+// Error(kUsage) naming `text` for an unknown metric or a value out of its range.
+AccuracyTarget ParseAccuracyTarget(const std::string& text);
+
 struct QuantizeCalibrateRequest {
   std::filesystem::path data_dir;  // empty: use `table`
   std::filesystem::path eval_dir;  // empty: hold out a quarter of data_dir (at least one sample)
@@ -22,17 +32,33 @@ struct QuantizeCalibrateRequest {
   QdqOptions qdq;
   bool evaluate = true;
   std::map<std::string, double> thresholds;
-  // Mixed precision: while an output's SQNR is below target_sqnr_db, keep the quantized node
-  // whose output loses the most dB float and evaluate again, up to max_float_nodes nodes.
-  std::optional<double> target_sqnr_db;
-  int max_float_nodes = 8;
+  TaskAssignment tasks;  // per output; regress (SQNR only) by default
+  Labels labels;         // ground truth for detect-db / classify, by sample id
+  // Mixed precision: while the target does not hold, keep the next quantized node float and
+  // evaluate again, up to max_raised nodes. The next node is the most sensitive one (below) when
+  // the ranking was computed, else the one whose output loses the most dB.
+  std::optional<AccuracyTarget> target;
+  int max_raised = 8;
+  // Per-node sensitivity: quantize one node at a time (its activation inputs and weights),
+  // everything else float, and rank the nodes by the metric lost. Computed for a task-metric
+  // target, or when asked.
+  bool sensitivity = false;
   ProgressFn progress;
 };
 
-// One round of the mixed-precision search: the node kept float and the worst output SQNR before.
+// One round of the mixed-precision search: the node raised, the metric before and after.
 struct FallbackStep {
   std::string node, op_type;
-  double sqnr_db_before = 0;
+  std::string precision = "float";
+  double before = 0, after = 0;
+};
+
+// One node of the sensitivity ranking: the metric with only this node quantized; and, after the
+// ranking, the metric of the full model with this node and every node ranked before it raised.
+struct NodeSensitivity {
+  std::string node, op_type;
+  double alone = 0, cumulative = 0;
+  bool has_cumulative = false;
 };
 
 struct QuantizeCalibrateResult {
@@ -43,9 +69,11 @@ struct QuantizeCalibrateResult {
   std::optional<SampleSet> eval_samples;  // what accuracy was measured on (held out or given)
   size_t calibration_samples = 0;
   std::vector<std::string> notes;
-  std::optional<double> target_sqnr_db;  // the request's
+  std::optional<AccuracyTarget> target;  // the request's
   std::vector<FallbackStep> fallback;    // in order; empty without a target
   bool target_reached = false;
+  std::string sensitivity_metric;            // what the ranking measures
+  std::vector<NodeSensitivity> sensitivity;  // most sensitive first; empty unless computed
 };
 
 QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,

@@ -261,8 +261,8 @@ TEST(Qdq, MixedPrecisionKeepsWorstNodesFloatUpToTheBudget) {
   io::Model m = Net();
   QuantizeCalibrateRequest req;
   req.data_dir = tmp / "data";
-  req.target_sqnr_db = 500;
-  req.max_float_nodes = 2;
+  req.target = AccuracyTarget{"sqnr", 500};
+  req.max_raised = 2;
   auto r = QuantizeCalibrate(m, req);
   ASSERT_EQ(r.fallback.size(), 2u);
   EXPECT_FALSE(r.target_reached);
@@ -273,10 +273,91 @@ TEST(Qdq, MixedPrecisionKeepsWorstNodesFloatUpToTheBudget) {
   EXPECT_EQ(r.qdq.quantized_nodes, 1);  // 3 quantizable nodes, 2 kept float
   auto json = ReportJson(r);
   EXPECT_EQ(json["mixed_precision"]["kept_float"].size(), 2u);
-  req.target_sqnr_db = 0;
+  req.target = AccuracyTarget{"sqnr", 0};
   auto easy = QuantizeCalibrate(m, req);
   EXPECT_TRUE(easy.target_reached);
   EXPECT_TRUE(easy.fallback.empty());
+}
+
+// A task-metric target ranks the nodes by sensitivity first and raises them in that order; the
+// report carries the task figures, the ranking and each raised node's metric after it.
+TEST(Qdq, TaskTargetRaisesTheMostSensitiveNodesInOrder) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 8);
+  io::Model m = Net();
+  QuantizeCalibrateRequest req;
+  req.data_dir = tmp / "data";
+  req.tasks = ParseTasks({"classify"});
+  req.target = ParseAccuracyTarget("top1:1");
+  auto r = QuantizeCalibrate(m, req);
+  ASSERT_TRUE(r.accuracy);
+  ASSERT_EQ(r.accuracy->tasks.size(), 1u);
+  EXPECT_EQ(r.accuracy->tasks[0].output, "y");
+  EXPECT_TRUE(r.target_reached);
+  EXPECT_EQ(*r.accuracy->Metric("top1"), 1.0);
+  ASSERT_EQ(r.sensitivity.size(), 3u);  // Conv, MatMul and the pooling run quantized
+  EXPECT_EQ(r.sensitivity_metric, "top1");
+  for (size_t i = 1; i < r.sensitivity.size(); ++i) {
+    EXPECT_LE(r.sensitivity[i - 1].alone, r.sensitivity[i].alone);
+  }
+  auto json = ReportJson(r);
+  EXPECT_EQ(json["accuracy"]["tasks"][0]["task"], "classify");
+  EXPECT_EQ(json["sensitivity"]["nodes"].size(), 3u);
+  EXPECT_TRUE(json["mixed_precision"]["reached"].get<bool>());
+  // SQNR ranking with the cumulative metric: raising every node leaves the float model.
+  req.target.reset();
+  req.sensitivity = true;
+  req.tasks = {};
+  auto ranked = QuantizeCalibrate(m, req);
+  ASSERT_EQ(ranked.sensitivity.size(), 3u);
+  EXPECT_EQ(ranked.sensitivity_metric, "sqnr");
+  ASSERT_TRUE(ranked.sensitivity[2].has_cumulative);
+  EXPECT_TRUE(std::isinf(ranked.sensitivity[2].cumulative));
+  EXPECT_GE(ranked.sensitivity[1].cumulative, ranked.accuracy->Metric("sqnr").value());
+}
+
+TEST(Qdq, AccuracyTargetsAndLabelsRejectWithTheCulprit) {
+  for (const char* bad : {"acc:0.9", "seq:1.5", "sqnr:0", "top1:x", "hmean"}) {
+    try {
+      ParseAccuracyTarget(bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 8);
+  io::Model m = Net();
+  QuantizeCalibrateRequest req;
+  req.data_dir = tmp / "data";
+  req.target = ParseAccuracyTarget("seq:0.9");  // no ctc output
+  try {
+    QuantizeCalibrate(m, req);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("--task ctc"), std::string::npos) << e.what();
+  }
+  req.target.reset();
+  req.tasks = ParseTasks({"classify"});
+  req.labels = {{"0000", 1}, {"nosuch", 2}};
+  try {
+    QuantizeCalibrate(m, req);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("'nosuch'"), std::string::npos) << e.what();
+  }
+  req.tasks = ParseTasks({"y:ctc"});  // [1, 3] is not [N, T, C]
+  req.labels.clear();
+  try {
+    QuantizeCalibrate(m, req);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("'y'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Qdq, TableAppliesUnchangedToAnExtractedSegment) {

@@ -244,12 +244,6 @@ std::string AccuracyLine(const quant::OutputAccuracy& o) {
                      o.sqnr_db, o.cosine, o.max_abs);
 }
 
-double WorstSqnr(const quant::AccuracyReport& a) {
-  double worst = INFINITY;
-  for (const auto& o : a.outputs) worst = std::min(worst, o.sqnr_db);
-  return worst;
-}
-
 }  // namespace
 
 void QuantizeStep(PortState& s, PortStep& step) {
@@ -279,8 +273,8 @@ void QuantizeStep(PortState& s, PortStep& step) {
   for (const auto& f : q.whole.fallback) q.kept_float.push_back(f.node);
   for (const auto& f : q.whole.fallback) {
     step.details.push_back(
-        fmt::format("mixed precision: kept {} ({}) float (worst output was {:.1f} dB)", f.node,
-                    f.op_type, f.sqnr_db_before));
+        fmt::format("mixed precision: raised {} ({}) to float ({} {:.4g} -> {:.4g})", f.node,
+                    f.op_type, whole.request.target->metric, f.before, f.after));
   }
   // The same table on every accelerator segment; host segments stay float.
   std::vector<io::Model> chain_models;
@@ -298,7 +292,8 @@ void QuantizeStep(PortState& s, PortStep& step) {
     part.request.eval_dir.clear();
     part.request.table = q.table;
     part.request.evaluate = false;
-    part.request.target_sqnr_db.reset();
+    part.request.target.reset();
+    part.request.sensitivity = false;
     // Nodes of other segments are not in this one: keep only this segment's names.
     std::set<std::string> names;
     for (const auto& n : s.segments[i].proto.graph().node()) names.insert(n.name());
@@ -323,6 +318,10 @@ void QuantizeStep(PortState& s, PortStep& step) {
     acc.per_channel = whole.request.qdq.per_channel;
     acc.method = q.table.method;
     acc.threads = s.options.threads;
+    acc.tasks = whole.request.tasks;
+    acc.labels = whole.request.labels;
+    // Checked against the samples by the whole-model evaluation above.
+    for (const auto& [id, _] : acc.labels) acc.known_ids.insert(id);
     q.chain_accuracy = quant::EvaluateChainAccuracy(s.model, chain, *q.whole.eval_samples, acc);
     step.details.push_back(fmt::format(
         "accuracy end to end through the {} chained segment(s), on {} evaluation sample(s):",
@@ -335,18 +334,22 @@ void QuantizeStep(PortState& s, PortStep& step) {
   s.written.manifest["quantization"] = {{"table", "calibration.json"}, {"qdq_segments", files}};
   io::WriteFileAtomic(s.dir / "pipeline.json", util::DumpJson(s.written.manifest, 2) + "\n");
   s.quant = std::move(q);
-  const auto& target = s.options.quantize->target_sqnr_db;
+  const auto& target = s.options.quantize->target;
   if (target && s.quant->chain_accuracy) {
-    double worst = WorstSqnr(*s.quant->chain_accuracy);
-    if (worst < *target) {
+    const std::optional<double> value = s.quant->chain_accuracy->Metric(target->metric);
+    if (!value || *value < target->value) {
       ThrowCheckFailed(
-          "accuracy target sqnr:{:g} NOT reached: worst output {:.1f} dB end to end with {} "
-          "node(s) kept float (raise the number of raised nodes, or try another calibration "
-          "method)",
-          *target, worst, s.quant->kept_float.size());
+          "accuracy target {} NOT reached: {} {:.4g} end to end with {} node(s) kept float "
+          "(raise --max-raised, or try another calibration method)",
+          target->Text(), target->metric, value.value_or(NAN), s.quant->kept_float.size());
     }
     step.details.push_back(
-        fmt::format("accuracy target sqnr:{:g} reached ({:.1f} dB)", *target, worst));
+        fmt::format("accuracy target {} reached ({:.4g})", target->Text(), *value));
+  }
+  if (s.quant->chain_accuracy) {
+    for (const auto& t : s.quant->chain_accuracy->tasks) {
+      step.details.push_back(fmt::format("output '{}' ({}): {}", t.output, t.task, t.Describe()));
+    }
   }
 }
 

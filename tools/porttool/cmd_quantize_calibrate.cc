@@ -69,16 +69,32 @@ void PrintText(const quant::QuantizeCalibrateResult& r) {
   for (const auto& n : r.notes) fmt::print("note: {}\n", WithFlagHint(n));
   if (!r.accuracy) return;
   const auto& a = *r.accuracy;
-  if (r.target_sqnr_db) {
-    for (const auto& f : r.fallback) {
-      fmt::print("mixed precision: kept {} ({}) float (worst output was {:.1f} dB)\n", f.node,
-                 f.op_type, f.sqnr_db_before);
+  if (!r.sensitivity.empty()) {
+    fmt::print("sensitivity ({} with only that node quantized, most sensitive first):\n",
+               r.sensitivity_metric);
+    for (size_t i = 0; i < r.sensitivity.size() && i < 20; ++i) {
+      const auto& s = r.sensitivity[i];
+      fmt::print("  {:<3} {} ({})  {:.4g}{}\n", i + 1, s.node, s.op_type, s.alone,
+                 s.has_cumulative
+                     ? fmt::format("   with the worst {} raised: {:.4g}", i + 1, s.cumulative)
+                     : "");
     }
-    fmt::print("mixed precision: target {:.1f} dB {} with {} node(s) kept float{}\n",
-               *r.target_sqnr_db, r.target_reached ? "reached" : "NOT reached", r.fallback.size(),
+    if (r.sensitivity.size() > 20) {
+      fmt::print("  ... {} more in --json\n", r.sensitivity.size() - 20);
+    }
+  }
+  if (r.target) {
+    for (const auto& f : r.fallback) {
+      fmt::print("mixed precision: raised {} ({}) to {}: {} {:.4g} -> {:.4g}\n", f.node, f.op_type,
+                 f.precision, r.target->metric, f.before, f.after);
+    }
+    fmt::print("mixed precision: target {} {} with {} node(s) raised{}\n", r.target->Text(),
+               r.target_reached ? "reached" : "NOT reached", r.fallback.size(),
                r.target_reached ? "" : " (raise --max-raised, or try --method mse)");
   }
   fmt::print("accuracy on {} evaluation samples:\n", a.samples);
+  for (const auto& t : a.tasks) fmt::print("  {} ({}): {}\n", t.output, t.task, t.Describe());
+  for (const auto& n : a.notes) fmt::print("  note: {}\n", n);
   for (const auto& out : a.outputs) {
     fmt::print("  {}  sqnr {:.1f} dB  cosine {:.6f}  max_abs {:.4g}\n", out.name, out.sqnr_db,
                out.cosine, out.max_abs);
@@ -132,7 +148,8 @@ int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
   } else {
     PrintText(r);
   }
-  return kExitOk;
+  // A missed accuracy target is a failed check (exit 1), after the report and the files.
+  return r.target && !r.target_reached ? kExitCheckFailed : kExitOk;
 }
 
 }  // namespace

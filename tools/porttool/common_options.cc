@@ -202,8 +202,20 @@ void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& q) {
                  "Precision by hand: float:NODE[,NODE...] keeps those nodes float (repeatable)");
   cmd.add_option("--accuracy-target", q.accuracy_target,
                  "Mixed precision: METRIC:VALUE to reach on the evaluation samples, raising the "
-                 "node that loses most to float until it holds (each raised node is listed); "
-                 "metrics: sqnr (dB, worst output)");
+                 "most sensitive node to float until it holds (each raised node is listed); "
+                 "metrics: seq, char (--task ctc), hmean (--task detect-db), top1, top5 "
+                 "(--task classify), 0..1, relative to float unless --labels; sqnr (dB)");
+  cmd.add_option("--task", q.tasks,
+                 "What an output is for, judged on the evaluation samples: [OUTPUT:]TASK with "
+                 "TASK detect-db[:thresh=0.3,box-thresh=0.6,unclip=1.5,min-size=3] | classify | "
+                 "ctc[:blank=0] | regress (default; SQNR only). Repeatable");
+  cmd.add_option("--labels", q.labels,
+                 "Ground truth JSON {\"sample id\": [[x0,y0,x1,y1],...] (detect-db, input "
+                 "pixels) | class index (classify)}: each model's hmean or accuracy as well")
+      ->check(CLI::ExistingFile);
+  cmd.add_flag("--sensitivity", q.sensitivity,
+               "Rank the quantized nodes by the task metric lost with only that node quantized "
+               "(one evaluation per node), with the metric when the worst k are raised");
   cmd.add_option("--target-sqnr", q.target_sqnr, "Same as --accuracy-target sqnr:DB");
   cmd.add_option("--max-raised,--max-float-nodes", q.max_raised,
                  "With --accuracy-target: stop after raising this many nodes")
@@ -249,27 +261,13 @@ quant::Preprocess PreprocessFromFlags(const QuantizeFlags& q) {
 }
 
 // --accuracy-target METRIC:VALUE (and its alias --target-sqnr DB) as the request's target.
-std::optional<double> SqnrTargetFromFlags(const QuantizeFlags& q) {
-  if (q.accuracy_target.empty()) return q.target_sqnr;
-  if (q.target_sqnr) ThrowUsage("give --accuracy-target or --target-sqnr, not both");
-  auto colon = q.accuracy_target.find(':');
-  std::string metric = q.accuracy_target.substr(0, colon);
-  if (colon == std::string::npos) {
-    ThrowUsage("--accuracy-target '{}': expected METRIC:VALUE, e.g. sqnr:30", q.accuracy_target);
+std::optional<quant::AccuracyTarget> TargetFromFlags(const QuantizeFlags& q) {
+  if (!q.accuracy_target.empty() && q.target_sqnr) {
+    ThrowUsage("give --accuracy-target or --target-sqnr, not both");
   }
-  if (metric != "sqnr") {
-    ThrowUsage(
-        "--accuracy-target '{}': unknown metric '{}'; available: sqnr (dB). The task metrics "
-        "(seq, hmean, top1) are not implemented yet",
-        q.accuracy_target, metric);
-  }
-  double value = 0;
-  std::string text = q.accuracy_target.substr(colon + 1);
-  if (!CLI::detail::lexical_cast(text, value) || !(value > 0 && value <= 200)) {
-    ThrowUsage("--accuracy-target '{}': sqnr takes a number of dB from 0 to 200",
-               q.accuracy_target);
-  }
-  return value;
+  if (q.target_sqnr) return quant::ParseAccuracyTarget(fmt::format("sqnr:{}", *q.target_sqnr));
+  if (q.accuracy_target.empty()) return std::nullopt;
+  return quant::ParseAccuracyTarget(q.accuracy_target);
 }
 
 // --precision float:NODES adds to the nodes kept float.
@@ -304,8 +302,11 @@ quant::QuantizeCalibrateRequest QuantizeRequestFromFlags(const QuantizeFlags& q,
              .exclude_ops = q.exclude_ops,
              .exclude_nodes = FloatNodesFromFlags(q),
              .fallback_nodes = {}};
-  req.target_sqnr_db = SqnrTargetFromFlags(q);
-  req.max_float_nodes = q.max_raised;
+  req.target = TargetFromFlags(q);
+  req.max_raised = q.max_raised;
+  req.tasks = quant::ParseTasks(q.tasks);
+  if (!q.labels.empty()) req.labels = quant::LoadLabels(q.labels);
+  req.sensitivity = q.sensitivity;
   // Used only when the samples are images; written into the table with it.
   req.preprocess = PreprocessFromFlags(q);
   return req;

@@ -85,6 +85,9 @@ struct QuantizeFlags {
   std::vector<double> mean = {0, 0, 0}, std = {1, 1, 1};
   int crops = 0, max_raised = 8;
   std::string accuracy_target;  // METRIC:VALUE
+  std::vector<std::string> tasks;
+  std::string labels;
+  bool sensitivity = false;
   std::optional<double> target_sqnr;
   int64_t histogram_values = quant::kDefaultHistogramValues;
 };
