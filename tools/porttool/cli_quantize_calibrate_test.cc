@@ -89,6 +89,28 @@ TEST(CliQuantizeCalibrate, AppliesTheTableToASplitSegment) {
   EXPECT_TRUE(fs::exists(tmp / "seg.q.onnx"));
 }
 
+// The target search on the demo: a reachable target exits 0 and says reached, a missed one
+// says NOT reached with every raised node listed and exits 1; detect-db figures are reported.
+TEST(CliQuantizeCalibrate, AccuracyTargetReachedAndMissed) {
+  TempDir tmp;
+  WriteSamples(tmp / "data", 5);
+  const std::string base = "quantize-calibrate " +
+                           testing::TestData("demo_detector.onnx").string() + " --data " +
+                           (tmp / "data").string() + " --task detect-db:thresh=0.5 ";
+  auto r = RunPorttool(base + "--accuracy-target sqnr:1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("target sqnr:1 reached"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("score (detect-db:thresh=0.5"), std::string::npos) << r.out;
+  r = RunPorttool(base + "--accuracy-target sqnr:199 --max-raised 2 --json");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(doc["mixed_precision"]["reached"].get<bool>());
+  ASSERT_EQ(doc["mixed_precision"]["raised"].size(), 2u);
+  EXPECT_GE(doc["mixed_precision"]["raised"][1]["metric_after"].get<double>(),
+            doc["mixed_precision"]["raised"][0]["metric_before"].get<double>());
+  EXPECT_EQ(doc["accuracy"]["tasks"][0]["output"], "score");
+}
+
 TEST(CliQuantizeCalibrate, BadInputExitCodesAndNothingWritten) {
   TempDir tmp;
   std::string model = testing::TestData("demo_detector.onnx").string();
@@ -106,8 +128,31 @@ TEST(CliQuantizeCalibrate, BadInputExitCodesAndNothingWritten) {
   r = RunPorttool("quantize-calibrate " + model + " --data " + (tmp / "data").string() +
                   " --target-sqnr 30 --no-eval --qdq " + (tmp / "q.onnx").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("target SQNR needs evaluation samples"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("accuracy target needs evaluation samples"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(tmp / "q.onnx"));
+  // Task metrics and targets: usage errors (2) and unreadable labels or outputs (3), each naming
+  // the culprit, and nothing written.
+  const std::string base = "quantize-calibrate " + model + " --data " + (tmp / "data").string() +
+                           " --qdq " + (tmp / "q.onnx").string() + " --table " +
+                           (tmp / "t.json").string() + " ";
+  testing::WriteFile(tmp / "unknown.json", R"({"s0": [[0, 0, 4, 4]], "nosuch": []})");
+  testing::WriteFile(tmp / "malformed.json", R"({"s1": [[0, 0, 4]]})");
+  const std::pair<std::string, std::pair<int, std::string>> cases[] = {
+      {"--accuracy-target recall:0.9", {2, "unknown metric 'recall'"}},
+      {"--accuracy-target hmean:1.5", {2, "hmean:1.5"}},
+      {"--precision float:nosuch", {2, "'nosuch'"}},
+      {"--task segment", {2, "'segment'"}},
+      {"--task score:ctc", {3, "[N, T, C]"}},
+      {"--task detect-db --labels " + (tmp / "unknown.json").string(), {3, "'nosuch'"}},
+      {"--task detect-db --labels " + (tmp / "malformed.json").string(), {3, "'s1'"}},
+  };
+  for (const auto& [flags, expected] : cases) {
+    r = RunPorttool(base + flags);
+    EXPECT_EQ(r.exit_code, expected.first) << flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(expected.second), std::string::npos) << flags << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "q.onnx")) << flags;
+    EXPECT_FALSE(fs::exists(tmp / "t.json")) << flags;
+  }
   r = RunPorttool("quantize-calibrate " + model + " --method kl");
   EXPECT_EQ(r.exit_code, 2);
   r = RunPorttool("quantize-calibrate " + model);  // neither --data nor --table
