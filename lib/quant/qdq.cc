@@ -255,6 +255,7 @@ class QdqBuilder {
           "inputs, Upsample became Resize): ONNX Runtime's QDQ fusion needs opset 10");
       opset = 10;
     }
+    opset_ = opset;
     if (opset < 10) {
       // QuantizeLinear is opset 10; raising the model's opset could change other ops, so the
       // pairs use ONNX Runtime's com.microsoft definitions (same semantics, axis allowed).
@@ -304,8 +305,13 @@ class QdqBuilder {
       }
       if (!QuantizableOps().count(n.op_type())) continue;
       pending_ = &before[i];
-      if (QuantizeNode(n)) ++result_.quantized_nodes;
+      wide_ = int16_.count(n.name()) > 0;
+      if (QuantizeNode(n)) {
+        ++result_.quantized_nodes;
+        if (wide_) result_.int16_nodes.push_back(n.name());
+      }
     }
+    wide_ = false;
     Assemble(before);
     return result_;
   }
@@ -323,6 +329,13 @@ class QdqBuilder {
       }
     }
     std::map<int, std::string> excluded;
+    for (const auto& name : options_.int16_nodes) {
+      if (view.FindNode(name) < 0) {
+        ThrowUsage("int16 node '{}' is not in the graph (did you mean: {}?)", name,
+                   util::Join(util::ClosestNames(name, view.NodeNames(), 3), ", "));
+      }
+      int16_.insert(name);
+    }
     for (const auto& name : options_.exclude_nodes) {
       int idx = view.FindNode(name);
       if (idx < 0) {
@@ -406,8 +419,28 @@ class QdqBuilder {
     return name;
   }
 
+  // The Q/DQ parameters of an activation: the table's 8-bit ones, or for a 16-bit node the same
+  // range on 65536 levels (uint16 asymmetric, or int16 symmetric when the table is int8).
+  struct ActQuant {
+    int32_t dtype;
+    double scale;
+    int64_t zero_point;
+  };
+  ActQuant Params(const TableEntry& e) const {
+    const bool int8 = e.dtype == "int8";
+    if (!wide_) return {int8 ? TP::INT8 : TP::UINT8, e.scale, e.zero_point};
+    if (int8) {
+      const double m = std::max(std::fabs(e.min), std::fabs(e.max));
+      return {TP::INT16, m > 0 ? m / 32767 : 1.0, 0};
+    }
+    const double range = e.max - e.min;
+    const double scale = range > 0 ? range / 65535 : 1.0;
+    return {TP::UINT16, scale, std::clamp<int64_t>(std::llround(-e.min / scale), 0, 65535)};
+  }
+
   bool Activation(std::string& name) {
-    if (auto it = done_.find(name); it != done_.end()) {
+    const std::string key = wide_ ? name + "#16" : name;
+    if (auto it = done_.find(key); it != done_.end()) {
       name = it->second;
       return true;
     }
@@ -416,21 +449,30 @@ class QdqBuilder {
       if (missing_.insert(name).second) result_.missing_ranges.push_back(name);
       return false;
     }
-    const TableEntry& e = it->second;
-    bool int8 = e.dtype == "int8";
-    Tensor scale(TP::FLOAT, {}), zp(int8 ? TP::INT8 : TP::UINT8, {});
-    scale.mutable_data<float>()[0] = static_cast<float>(e.scale);
-    if (int8) {
-      zp.mutable_data<int8_t>()[0] = static_cast<int8_t>(e.zero_point);
-    } else {
-      zp.mutable_data<uint8_t>()[0] = static_cast<uint8_t>(e.zero_point);
+    const ActQuant p = Params(it->second);
+    Tensor scale(TP::FLOAT, {}), zp(p.dtype, {});
+    scale.mutable_data<float>()[0] = static_cast<float>(p.scale);
+    switch (p.dtype) {
+      case TP::INT8:
+        zp.mutable_data<int8_t>()[0] = static_cast<int8_t>(p.zero_point);
+        break;
+      case TP::UINT8:
+        zp.mutable_data<uint8_t>()[0] = static_cast<uint8_t>(p.zero_point);
+        break;
+      case TP::INT16:
+        zp.mutable_data<int16_t>()[0] = static_cast<int16_t>(p.zero_point);
+        break;
+      default:
+        zp.mutable_data<uint16_t>()[0] = static_cast<uint16_t>(p.zero_point);
+        break;
     }
-    std::string s = AddInit(scale, name + "_scale"), z = AddInit(zp, name + "_zero_point");
-    std::string q = name + "_QuantizeLinear_Output", dq = name + "_DequantizeLinear_Output";
-    AddNode("QuantizeLinear", name + "_QuantizeLinear", {name, s, z}, q, -1);
-    AddNode("DequantizeLinear", name + "_DequantizeLinear", {q, s, z}, dq, -1);
-    ++result_.quantized_activations;
-    done_[name] = dq;
+    const std::string base = wide_ ? name + "_i16" : name;
+    std::string s = AddInit(scale, base + "_scale"), z = AddInit(zp, base + "_zero_point");
+    std::string q = base + "_QuantizeLinear_Output", dq = base + "_DequantizeLinear_Output";
+    AddNode("QuantizeLinear", base + "_QuantizeLinear", {name, s, z}, q, -1);
+    AddNode("DequantizeLinear", base + "_DequantizeLinear", {q, s, z}, dq, -1);
+    ++(wide_ ? result_.int16_activations : result_.quantized_activations);
+    done_[key] = dq;
     name = dq;
     return true;
   }
@@ -440,7 +482,7 @@ class QdqBuilder {
     onnx::NodeProto n;
     n.set_op_type(op);
     n.set_name(node_name);
-    n.set_domain(op == "Mul" ? "" : domain_);
+    n.set_domain(op == "Mul" ? "" : wide_ && opset_ < 21 ? WideDomain() : domain_);
     for (const auto& i : inputs) n.add_input(i);
     n.add_output(output);
     if (axis >= 0) {
@@ -450,6 +492,19 @@ class QdqBuilder {
       a->set_i(axis);
     }
     pending_->push_back(std::move(n));
+  }
+
+  // 16-bit Q/DQ below opset 21 are com.microsoft's (what ONNX Runtime runs); the model then
+  // imports that domain.
+  std::string WideDomain() {
+    bool has = false;
+    for (const auto& o : model_.proto.opset_import()) has |= o.domain() == "com.microsoft";
+    if (!has) {
+      auto* o = model_.proto.add_opset_import();
+      o->set_domain("com.microsoft");
+      o->set_version(1);
+    }
+    return "com.microsoft";
   }
 
   // Dequantizes `q` (int8 or int32) with per-tensor or per-axis `scale` into `out`.
@@ -517,7 +572,7 @@ class QdqBuilder {
     Tensor q(TP::INT32, b.shape());
     for (int64_t c = 0; c < scale.size(); ++c) {
       scale.mutable_data<float>()[c] =
-          static_cast<float>(it->second.scale) * w_scale.data<float>()[c];
+          static_cast<float>(Params(it->second).scale) * w_scale.data<float>()[c];
     }
     for (int64_t c = 0; c < b.size(); ++c) {
       float s = scale.data<float>()[scale.size() == 1 ? 0 : c];
@@ -568,6 +623,9 @@ class QdqBuilder {
   const QdqOptions& options_;
   std::string domain_;
   bool per_axis_ = false;
+  int opset_ = 1;
+  bool wide_ = false;            // the node being quantized takes 16-bit activations
+  std::set<std::string> int16_;  // options_.int16_nodes
   std::map<std::string, const onnx::TensorProto*> constants_;
   std::map<std::string, std::string> done_;  // float tensor -> its dequantized replacement
   std::map<std::string, Tensor> weights_;    // weight -> its scale

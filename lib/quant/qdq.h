@@ -21,6 +21,9 @@ struct QdqOptions {
   std::vector<std::string> exclude_ops;     // op types kept float (in addition to the defaults)
   std::vector<std::string> exclude_nodes;   // node names kept float
   std::vector<std::string> fallback_nodes;  // kept float by the mixed-precision search
+  // Nodes whose activation inputs are 16-bit (A16W8: int8 weights, int32 bias at the 16-bit
+  // scale): QuantizeLinear/DequantizeLinear int16/uint16 at opset 21, com.microsoft's below.
+  std::vector<std::string> int16_nodes;
 };
 
 struct Exclusion {
@@ -30,7 +33,9 @@ struct Exclusion {
 struct QdqResult {
   int quantized_nodes = 0;
   int quantized_weights = 0;
-  int quantized_activations = 0;
+  int quantized_activations = 0;  // 8-bit
+  int int16_activations = 0;
+  std::vector<std::string> int16_nodes;  // quantized with 16-bit activations
   std::vector<Exclusion> excluded;
   std::vector<std::string> missing_ranges;  // activations the table has no entry for
   std::vector<std::string> notes;

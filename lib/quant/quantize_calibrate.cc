@@ -83,6 +83,52 @@ std::vector<NodeSensitivity> RankNodes(const io::Model& model, const Calibration
   return ranking;
 }
 
+bool Contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// One step of the search: the next most sensitive node (or the one losing most dB without a
+// ranking) to int16 activations, or to float when int16 is off; once max_raised nodes are raised,
+// the int16 ones to float in the order they were raised. False when nothing is left to raise.
+bool RaiseNext(const QuantizeCalibrateRequest& request, const AccuracyReport& accuracy,
+               QdqOptions& qdq, QuantizeCalibrateResult& result, double value) {
+  auto raised = [&](const std::string& n) {
+    return Contains(qdq.fallback_nodes, n) || Contains(qdq.int16_nodes, n);
+  };
+  const size_t count =
+      qdq.int16_nodes.size() + qdq.fallback_nodes.size() - request.qdq.fallback_nodes.size();
+  std::string next, op;
+  if (static_cast<int>(count) < request.max_raised) {
+    for (const auto& s : result.sensitivity) {
+      if (!raised(s.node)) {
+        next = s.node, op = s.op_type;
+        break;
+      }
+    }
+    if (result.sensitivity.empty()) {
+      std::vector<std::string> all = qdq.fallback_nodes;
+      all.insert(all.end(), qdq.int16_nodes.begin(), qdq.int16_nodes.end());
+      if (const LayerError* w = NextToKeepFloat(accuracy, all)) next = w->node, op = w->op_type;
+    }
+  }
+  if (!next.empty()) {
+    const bool wide = request.int16_first;
+    result.fallback.push_back({next, op, wide ? "int16" : "float", value, value});
+    (wide ? qdq.int16_nodes : qdq.fallback_nodes).push_back(next);
+    return true;
+  }
+  if (qdq.int16_nodes.size() == request.qdq.int16_nodes.size()) return false;
+  // Every raise is used: the first int16 node of the search goes on to float.
+  next = qdq.int16_nodes[request.qdq.int16_nodes.size()];
+  for (const auto& f : result.fallback) {
+    if (f.node == next) op = f.op_type;
+  }
+  qdq.int16_nodes.erase(std::find(qdq.int16_nodes.begin(), qdq.int16_nodes.end(), next));
+  qdq.fallback_nodes.push_back(next);
+  result.fallback.push_back({next, op, "float", value, value});
+  return true;
+}
+
 // The metric with the k most sensitive nodes raised to float, k = 1..max_raised.
 void AddCumulative(const io::Model& model, QdqOptions qdq, const SampleSet& eval,
                    AccuracyOptions options, QuantizeCalibrateResult& result, int max_raised) {
@@ -203,30 +249,16 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
     if (!result.fallback.empty()) {
       result.fallback.back().after = value;
       for (auto& s : result.sensitivity) {
-        if (s.node == result.fallback.back().node) s.cumulative = value, s.has_cumulative = true;
+        if (s.node == result.fallback.back().node && !s.has_cumulative) {
+          s.cumulative = value, s.has_cumulative = true;
+        }
       }
     }
     result.target_reached = value >= request.target->value;
-    if (result.target_reached || static_cast<int>(result.fallback.size()) >= request.max_raised) {
-      break;
-    }
-    std::string next, op;
-    for (const auto& s : result.sensitivity) {
-      if (std::find(qdq.fallback_nodes.begin(), qdq.fallback_nodes.end(), s.node) ==
-          qdq.fallback_nodes.end()) {
-        next = s.node, op = s.op_type;
-        break;
-      }
-    }
-    if (result.sensitivity.empty()) {
-      if (const LayerError* w = NextToKeepFloat(*result.accuracy, qdq.fallback_nodes)) {
-        next = w->node, op = w->op_type;
-      }
-    }
-    if (next.empty()) break;
-    result.fallback.push_back({next, op, "float", value, value});
-    qdq.fallback_nodes.push_back(next);
+    if (result.target_reached) break;
+    if (!RaiseNext(request, *result.accuracy, qdq, result, value)) break;
   }
+  result.final_qdq = qdq;
   if (request.sensitivity && !request.target)
     AddCumulative(model, request.qdq, *eval, options, result, request.max_raised);
   return result;
@@ -253,6 +285,8 @@ nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
        {{"quantized_nodes", r.qdq.quantized_nodes},
         {"quantized_weights", r.qdq.quantized_weights},
         {"quantized_activations", r.qdq.quantized_activations},
+        {"int16_activations", r.qdq.int16_activations},
+        {"int16_nodes", r.qdq.int16_nodes},
         {"missing_ranges", r.qdq.missing_ranges},
         {"excluded", excluded},
         {"notes", r.qdq.notes}}},

@@ -39,6 +39,8 @@ struct QuantizeCalibrateRequest {
   // the ranking was computed, else the one whose output loses the most dB.
   std::optional<AccuracyTarget> target;
   int max_raised = 8;
+  // Raise to int16 activations (A16W8) first, and to float only once max_raised nodes are int16.
+  bool int16_first = true;
   // Per-node sensitivity: quantize one node at a time (its activation inputs and weights),
   // everything else float, and rank the nodes by the metric lost. Computed for a task-metric
   // target, or when asked.
@@ -71,6 +73,7 @@ struct QuantizeCalibrateResult {
   std::vector<std::string> notes;
   std::optional<AccuracyTarget> target;  // the request's
   std::vector<FallbackStep> fallback;    // in order; empty without a target
+  QdqOptions final_qdq;                  // the options the QDQ model was built with
   bool target_reached = false;
   std::string sensitivity_metric;            // what the ranking measures
   std::vector<NodeSensitivity> sensitivity;  // most sensitive first; empty unless computed

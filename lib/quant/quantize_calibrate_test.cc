@@ -263,6 +263,7 @@ TEST(Qdq, MixedPrecisionKeepsWorstNodesFloatUpToTheBudget) {
   req.data_dir = tmp / "data";
   req.target = AccuracyTarget{"sqnr", 500};
   req.max_raised = 2;
+  req.int16_first = false;
   auto r = QuantizeCalibrate(m, req);
   ASSERT_EQ(r.fallback.size(), 2u);
   EXPECT_FALSE(r.target_reached);
@@ -360,6 +361,55 @@ TEST(Qdq, AccuracyTargetsAndLabelsRejectWithTheCulprit) {
   }
 }
 
+// A16W8 by hand: the named node reads 16-bit Q/DQ (com.microsoft below opset 21, int32 bias at
+// the 16-bit scale), the others stay 8-bit, the executor runs it, and it is closer to float than
+// all-int8; the search raises to int16 first.
+TEST(Qdq, Int16NodesGetSixteenBitActivations) {
+  testing::TempDir tmp;
+  WriteSamples(tmp / "data", 8);
+  io::Model m = Net();
+  QuantizeCalibrateRequest req;
+  req.data_dir = tmp / "data";
+  auto int8 = QuantizeCalibrate(m, req);
+  req.qdq.int16_nodes = {"Conv_2", "GlobalAveragePool_4", "MatMul_7"};
+  auto mixed = QuantizeCalibrate(m, req);
+  EXPECT_EQ(mixed.qdq.int16_nodes, (std::vector<std::string>{"Conv_2", "GlobalAveragePool_4", "MatMul_7"}));
+  EXPECT_EQ(mixed.qdq.int16_activations, 3);
+  int wide = 0;
+  bool microsoft = false;
+  for (const auto& n : mixed.qdq_model.proto.graph().node()) {
+    if (n.op_type() != "QuantizeLinear") continue;
+    const bool is16 = n.name().find("_i16_") != std::string::npos;
+    wide += is16;
+    if (is16) microsoft = n.domain() == "com.microsoft";
+  }
+  EXPECT_EQ(wide, 3);
+  EXPECT_TRUE(microsoft);  // opset 13
+  // The same range on 65536 levels: x's scale is the table's (255 levels) x 255 / 65535.
+  const TableEntry& x = mixed.table.tensors.at("x");
+  for (const auto& init : mixed.qdq_model.proto.graph().initializer()) {
+    if (init.name() == "x_i16_scale") {
+      EXPECT_NEAR(runtime::TensorFromProto(mixed.qdq_model, init).data<float>()[0],
+                  (x.max - x.min) / 65535, 1e-9);
+      EXPECT_NEAR(x.scale * 255 / 65535, (x.max - x.min) / 65535, 1e-9);
+    }
+    if (init.name() == "x_i16_zero_point") {
+      EXPECT_EQ(init.data_type(), TP::UINT16);
+    }
+  }
+  EXPECT_GT(mixed.accuracy->Metric("sqnr").value(), int8.accuracy->Metric("sqnr").value());
+  req.qdq.int16_nodes = {"NoSuchNode"};
+  EXPECT_THROW(QuantizeCalibrate(m, req), Error);
+  req.qdq.int16_nodes.clear();
+  req.target = AccuracyTarget{"sqnr", 500};
+  req.max_raised = 1;
+  auto searched = QuantizeCalibrate(m, req);
+  ASSERT_EQ(searched.fallback.size(), 2u);  // to int16, then the same node to float
+  EXPECT_EQ(searched.fallback[0].precision, "int16");
+  EXPECT_EQ(searched.fallback[1].precision, "float");
+  EXPECT_EQ(searched.fallback[0].node, searched.fallback[1].node);
+}
+
 TEST(Qdq, TableAppliesUnchangedToAnExtractedSegment) {
   testing::TempDir tmp;
   WriteSamples(tmp / "data", 4);
@@ -387,7 +437,8 @@ TEST(Qdq, UnknownExclusionsAreUsageErrors) {
               {.per_channel = false,
                .exclude_ops = {"Softmx"},
                .exclude_nodes = {},
-               .fallback_nodes = {}});
+               .fallback_nodes = {},
+               .int16_nodes = {}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
@@ -398,7 +449,8 @@ TEST(Qdq, UnknownExclusionsAreUsageErrors) {
               {.per_channel = false,
                .exclude_ops = {},
                .exclude_nodes = {"Conv_9"},
-               .fallback_nodes = {}});
+               .fallback_nodes = {},
+               .int16_nodes = {}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);

@@ -127,9 +127,9 @@ TEST(TaskMetrics, CtcSequenceAndCharacterAgreement) {
   std::vector<float> f = {0, 1, 0, 0, 1, 0, 1, 0, 0, /**/ 0, 1, 0, 1, 0, 0, 0, 0, 1};
   std::vector<float> q = {0, 1, 0, 0, 1, 0, 1, 0, 0, /**/ 0, 1, 0, 1, 0, 0, 1, 0, 0};
   TaskSpec spec = ParseTask("ctc:blank=0");
-  TaskResult r =
-      Summarize(spec, "y", ScoreSample(spec, "y", "s", Floats({2, 3, 3}, f), Floats({2, 3, 3}, q),
-                                       nullptr, {0, 0}));
+  TaskResult r = Summarize(
+      spec, "y",
+      ScoreSample(spec, "y", "s", Floats({2, 3, 3}, f), Floats({2, 3, 3}, q), nullptr, {0, 0}));
   EXPECT_DOUBLE_EQ(*r.Get("seq"), 0.5);
   EXPECT_DOUBLE_EQ(*r.Get("char"), 1.0 - 1.0 / 3.0);  // one edit over 1 + 2 float characters
 }
@@ -141,9 +141,9 @@ TEST(TaskMetrics, ClassifyAgreementOnMadeUpLogits) {
   std::vector<float> q = {0, 1, 5, 2, 0, 0, /**/ 3, 4, 0, 0, 0, 0, /**/ 5, 4, 3, 2, 1, 0};
   TaskSpec spec = ParseTask("classify");
   nlohmann::json labels = {2, 1, 5};
-  TaskResult r = Summarize(
-      spec, "p",
-      ScoreSample(spec, "p", "s", Floats({3, 6}, f), Floats({3, 6}, q), &labels, {0, 0}));
+  TaskResult r =
+      Summarize(spec, "p",
+                ScoreSample(spec, "p", "s", Floats({3, 6}, f), Floats({3, 6}, q), &labels, {0, 0}));
   EXPECT_DOUBLE_EQ(*r.Get("top1"), 1.0 / 3.0);
   EXPECT_DOUBLE_EQ(*r.Get("top5"), 2.0 / 3.0);
   EXPECT_DOUBLE_EQ(*r.Get("float_accuracy"), 2.0 / 3.0);
@@ -181,8 +181,11 @@ TEST(TaskMetrics, TaskSpecsParseAndRejectWithTheCulprit) {
 TEST(TaskMetrics, OutputsAndLabelsATaskCannotReadAreBadInput) {
   std::string msg;
   Tensor map = Floats({1, 1, 2, 2}, {0, 1, 0, 1});
-  EXPECT_EQ(KindOf([&] { ScoreSample(ParseTask("ctc"), "maps", "s", map, map, nullptr, {0, 0}); },
-                   &msg),
+  EXPECT_EQ(KindOf(
+                [&] {
+                  ScoreSample(ParseTask("ctc"), "maps", "s", map, map, nullptr, {0, 0});
+                },
+                &msg),
             ErrorKind::kBadInput);
   EXPECT_NE(msg.find("'maps'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[N, T, C]"), std::string::npos) << msg;

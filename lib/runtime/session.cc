@@ -91,9 +91,18 @@ void CheckInputTypes(const onnx::OpSchema& schema, const onnx::NodeProto& node, 
     const auto& allowed = formal.GetTypes();
     auto input_name = [&](size_t k) { return node.input(static_cast<int>(k)); };
     if (!allowed.empty() && !allowed.count(actual)) {
+      // Opset 21 added int16/uint16 to QuantizeLinear/DequantizeLinear; the onnx library's
+      // schemas may predate it.
+      const bool wide =
+          (node.op_type() == "QuantizeLinear" || node.op_type() == "DequantizeLinear") &&
+          (args[i]->dtype() == TP::INT16 || args[i]->dtype() == TP::UINT16);
+      if (wide && opset >= 21) continue;
       throw Error(ErrorKind::kBadInput,
-                  fmt::format("{}: input {} ('{}') is {}, which the op does not accept there",
-                              OpLabel(node, opset), i, input_name(i), *actual),
+                  fmt::format("{}: input {} ('{}') is {}, which the op does not accept there{}",
+                              OpLabel(node, opset), i, input_name(i), *actual,
+                              wide ? " (16-bit quantization needs opset 21, or com.microsoft's "
+                                     "QuantizeLinear/DequantizeLinear below it)"
+                                   : ""),
                   node.name(), input_name(i));
     }
     if (variadic && !formal.GetIsHomogeneous()) continue;

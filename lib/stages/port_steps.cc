@@ -269,12 +269,13 @@ void QuantizeStep(PortState& s, PortStep& step) {
                                      q.table.tensors.size(), q.table.method,
                                      q.whole.calibration_samples));
   for (const auto& n : q.whole.notes) step.details.push_back(n);
-  q.kept_float = whole.request.qdq.exclude_nodes;
-  for (const auto& f : q.whole.fallback) q.kept_float.push_back(f.node);
+  q.kept_float = q.whole.final_qdq.exclude_nodes;
+  for (const auto& n : q.whole.final_qdq.fallback_nodes) q.kept_float.push_back(n);
+  const std::vector<std::string>& int16 = q.whole.final_qdq.int16_nodes;
   for (const auto& f : q.whole.fallback) {
     step.details.push_back(
-        fmt::format("mixed precision: raised {} ({}) to float ({} {:.4g} -> {:.4g})", f.node,
-                    f.op_type, whole.request.target->metric, f.before, f.after));
+        fmt::format("mixed precision: raised {} ({}) to {} ({} {:.4g} -> {:.4g})", f.node,
+                    f.op_type, f.precision, whole.request.target->metric, f.before, f.after));
   }
   // The same table on every accelerator segment; host segments stay float.
   std::vector<io::Model> chain_models;
@@ -298,8 +299,12 @@ void QuantizeStep(PortState& s, PortStep& step) {
     std::set<std::string> names;
     for (const auto& n : s.segments[i].proto.graph().node()) names.insert(n.name());
     part.request.qdq.exclude_nodes.clear();
+    part.request.qdq.int16_nodes.clear();
     for (const auto& n : q.kept_float) {
       if (names.count(n)) part.request.qdq.exclude_nodes.push_back(n);
+    }
+    for (const auto& n : int16) {
+      if (names.count(n)) part.request.qdq.int16_nodes.push_back(n);
     }
     part.prepare = false;
     quant::QuantizeCalibrateResult r = QuantizeStage(s.segments[i], part);

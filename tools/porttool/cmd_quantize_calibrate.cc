@@ -62,6 +62,12 @@ void PrintText(const quant::QuantizeCalibrateResult& r) {
   for (const auto& e : r.qdq.excluded) {
     fmt::print("  kept float: {} ({}): {}\n", e.node, e.op_type, e.reason);
   }
+  if (!r.qdq.int16_nodes.empty()) {
+    fmt::print(
+        "  int16 activations (A16W8) on {} node(s), {} tensor(s): {} (the layers to give a "
+        "vendor's hybrid/mixed quantization, e.g. RKNN's)\n",
+        r.qdq.int16_nodes.size(), r.qdq.int16_activations, util::Join(r.qdq.int16_nodes, ", "));
+  }
   if (!r.qdq.missing_ranges.empty()) {
     fmt::print("  no range in the table for: {}\n", util::Join(r.qdq.missing_ranges, ", "));
   }

@@ -199,7 +199,14 @@ void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& q) {
   cmd.add_option("--exclude-ops", q.exclude_ops, "Op types to keep float")->delimiter(',');
   cmd.add_option("--exclude-nodes", q.exclude_nodes, "Node names to keep float")->delimiter(',');
   cmd.add_option("--precision", q.precision,
-                 "Precision by hand: float:NODE[,NODE...] keeps those nodes float (repeatable)");
+                 "Precision by hand: float:NODE[,NODE...] keeps those nodes float, "
+                 "int16:NODE[,NODE...] gives them int16 activations with int8 weights (A16W8; "
+                 "opset 21 Q/DQ, com.microsoft's below). Repeatable");
+  cmd.add_option("--raise-to", q.raise_to,
+                 "What --accuracy-target raises a node to: int16 (A16W8 first, then float once "
+                 "--max-raised nodes are int16) or float")
+      ->check(CLI::IsMember({"int16", "float"}))
+      ->capture_default_str();
   cmd.add_option("--accuracy-target", q.accuracy_target,
                  "Mixed precision: METRIC:VALUE to reach on the evaluation samples, raising the "
                  "most sensitive node to float until it holds (each raised node is listed); "
@@ -270,21 +277,21 @@ std::optional<quant::AccuracyTarget> TargetFromFlags(const QuantizeFlags& q) {
   return quant::ParseAccuracyTarget(q.accuracy_target);
 }
 
-// --precision float:NODES adds to the nodes kept float.
-std::vector<std::string> FloatNodesFromFlags(const QuantizeFlags& q) {
-  std::vector<std::string> nodes = q.exclude_nodes;
+// --precision float:NODES adds to the nodes kept float, int16:NODES to the A16W8 ones.
+void PrecisionFromFlags(const QuantizeFlags& q, quant::QdqOptions& qdq) {
+  qdq.exclude_nodes = q.exclude_nodes;
   for (const auto& spec : q.precision) {
     auto colon = spec.find(':');
     std::string kind = spec.substr(0, colon);
     if (colon == std::string::npos || colon + 1 == spec.size()) {
-      ThrowUsage("--precision '{}': expected float:NODE[,NODE...]", spec);
+      ThrowUsage("--precision '{}': expected float:NODE[,NODE...] or int16:NODE[,NODE...]", spec);
     }
-    if (kind != "float") {
-      ThrowUsage("--precision '{}': unknown precision '{}'; available: float", spec, kind);
+    if (kind != "float" && kind != "int16") {
+      ThrowUsage("--precision '{}': unknown precision '{}'; available: float, int16", spec, kind);
     }
-    for (const auto& node : util::Split(spec.substr(colon + 1), ',')) nodes.push_back(node);
+    auto& into = kind == "float" ? qdq.exclude_nodes : qdq.int16_nodes;
+    for (const auto& node : util::Split(spec.substr(colon + 1), ',')) into.push_back(node);
   }
-  return nodes;
 }
 
 }  // namespace
@@ -298,10 +305,10 @@ quant::QuantizeCalibrateRequest QuantizeRequestFromFlags(const QuantizeFlags& q,
   req.calibration.symmetric_activations = q.symmetric;
   req.calibration.threads = threads;
   req.calibration.histogram_values = q.histogram_values;
-  req.qdq = {.per_channel = q.per_channel,
-             .exclude_ops = q.exclude_ops,
-             .exclude_nodes = FloatNodesFromFlags(q),
-             .fallback_nodes = {}};
+  req.qdq.per_channel = q.per_channel;
+  req.qdq.exclude_ops = q.exclude_ops;
+  PrecisionFromFlags(q, req.qdq);
+  req.int16_first = q.raise_to == "int16";
   req.target = TargetFromFlags(q);
   req.max_raised = q.max_raised;
   req.tasks = quant::ParseTasks(q.tasks);

@@ -88,6 +88,7 @@ struct QuantizeFlags {
   std::vector<std::string> tasks;
   std::string labels;
   bool sensitivity = false;
+  std::string raise_to = "int16";
   std::optional<double> target_sqnr;
   int64_t histogram_values = quant::kDefaultHistogramValues;
 };

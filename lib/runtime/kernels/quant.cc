@@ -44,6 +44,18 @@ void CheckZeroPoint(KernelContext& ctx, const Tensor& scale, const Tensor& zp) {
   }
 }
 
+// int16/uint16 are QuantizeLinear/DequantizeLinear types from opset 21 (com.microsoft's at any
+// version: what ONNX Runtime runs for A16W8 below opset 21).
+void CheckWideType(KernelContext& ctx, int32_t type) {
+  if ((type == TP::INT16 || type == TP::UINT16) && ctx.node().domain() != "com.microsoft" &&
+      ctx.opset() < 21) {
+    ctx.Fail(
+        fmt::format("{} quantization needs opset 21 (or the com.microsoft domain); the model "
+                    "imports opset {}",
+                    type == TP::INT16 ? "int16" : "uint16", ctx.opset()));
+  }
+}
+
 void QuantizeKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"axis", "saturate"});
   const Tensor& x = ctx.input(0);
@@ -51,6 +63,7 @@ void QuantizeKernel(KernelContext& ctx) {
   bool has_zp = ctx.has_input(2);
   int32_t out_type = has_zp ? ctx.input(2).dtype() : TP::UINT8;
   if (has_zp) CheckZeroPoint(ctx, scale, ctx.input(2));
+  CheckWideType(ctx, out_type);
   if (scale.dtype() != TP::FLOAT) ctx.Fail("scale must be float32");
   QuantLayout q = PlanQuant(ctx, x, scale);
   Tensor out(out_type, x.shape());
@@ -74,7 +87,8 @@ void QuantizeKernel(KernelContext& ctx) {
     }
   };
   auto with_output = [&](auto in_tag) {
-    Dispatch<uint8_t, int8_t>(ctx, out_type, [&](auto out_tag) { run(out_tag, in_tag); });
+    Dispatch<uint8_t, int8_t, uint16_t, int16_t>(ctx, out_type,
+                                                 [&](auto out_tag) { run(out_tag, in_tag); });
   };
   Dispatch<float, int32_t>(ctx, x.dtype(), with_output);
   ctx.output(0) = std::move(out);
@@ -89,6 +103,7 @@ void DequantizeKernel(KernelContext& ctx) {
     CheckZeroPoint(ctx, scale, ctx.input(2));
     if (ctx.input(2).dtype() != x.dtype()) ctx.Fail("zero point type differs from the input's");
   }
+  CheckWideType(ctx, x.dtype());
   if (scale.dtype() != TP::FLOAT) ctx.Fail("scale must be float32");
   QuantLayout q = PlanQuant(ctx, x, scale);
   Tensor out(TP::FLOAT, x.shape());
@@ -103,7 +118,7 @@ void DequantizeKernel(KernelContext& ctx) {
       po[i] = static_cast<float>(static_cast<int64_t>(px[i]) - (pz ? pz[c] : 0)) * ps[c];
     }
   };
-  Dispatch<uint8_t, int8_t, int32_t>(ctx, x.dtype(), run);
+  Dispatch<uint8_t, int8_t, uint16_t, int16_t, int32_t>(ctx, x.dtype(), run);
   ctx.output(0) = std::move(out);
 }
 
