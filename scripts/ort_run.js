@@ -197,4 +197,7 @@ async function main() {
   console.log(JSON.stringify(doc, null, 2));
 }
 
-main().catch(e => { console.error(`ort_run: ${e.message}`); process.exit(3); });
+if (require.main === module) {
+  main().catch(e => { console.error(`ort_run: ${e.message}`); process.exit(3); });
+}
+module.exports = {loadOrt, toOrtTensor};

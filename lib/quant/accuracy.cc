@@ -67,18 +67,6 @@ struct SampleAccuracy {
   std::map<std::string, TaskTally> tasks;
 };
 
-// Height and width of an image-like input (NCHW when dim 1 looks like channels, else NHWC;
-// [C, H, W] for rank 3): what detection maps are scaled to. 0 x 0 otherwise.
-std::pair<int64_t, int64_t> InputHw(const runtime::TensorMap& inputs) {
-  if (inputs.size() != 1) return {0, 0};
-  const runtime::Tensor& t = inputs.begin()->second;
-  if (t.rank() == 4) {
-    return t.dim(1) <= 4 ? std::pair{t.dim(2), t.dim(3)} : std::pair{t.dim(1), t.dim(2)};
-  }
-  if (t.rank() == 3) return {t.dim(1), t.dim(2)};
-  return {0, 0};
-}
-
 // `Quantized` is a Session (one QDQ model) or a ChainSession (QDQ segments chained).
 template <typename Quantized>
 SampleAccuracy RunSample(runtime::Session& fs, Quantized& qs, const SampleSet& eval, size_t s,
@@ -112,9 +100,10 @@ SampleAccuracy RunSample(runtime::Session& fs, Quantized& qs, const SampleSet& e
     r.outputs[fo[i].name].Add(fo[i].value, qo[i].value, true);
     const TaskSpec task = options.tasks.For(fo[i].name);
     if (task.kind == TaskKind::kRegress) continue;
-    r.tasks[fo[i].name] =
-        ScoreSample(task, fo[i].name, id, fo[i].value, qo[i].value,
-                    label == options.labels.end() ? nullptr : &label->second, InputHw(inputs));
+    r.tasks[fo[i].name] = ScoreSample(
+        task, fo[i].name, id, fo[i].value, qo[i].value,
+        label == options.labels.end() ? nullptr : &label->second,
+        inputs.size() == 1 ? ImageHw(inputs.begin()->second) : std::pair<int64_t, int64_t>{0, 0});
   }
   return r;
 }

@@ -357,13 +357,7 @@ nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
                      {"detail", w.detail}});
   }
   nlohmann::json tasks = nlohmann::json::array();
-  for (const auto& t : a.tasks) {
-    nlohmann::json metrics = nlohmann::json::object(), counts = nlohmann::json::object();
-    for (const auto& [name, value] : t.metrics) metrics[name] = Num(value);
-    for (const auto& [name, value] : t.counts) counts[name] = value;
-    tasks.push_back(
-        {{"output", t.output}, {"task", t.task}, {"metrics", metrics}, {"counts", counts}});
-  }
+  for (const auto& t : a.tasks) tasks.push_back(TaskJson(t));
   j["accuracy"] = {{"samples", a.samples}, {"tasks", tasks},           {"notes", a.notes},
                    {"outputs", outputs},   {"thresholds", thresholds}, {"worst_tensors", worst}};
   return j;

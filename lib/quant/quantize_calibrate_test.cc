@@ -373,7 +373,8 @@ TEST(Qdq, Int16NodesGetSixteenBitActivations) {
   auto int8 = QuantizeCalibrate(m, req);
   req.qdq.int16_nodes = {"Conv_2", "GlobalAveragePool_4", "MatMul_7"};
   auto mixed = QuantizeCalibrate(m, req);
-  EXPECT_EQ(mixed.qdq.int16_nodes, (std::vector<std::string>{"Conv_2", "GlobalAveragePool_4", "MatMul_7"}));
+  EXPECT_EQ(mixed.qdq.int16_nodes,
+            (std::vector<std::string>{"Conv_2", "GlobalAveragePool_4", "MatMul_7"}));
   EXPECT_EQ(mixed.qdq.int16_activations, 3);
   int wide = 0;
   bool microsoft = false;

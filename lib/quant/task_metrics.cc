@@ -411,6 +411,14 @@ double Hmean(double p, double r) { return p + r == 0 ? 0 : 2 * p * r / (p + r); 
 
 }  // namespace
 
+std::pair<int64_t, int64_t> ImageHw(const runtime::Tensor& t) {
+  if (t.rank() == 4) {
+    return t.dim(1) <= 4 ? std::pair{t.dim(2), t.dim(3)} : std::pair{t.dim(1), t.dim(2)};
+  }
+  if (t.rank() == 3) return {t.dim(1), t.dim(2)};
+  return {0, 0};
+}
+
 TaskTally ScoreSample(const TaskSpec& spec, const std::string& name, const std::string& sample,
                       const runtime::Tensor& f, const runtime::Tensor& q,
                       const nlohmann::json* label, std::pair<int64_t, int64_t> input_hw) {
@@ -518,6 +526,15 @@ std::string TaskResult::Describe() const {
     default:
       return "";
   }
+}
+
+nlohmann::json TaskJson(const TaskResult& r) {
+  nlohmann::json metrics = nlohmann::json::object(), counts = nlohmann::json::object();
+  for (const auto& [name, value] : r.metrics) {
+    metrics[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
+  }
+  for (const auto& [name, value] : r.counts) counts[name] = value;
+  return {{"output", r.output}, {"task", r.task}, {"metrics", metrics}, {"counts", counts}};
 }
 
 }  // namespace porttool::quant

@@ -95,6 +95,10 @@ struct TaskTally {
   void Merge(const TaskTally& o);
 };
 
+// Height and width of an image input (NCHW when dim 1 looks like channels, else NHWC; [C, H, W]
+// for rank 3), what detection maps are scaled to; 0 x 0 for anything else.
+std::pair<int64_t, int64_t> ImageHw(const runtime::Tensor& input);
+
 // Scores one sample's output `name` (float value `f`, quantized `q`, same shape). `label` is the
 // sample's ground truth or null; input_hw the model input's height and width (maps smaller than
 // the input are scaled up to it). Error(kBadInput) naming the output or the sample for an output
@@ -115,5 +119,7 @@ struct TaskResult {
   std::string Describe() const;  // one line for the text report
 };
 TaskResult Summarize(const TaskSpec& spec, const std::string& output, const TaskTally& tally);
+// {"output", "task", "metrics": {name: value}, "counts": {name: n}} (non-finite values null).
+nlohmann::json TaskJson(const TaskResult& result);
 
 }  // namespace porttool::quant

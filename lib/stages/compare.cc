@@ -1,10 +1,12 @@
 #include "lib/stages/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
 #include "lib/runtime/tensor_store.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace porttool::stages {
 namespace {
@@ -53,6 +55,37 @@ runtime::ModelComparison CompareStage(const io::Model& a_in, const io::Model* b_
   runtime::RecordRun(a, inputs, options.session, keep, store);
   if (!b_in) return {};
   return runtime::CompareWithStore(Pinned(*b_in, o.input_shapes), inputs, store, options);
+}
+
+std::vector<quant::TaskResult> CompareTasks(const io::Model& a_in, const io::Model& b_in,
+                                            const CompareStageOptions& o,
+                                            const quant::TaskAssignment& tasks) {
+  io::Model a = Pinned(a_in, o.input_shapes), b = Pinned(b_in, o.input_shapes);
+  runtime::Session sa(a, o.compare.session);
+  runtime::SessionOptions sb_options = o.compare.session;
+  if (o.compare.kernels_b) sb_options.registry = o.compare.kernels_b;
+  runtime::Session sb(b, sb_options);
+  const auto names = sa.output_names();
+  for (const auto& [out, _] : tasks.per_output) {
+    if (std::find(names.begin(), names.end(), out) == names.end()) {
+      ThrowUsage("--task for '{}', which is not an output of the first model (outputs: {})", out,
+                 util::Join(names, ", "));
+    }
+  }
+  runtime::TensorMap inputs = runtime::CompleteWithRandom(sa, o.inputs, o.seed);
+  auto fa = sa.Run(inputs), fb = sb.Run(inputs);
+  std::vector<quant::TaskResult> results;
+  for (const auto& x : fa) {
+    const quant::TaskSpec spec = tasks.For(x.name);
+    if (spec.kind == quant::TaskKind::kRegress) continue;
+    auto y = std::find_if(fb.begin(), fb.end(), [&](const auto& t) { return t.name == x.name; });
+    if (y == fb.end()) continue;  // reported as unmatched by the comparison
+    const std::pair<int64_t, int64_t> hw =
+        inputs.size() == 1 ? quant::ImageHw(inputs.begin()->second) : std::pair<int64_t, int64_t>{};
+    results.push_back(quant::Summarize(
+        spec, x.name, quant::ScoreSample(spec, x.name, "input", x.value, y->value, nullptr, hw)));
+  }
+  return results;
 }
 
 namespace {

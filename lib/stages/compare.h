@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/io/model.h"
+#include "lib/quant/task_metrics.h"
 #include "lib/runtime/compare.h"
 #include "lib/shape/input_shapes.h"
 
@@ -26,6 +27,13 @@ struct CompareStageOptions {
 // Error(kUsage) for a combination that makes no sense (naming what to drop).
 runtime::ModelComparison CompareStage(const io::Model& a, const io::Model* b,
                                       const CompareStageOptions& options);
+
+// Task metrics (lib/quant/task_metrics.h) of B's outputs against A's, on the inputs CompareStage
+// uses (given, the rest random from the seed): one more outputs-only run of each. Error(kUsage)
+// for a task on an output A lacks; Error(kBadInput) for an output its task cannot read.
+std::vector<quant::TaskResult> CompareTasks(const io::Model& a, const io::Model& b,
+                                            const CompareStageOptions& options,
+                                            const quant::TaskAssignment& tasks);
 
 // {"rtol", "atol", "within_tolerance", "outputs": [stats], "unmatched_outputs", "per_tensor"?,
 // "first_divergent"?}: the `compare --json` shape.

@@ -239,6 +239,32 @@ TEST(CliCompare, SameModelPassesDifferentModelExceedsTolerance) {
   EXPECT_EQ(loose.exit_code, 0) << loose.out << loose.err;
 }
 
+// --task judges B's outputs by their use: two rows of class scores whose argmax B flips.
+TEST(CliCompare, TaskMetricsJudgeModelBByTheTask) {
+  TempDir dir;
+  auto a = WriteModel(dir, "a.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (float[2, 3] y) { y = Identity(x) })");
+  auto b = WriteModel(dir, "b.onnx", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x) => (float[2, 3] y) { y = Neg(x) })");
+  auto in = WriteInput(dir, "x.npy", Floats({2, 3}, {1, 2, 3, 3, 2, 1}));
+  auto same =
+      RunPorttool("compare " + a + " " + a + " --input x=" + in + " --task classify --json");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  auto doc = nlohmann::json::parse(same.out);
+  EXPECT_EQ(doc["tasks"][0]["metrics"]["top1"].get<double>(), 1.0);
+  auto flipped = RunPorttool("compare " + a + " " + b + " --input x=" + in + " --task y:classify");
+  EXPECT_EQ(flipped.exit_code, 1) << flipped.err;  // over tolerance as well
+  EXPECT_NE(flipped.out.find("top-1 agreement 0.0000"), std::string::npos) << flipped.out;
+  auto ctc = RunPorttool("compare " + a + " " + b + " --input x=" + in + " --task ctc");
+  EXPECT_EQ(ctc.exit_code, 3) << ctc.err;
+  EXPECT_NE(ctc.err.find("[N, T, C]"), std::string::npos) << ctc.err;
+  auto unknown = RunPorttool("compare " + a + " " + b + " --input x=" + in + " --task z:ctc");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("'z'"), std::string::npos) << unknown.err;
+}
+
 // Three steps where B's first step differs (Abs instead of Relu) and later steps amplify it: the
 // report names the first divergent tensor in execution order, not the largest error.
 constexpr const char* kChainA = R"(

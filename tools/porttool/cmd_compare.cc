@@ -28,6 +28,7 @@ struct CompareCliOptions {
   size_t top = 20;
   bool json = false;
   std::vector<std::string> custom_ops;
+  std::vector<std::string> tasks;
 };
 
 // "1e-3" sets the default, "score:1e-2" one output's (the last ':' separates: names may hold ':').
@@ -130,16 +131,28 @@ int RunCompare(const CompareCliOptions& o) {
   io::Model a = LoadModel(o.model_a);
   std::optional<io::Model> b;
   if (!o.model_b.empty()) b = LoadModel(o.model_b);
+  const quant::TaskAssignment tasks = quant::ParseTasks(o.tasks);
+  if (!tasks.empty() && !b) ThrowUsage("--task judges MODEL_B against MODEL_A: give both models");
   runtime::ModelComparison result = stages::CompareStage(a, b ? &*b : nullptr, stage);
+  std::vector<quant::TaskResult> task_results;
+  if (!tasks.empty()) task_results = stages::CompareTasks(a, *b, stage, tasks);
   if (o.model_b.empty() && o.load_outputs.empty()) {
     if (o.json) PrintJson({{"saved", o.save_outputs}});
     if (!o.json) fmt::print("saved {}'s tensors to {}/\n", o.model_a, o.save_outputs);
     return kExitOk;
   }
   if (o.json) {
-    PrintJson(stages::CompareJson(result, options, o.per_tensor));
+    nlohmann::json doc = stages::CompareJson(result, options, o.per_tensor);
+    if (!tasks.empty()) {
+      doc["tasks"] = nlohmann::json::array();
+      for (const auto& t : task_results) doc["tasks"].push_back(quant::TaskJson(t));
+    }
+    PrintJson(doc);
   } else {
     PrintText(result, o, options);
+    for (const auto& t : task_results) {
+      fmt::print("task {} ({}): {}\n", t.output, t.task, t.Describe());
+    }
   }
   return result.within_tolerance ? kExitOk : kExitCheckFailed;
 }
@@ -184,6 +197,10 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
   cmd->add_option("--load-outputs", opts->load_outputs,
                   "Compare MODEL_A against tensors saved by --save-outputs (or written in the "
                   "same layout by another runtime), with the saved inputs");
+  cmd->add_option("--task", opts->tasks,
+                  "[OUTPUT:]TASK: also judge MODEL_B's outputs by their task against MODEL_A's "
+                  "(detect-db[:...] | classify | ctc[:blank=0]; as quantize-calibrate --task); "
+                  "repeatable");
   AddThreadsOption(*cmd, opts->threads);
   AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
