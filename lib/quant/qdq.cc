@@ -388,8 +388,11 @@ class QdqBuilder {
     };
     if (op == "Conv" || op == "ConvTranspose") {
       std::string x = n.input(0), w = n.input_size() > 1 ? n.input(1) : "";
+      floor_ = n.input_size() > 2 ? BiasFloor(x, n.input(2)) : std::vector<float>{};
+      fit_node_ = n.name();
       act(0);
       weight(1, op == "Conv" ? 0 : 1);
+      floor_.clear();
       if (n.input_size() > 2 && n.input(0) != x && weights_.count(w) &&
           IsFloatConstant(n.input(2))) {
         Bias(*n.mutable_input(2), x, weights_.at(w));
@@ -546,6 +549,7 @@ class QdqBuilder {
       absmax[c] = std::max(absmax[c], std::fabs(pw[i]));
     }
     for (int64_t c = 0; c < channels; ++c) ps[c] = absmax[c] > 0 ? absmax[c] / 127.f : 1.f;
+    FitBias(ps, channels);
     int8_t* pq = q.mutable_data<int8_t>();
     for (int64_t i = 0; i < w.size(); ++i) {
       float v = std::nearbyint(pw[i] / ps[(i / inner) % channels]);
@@ -559,6 +563,43 @@ class QdqBuilder {
     done_[name] = out;
     name = out;
     return true;
+  }
+
+  // Bias fit: the smallest weight scale per output channel at which the int32 bias (at
+  // x_scale * w_scale) does not saturate; empty without a constant bias or a range for x.
+  std::vector<float> BiasFloor(const std::string& x, const std::string& bias) const {
+    auto it = table_.tensors.find(x);
+    if (it == table_.tensors.end() || !IsFloatConstant(bias)) return {};
+    Tensor b = runtime::TensorFromProto(model_, *constants_.at(bias));
+    if (b.rank() != 1) return {};
+    const double xs = Params(it->second).scale;
+    std::vector<float> floor(static_cast<size_t>(b.size()));
+    for (int64_t c = 0; c < b.size(); ++c) {
+      floor[c] = static_cast<float>(std::fabs(b.data<float>()[c]) / (xs * 2147483000.0));
+    }
+    return floor;
+  }
+
+  // Enlarges the weight scales under floor_ (as ONNX Runtime does) instead of clamping the bias:
+  // a dead channel keeps its bias, and its near-zero weights round to zero either way.
+  void FitBias(float* ps, int64_t channels) {
+    if (floor_.empty()) return;
+    int fitted = 0;
+    for (int64_t c = 0; c < channels; ++c) {
+      float need = 0;
+      if (channels == static_cast<int64_t>(floor_.size())) {
+        need = floor_[c];
+      } else {
+        for (float f : floor_) need = std::max(need, f);
+      }
+      if (need > ps[c]) ps[c] = need, ++fitted;
+    }
+    if (fitted > 0) {
+      result_.notes.push_back(fmt::format(
+          "bias fit: {} output channel(s) of {} got a larger weight scale so their int32 bias "
+          "fits at input scale x weight scale (it would have saturated)",
+          fitted, fit_node_));
+    }
   }
 
   // int32 bias at scale x_scale * w_scale[c], so an integer kernel adds it to the accumulator.
@@ -624,7 +665,9 @@ class QdqBuilder {
   std::string domain_;
   bool per_axis_ = false;
   int opset_ = 1;
-  bool wide_ = false;            // the node being quantized takes 16-bit activations
+  bool wide_ = false;         // the node being quantized takes 16-bit activations
+  std::vector<float> floor_;  // bias fit of the conv being quantized (BiasFloor)
+  std::string fit_node_;
   std::set<std::string> int16_;  // options_.int16_nodes
   std::map<std::string, const onnx::TensorProto*> constants_;
   std::map<std::string, std::string> done_;  // float tensor -> its dequantized replacement

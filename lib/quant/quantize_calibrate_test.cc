@@ -67,6 +67,14 @@ std::vector<Tensor> WriteSamples(const fs::path& dir, int count, uint64_t seed =
   return out;
 }
 
+// A request calibrating on 8 samples written under tmp/data (the last 2 held out).
+QuantizeCalibrateRequest NetRequest(const testing::TempDir& tmp) {
+  WriteSamples(tmp / "data", 8);
+  QuantizeCalibrateRequest req;
+  req.data_dir = tmp / "data";
+  return req;
+}
+
 CollectOptions Threads(int n) {
   CollectOptions o;
   o.threads = n;
@@ -204,10 +212,8 @@ int Count(const io::Model& m, const std::string& op) {
 
 TEST(Qdq, QuantizesConvMatMulKeepsSoftmaxFloatAndStaysClose) {
   testing::TempDir tmp;
-  WriteSamples(tmp / "data", 8);
   io::Model m = Net();
-  QuantizeCalibrateRequest req;
-  req.data_dir = tmp / "data";
+  QuantizeCalibrateRequest req = NetRequest(tmp);
   req.calibration.method = Method::kMinMax;
   req.qdq.per_channel = true;
   auto r = QuantizeCalibrate(m, req);
@@ -241,10 +247,8 @@ TEST(Qdq, QuantizesConvMatMulKeepsSoftmaxFloatAndStaysClose) {
 // The evaluation merges samples in order: any thread count gives the same report.
 TEST(Accuracy, SameReportForAnyThreadCount) {
   testing::TempDir tmp;
-  WriteSamples(tmp / "data", 8);
   io::Model m = Net();
-  QuantizeCalibrateRequest req;
-  req.data_dir = tmp / "data";
+  QuantizeCalibrateRequest req = NetRequest(tmp);
   req.qdq.per_channel = true;
   req.thresholds = {{"y", 0.4}};
   auto one = ReportJson(QuantizeCalibrate(m, req));
@@ -257,10 +261,8 @@ TEST(Accuracy, SameReportForAnyThreadCount) {
 // the target is out of reach; a reachable target stops at once.
 TEST(Qdq, MixedPrecisionKeepsWorstNodesFloatUpToTheBudget) {
   testing::TempDir tmp;
-  WriteSamples(tmp / "data", 8);
   io::Model m = Net();
-  QuantizeCalibrateRequest req;
-  req.data_dir = tmp / "data";
+  QuantizeCalibrateRequest req = NetRequest(tmp);
   req.target = AccuracyTarget{"sqnr", 500};
   req.max_raised = 2;
   req.int16_first = false;
@@ -284,10 +286,8 @@ TEST(Qdq, MixedPrecisionKeepsWorstNodesFloatUpToTheBudget) {
 // report carries the task figures, the ranking and each raised node's metric after it.
 TEST(Qdq, TaskTargetRaisesTheMostSensitiveNodesInOrder) {
   testing::TempDir tmp;
-  WriteSamples(tmp / "data", 8);
   io::Model m = Net();
-  QuantizeCalibrateRequest req;
-  req.data_dir = tmp / "data";
+  QuantizeCalibrateRequest req = NetRequest(tmp);
   req.tasks = ParseTasks({"classify"});
   req.target = ParseAccuracyTarget("top1:1");
   auto r = QuantizeCalibrate(m, req);
@@ -328,10 +328,8 @@ TEST(Qdq, AccuracyTargetsAndLabelsRejectWithTheCulprit) {
     }
   }
   testing::TempDir tmp;
-  WriteSamples(tmp / "data", 8);
   io::Model m = Net();
-  QuantizeCalibrateRequest req;
-  req.data_dir = tmp / "data";
+  QuantizeCalibrateRequest req = NetRequest(tmp);
   req.target = ParseAccuracyTarget("seq:0.9");  // no ctc output
   try {
     QuantizeCalibrate(m, req);
@@ -366,10 +364,8 @@ TEST(Qdq, AccuracyTargetsAndLabelsRejectWithTheCulprit) {
 // all-int8; the search raises to int16 first.
 TEST(Qdq, Int16NodesGetSixteenBitActivations) {
   testing::TempDir tmp;
-  WriteSamples(tmp / "data", 8);
   io::Model m = Net();
-  QuantizeCalibrateRequest req;
-  req.data_dir = tmp / "data";
+  QuantizeCalibrateRequest req = NetRequest(tmp);
   auto int8 = QuantizeCalibrate(m, req);
   req.qdq.int16_nodes = {"Conv_2", "GlobalAveragePool_4", "MatMul_7"};
   auto mixed = QuantizeCalibrate(m, req);
@@ -409,6 +405,39 @@ TEST(Qdq, Int16NodesGetSixteenBitActivations) {
   EXPECT_EQ(searched.fallback[0].precision, "int16");
   EXPECT_EQ(searched.fallback[1].precision, "float");
   EXPECT_EQ(searched.fallback[0].node, searched.fallback[1].node);
+}
+
+// Bias fit: a channel of all-zero weights (scale 1) with a bias of 0.5 behind an input whose
+// scale is ~1e-11 needs 5e10 at x_scale * w_scale, past int32; the weight scale is enlarged so the
+// bias survives (it used to be clamped to 2^31 steps, about 0.02).
+TEST(Qdq, BiasFitKeepsTheBiasOfAZeroWeightChannel) {
+  io::Model m = io::ParseText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+net (float[1,1,2,2] x) => (float[1,2,2,2] y) {
+  w = Constant <value = float[2,1,1,1] {0.0, 1.0}> ()
+  b = Constant <value = float[2] {0.5, 0.0}> ()
+  y = Conv (x, w, b)
+})");
+  NameNodes(m);
+  testing::TempDir tmp;
+  fs::create_directories(tmp / "data");
+  for (int s = 0; s < 4; ++s) {
+    Tensor t(TP::FLOAT, {1, 1, 2, 2});
+    for (int i = 0; i < 4; ++i) t.mutable_data<float>()[i] = 1e-9f * static_cast<float>(i - s);
+    runtime::WriteNpy(tmp / "data" / fmt::format("{}.x.npy", s), t);
+  }
+  QuantizeCalibrateRequest req;
+  req.data_dir = tmp / "data";
+  req.evaluate = false;
+  req.qdq.per_channel = true;
+  auto r = QuantizeCalibrate(m, req);
+  bool noted = false;
+  for (const auto& n : r.qdq.notes) noted |= n.find("bias fit: 1 output channel") == 0;
+  EXPECT_TRUE(noted) << ::testing::PrintToString(r.qdq.notes);
+  runtime::Session s(r.qdq_model);
+  Tensor x(TP::FLOAT, {1, 1, 2, 2});
+  auto out = s.Run({{"x", x}});
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[0].value.data<float>()[i], 0.5f, 1e-6f) << i;
 }
 
 TEST(Qdq, TableAppliesUnchangedToAnExtractedSegment) {
