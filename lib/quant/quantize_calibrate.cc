@@ -87,16 +87,20 @@ bool Contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// One step of the search: the next most sensitive node (or the one losing most dB without a
-// ranking) to int16 activations, or to float when int16 is off; once max_raised nodes are raised,
-// the int16 ones to float in the order they were raised. False when nothing is left to raise.
+// One step of the search: the next most sensitive node not tried yet (or the one losing most dB
+// without a ranking) to int16 activations, or to float when int16 is off; once max_raised nodes
+// are raised, the int16 ones to float in the order they were raised. `tried` holds
+// "int16:NODE" / "float:NODE" for every step taken (kept or undone). False when nothing is left.
 bool RaiseNext(const QuantizeCalibrateRequest& request, const AccuracyReport& accuracy,
-               QdqOptions& qdq, QuantizeCalibrateResult& result, double value) {
+               QdqOptions& qdq, QuantizeCalibrateResult& result, double value,
+               std::set<std::string>& tried) {
+  const std::string first = request.int16_first ? "int16:" : "float:";
   auto raised = [&](const std::string& n) {
-    return Contains(qdq.fallback_nodes, n) || Contains(qdq.int16_nodes, n);
+    return Contains(qdq.fallback_nodes, n) || Contains(qdq.int16_nodes, n) ||
+           tried.count(first + n);
   };
-  const size_t count =
-      qdq.int16_nodes.size() + qdq.fallback_nodes.size() - request.qdq.fallback_nodes.size();
+  const size_t count = qdq.int16_nodes.size() + qdq.fallback_nodes.size() -
+                       request.qdq.int16_nodes.size() - request.qdq.fallback_nodes.size();
   std::string next, op;
   if (static_cast<int>(count) < request.max_raised) {
     for (const auto& s : result.sensitivity) {
@@ -108,25 +112,31 @@ bool RaiseNext(const QuantizeCalibrateRequest& request, const AccuracyReport& ac
     if (result.sensitivity.empty()) {
       std::vector<std::string> all = qdq.fallback_nodes;
       all.insert(all.end(), qdq.int16_nodes.begin(), qdq.int16_nodes.end());
+      for (const auto& t : tried) all.push_back(t.substr(6));
       if (const LayerError* w = NextToKeepFloat(accuracy, all)) next = w->node, op = w->op_type;
     }
   }
   if (!next.empty()) {
     const bool wide = request.int16_first;
-    result.fallback.push_back({next, op, wide ? "int16" : "float", value, value});
+    tried.insert(first + next);
+    result.fallback.push_back({next, op, wide ? "int16" : "float", value, value, true});
     (wide ? qdq.int16_nodes : qdq.fallback_nodes).push_back(next);
     return true;
   }
-  if (qdq.int16_nodes.size() == request.qdq.int16_nodes.size()) return false;
-  // Every raise is used: the first int16 node of the search goes on to float.
-  next = qdq.int16_nodes[request.qdq.int16_nodes.size()];
-  for (const auto& f : result.fallback) {
-    if (f.node == next) op = f.op_type;
+  // Every raise is used: the int16 nodes of the search go on to float, in order.
+  for (size_t i = request.qdq.int16_nodes.size(); i < qdq.int16_nodes.size(); ++i) {
+    next = qdq.int16_nodes[i];
+    if (tried.count("float:" + next)) continue;
+    for (const auto& f : result.fallback) {
+      if (f.node == next) op = f.op_type;
+    }
+    tried.insert("float:" + next);
+    qdq.int16_nodes.erase(qdq.int16_nodes.begin() + static_cast<std::ptrdiff_t>(i));
+    qdq.fallback_nodes.push_back(next);
+    result.fallback.push_back({next, op, "float", value, value, true});
+    return true;
   }
-  qdq.int16_nodes.erase(std::find(qdq.int16_nodes.begin(), qdq.int16_nodes.end(), next));
-  qdq.fallback_nodes.push_back(next);
-  result.fallback.push_back({next, op, "float", value, value});
-  return true;
+  return false;
 }
 
 // The metric with the k most sensitive nodes raised to float, k = 1..max_raised.
@@ -229,7 +239,9 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
   options.labels = request.labels;
   options.known_ids = calibration_ids;
   result.target = request.target;
-  QdqOptions qdq = request.qdq;
+  QdqOptions qdq = request.qdq, before_step;
+  std::set<std::string> tried;  // search steps taken, "int16:NODE" / "float:NODE"
+  bool stale = false;           // the last evaluation was of an undone step
   for (;;) {
     result.qdq_model = model;
     result.qdq = InsertQdq(result.qdq_model, result.table, qdq);
@@ -245,18 +257,37 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
       }
     }
     if (!request.target) break;
-    const double value = MetricOf(*result.accuracy, request.target->metric);
+    double value = MetricOf(*result.accuracy, request.target->metric);
     if (!result.fallback.empty()) {
-      result.fallback.back().after = value;
+      FallbackStep& step = result.fallback.back();
+      step.after = value;
       for (auto& s : result.sensitivity) {
-        if (s.node == result.fallback.back().node && !s.has_cumulative) {
-          s.cumulative = value, s.has_cumulative = true;
-        }
+        if (s.node == step.node && !s.has_cumulative) s.cumulative = value, s.has_cumulative = true;
+      }
+      // A step that lowers the metric is undone (small evaluation sets are noisy, and a raised
+      // node can shift its neighbours' errors): the search goes on from the better state.
+      if (value < step.before) {
+        step.kept = false;
+        qdq = before_step;
+        value = step.before;
+        stale = true;
+      } else {
+        stale = false;
       }
     }
     result.target_reached = value >= request.target->value;
     if (result.target_reached) break;
-    if (!RaiseNext(request, *result.accuracy, qdq, result, value)) break;
+    before_step = qdq;
+    if (static_cast<int>(result.fallback.size()) >= 4 * request.max_raised ||
+        !RaiseNext(request, *result.accuracy, qdq, result, value, tried)) {
+      break;
+    }
+    stale = false;
+  }
+  if (stale) {  // the last step was undone: the model and report of the state kept
+    result.qdq_model = model;
+    result.qdq = InsertQdq(result.qdq_model, result.table, qdq);
+    result.accuracy = EvaluateAccuracy(model, result.qdq_model, *eval, options);
   }
   result.final_qdq = qdq;
   if (request.sensitivity && !request.target)
@@ -295,11 +326,21 @@ nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
   if (r.target) {
     nlohmann::json kept = nlohmann::json::array(), raised = nlohmann::json::array();
     for (const auto& f : r.fallback) {
+      if (!f.kept) {
+        raised.push_back({{"node", f.node},
+                          {"op_type", f.op_type},
+                          {"precision", f.precision},
+                          {"metric_before", Num(f.before)},
+                          {"metric_after", Num(f.after)},
+                          {"kept", false}});
+        continue;
+      }
       raised.push_back({{"node", f.node},
                         {"op_type", f.op_type},
                         {"precision", f.precision},
                         {"metric_before", Num(f.before)},
-                        {"metric_after", Num(f.after)}});
+                        {"metric_after", Num(f.after)},
+                        {"kept", f.kept}});
       kept.push_back({{"node", f.node}, {"op_type", f.op_type}, {"sqnr_db_before", Num(f.before)}});
     }
     j["mixed_precision"] = {{"target", {{"metric", r.target->metric}, {"value", r.target->value}}},

@@ -53,6 +53,7 @@ struct FallbackStep {
   std::string node, op_type;
   std::string precision = "float";
   double before = 0, after = 0;
+  bool kept = true;  // false: it lowered the metric and was undone
 };
 
 // One node of the sensitivity ranking: the metric with only this node quantized; and, after the

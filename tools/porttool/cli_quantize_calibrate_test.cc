@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "lib/io/model.h"
 #include "lib/runtime/tensor_io.h"
@@ -105,9 +106,19 @@ TEST(CliQuantizeCalibrate, AccuracyTargetReachedAndMissed) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_FALSE(doc["mixed_precision"]["reached"].get<bool>());
-  ASSERT_EQ(doc["mixed_precision"]["raised"].size(), 2u);
-  EXPECT_GE(doc["mixed_precision"]["raised"][1]["metric_after"].get<double>(),
-            doc["mixed_precision"]["raised"][0]["metric_before"].get<double>());
+  // Two nodes to int16, then those to float; a step that lowered the metric is undone.
+  const auto& raised = doc["mixed_precision"]["raised"];
+  ASSERT_GE(raised.size(), 2u);
+  EXPECT_LE(raised.size(), 8u);
+  std::set<std::string> nodes;
+  for (const auto& step : raised) {
+    const double before = step["metric_before"].get<double>();
+    const double after = step["metric_after"].get<double>();
+    EXPECT_EQ(step["kept"].get<bool>(), after >= before) << step.dump();
+    if (step["kept"].get<bool>()) nodes.insert(step["node"].get<std::string>());
+  }
+  EXPECT_LE(nodes.size(), 2u);
+  EXPECT_EQ(raised[0]["precision"], "int16");
   EXPECT_EQ(doc["accuracy"]["tasks"][0]["output"], "score");
 }
 

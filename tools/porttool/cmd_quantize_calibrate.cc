@@ -91,11 +91,14 @@ void PrintText(const quant::QuantizeCalibrateResult& r) {
   }
   if (r.target) {
     for (const auto& f : r.fallback) {
-      fmt::print("mixed precision: raised {} ({}) to {}: {} {:.4g} -> {:.4g}\n", f.node, f.op_type,
-                 f.precision, r.target->metric, f.before, f.after);
+      fmt::print("mixed precision: raised {} ({}) to {}: {} {:.4g} -> {:.4g}{}\n", f.node,
+                 f.op_type, f.precision, r.target->metric, f.before, f.after,
+                 f.kept ? "" : " (lower: undone)");
     }
-    fmt::print("mixed precision: target {} {} with {} node(s) raised{}\n", r.target->Text(),
-               r.target_reached ? "reached" : "NOT reached", r.fallback.size(),
+    fmt::print("mixed precision: target {} {} with {} node(s) raised ({} int16, {} float){}\n",
+               r.target->Text(), r.target_reached ? "reached" : "NOT reached",
+               r.final_qdq.int16_nodes.size() + r.final_qdq.fallback_nodes.size(),
+               r.final_qdq.int16_nodes.size(), r.final_qdq.fallback_nodes.size(),
                r.target_reached ? "" : " (raise --max-raised, or try --method mse)");
   }
   fmt::print("accuracy on {} evaluation samples:\n", a.samples);
