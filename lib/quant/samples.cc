@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -57,14 +58,18 @@ T Field(const nlohmann::json& j, const char* key, T def, const std::string& wher
 }  // namespace
 
 nlohmann::json Preprocess::ToJson() const {
-  return {{"resize", {{"width", width}, {"height", height}, {"interpolation", interpolation}}},
+  return {{"resize",
+           {{"width", width},
+            {"height", height},
+            {"interpolation", interpolation},
+            {"keep_ratio", keep_ratio}}},
           {"layout", layout},
           {"channel_order", channel_order},
           {"scale", scale},
           {"mean", mean},
           {"std", std},
           {"dtype", dtype},
-          {"augmentation", {{"crops", crops}}}};
+          {"augmentation", {{"crops", crops}, {"boxes", boxes}, {"rotations", rotations}}}};
 }
 
 Preprocess Preprocess::FromJson(const nlohmann::json& j, const std::string& where) {
@@ -80,6 +85,7 @@ Preprocess Preprocess::FromJson(const nlohmann::json& j, const std::string& wher
     p.width = Field<int64_t>(r, "width", 0, where + " /resize");
     p.height = Field<int64_t>(r, "height", 0, where + " /resize");
     p.interpolation = Field<std::string>(r, "interpolation", p.interpolation, where + " /resize");
+    p.keep_ratio = Field<bool>(r, "keep_ratio", false, where + " /resize");
   }
   p.layout = Field<std::string>(j, "layout", p.layout, where);
   p.channel_order = Field<std::string>(j, "channel_order", p.channel_order, where);
@@ -88,7 +94,10 @@ Preprocess Preprocess::FromJson(const nlohmann::json& j, const std::string& wher
   p.std = Field<std::vector<double>>(j, "std", p.std, where);
   p.dtype = Field<std::string>(j, "dtype", p.dtype, where);
   if (j.contains("augmentation")) {
-    p.crops = Field<int>(j.at("augmentation"), "crops", 0, where + " /augmentation");
+    const auto& a = j.at("augmentation");
+    p.crops = Field<int>(a, "crops", 0, where + " /augmentation");
+    p.boxes = Field<std::string>(a, "boxes", "", where + " /augmentation");
+    p.rotations = Field<std::vector<int>>(a, "rotations", p.rotations, where + " /augmentation");
   }
   p.Validate(where);
   return p;
@@ -111,7 +120,118 @@ void Preprocess::Validate(const std::string& where) const {
   }
   if (dtype != "float32" && dtype != "uint8")
     ThrowUsage("{}: dtype must be float32 or uint8", where);
+  if (keep_ratio && (width == 0 || height == 0)) {
+    ThrowUsage("{}: keep_ratio needs a resize target (width and height > 0: the tensor's size)",
+               where);
+  }
+  if (crops < 0 || crops > 8) ThrowUsage("{}: crops must be from 0 to 8, got {}", where, crops);
+  if (crops > 0 && !boxes.empty()) {
+    ThrowUsage("{}: crops and boxes are exclusive (fixed windows or text boxes, not both)", where);
+  }
+  if (rotations.empty()) ThrowUsage("{}: rotations needs at least one of 0, 180", where);
+  for (size_t i = 0; i < rotations.size(); ++i) {
+    if (rotations[i] != 0 && rotations[i] != 180) {
+      ThrowUsage("{}: rotation {} is not 0 or 180", where, rotations[i]);
+    }
+    if (std::find(rotations.begin(), rotations.begin() + i, rotations[i]) !=
+        rotations.begin() + i) {
+      ThrowUsage("{}: rotation {} is given twice", where, rotations[i]);
+    }
+  }
+  if (boxes.empty() && rotations != std::vector<int>{0}) {
+    ThrowUsage("{}: rotations apply to boxes; give a boxes file", where);
+  }
 }
+
+namespace {
+
+// A boxes file: image stem -> its boxes as given (x0, y0, x1, y1), in file order.
+using BoxMap = std::map<std::string, std::vector<std::array<double, 4>>>;
+
+BoxMap ReadBoxes(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) ThrowBadInput("cannot read boxes file '{}'", file);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) ThrowBadInput("boxes file '{}' is not valid JSON", file);
+  if (!j.is_object()) {
+    ThrowBadInput(
+        "boxes file '{}' is not a JSON object {{\"image stem\": [[x0, y0, x1, y1], ...]}}", file);
+  }
+  BoxMap boxes;
+  for (const auto& [stem, list] : j.items()) {
+    if (!list.is_array()) {
+      ThrowBadInput("boxes file '{}': \"{}\" is not an array of [x0, y0, x1, y1] boxes: {}", file,
+                    stem, list.dump());
+    }
+    auto& out = boxes[stem];
+    for (size_t k = 0; k < list.size(); ++k) {
+      const auto& b = list[k];
+      bool ok = b.is_array() && b.size() == 4;
+      for (size_t i = 0; ok && i < 4; ++i) ok = b[i].is_number();
+      if (!ok) {
+        ThrowBadInput("boxes file '{}': \"{}\" box {} is not [x0, y0, x1, y1] (4 numbers): {}",
+                      file, stem, k, b.dump());
+      }
+      std::array<double, 4> v = {b[0].get<double>(), b[1].get<double>(), b[2].get<double>(),
+                                 b[3].get<double>()};
+      if (!(v[2] > v[0]) || !(v[3] > v[1])) {
+        ThrowBadInput("boxes file '{}': \"{}\" box {} {} needs x1 > x0 and y1 > y0", file, stem, k,
+                      b.dump());
+      }
+      out.push_back(v);
+    }
+  }
+  return boxes;
+}
+
+// A coordinate of a box, rounded (as scripts/make_text_crops.py does) and clamped to [0, size].
+int ClampRound(double v, int size) {
+  return static_cast<int>(std::lround(std::clamp(v, 0.0, static_cast<double>(size))));
+}
+
+// The box samples of `images`: one per box with an area inside its image, and rotation.
+void AddBoxSamples(SampleSet& set, const std::vector<fs::path>& images, const std::string& input,
+                   const Preprocess& p) {
+  const BoxMap boxes = ReadBoxes(p.boxes);
+  bool named = false;
+  for (const auto& path : images) {
+    const std::string stem = path.stem().string();
+    auto it = boxes.find(stem);
+    if (it == boxes.end()) continue;
+    named = true;
+    int w = 0, h = 0, channels = 0;
+    if (!stbi_info(path.string().c_str(), &w, &h, &channels)) {
+      ThrowBadInput("cannot decode image '{}': {}", path.string(), stbi_failure_reason());
+    }
+    for (size_t k = 0; k < it->second.size(); ++k) {
+      const auto& b = it->second[k];
+      SampleWindow win;
+      win.box = true;
+      win.x0 = ClampRound(b[0], w);
+      win.y0 = ClampRound(b[1], h);
+      win.x1 = ClampRound(b[2], w);
+      win.y1 = ClampRound(b[3], h);
+      if (win.x1 <= win.x0 || win.y1 <= win.y0) continue;  // outside the image
+      for (int rotation : p.rotations) {
+        win.rotation = rotation;
+        set.ids.push_back(rotation == 0 ? fmt::format("{}#box{}", stem, k)
+                                        : fmt::format("{}#box{}#r{}", stem, k, rotation));
+        set.files.push_back({{input, path}});
+        set.windows.push_back(win);
+      }
+    }
+  }
+  if (!named) {
+    ThrowBadInput("boxes file '{}' names no image in '{}' (its keys are image file stems)", p.boxes,
+                  set.dir.string());
+  }
+  if (set.ids.empty()) {
+    ThrowBadInput("no box of boxes file '{}' has an area inside its image in '{}'", p.boxes,
+                  set.dir.string());
+  }
+}
+
+}  // namespace
 
 SampleSet ListSamples(const fs::path& dir, const std::vector<runtime::InputSpec>& inputs,
                       const std::optional<Preprocess>& preprocess) {
@@ -146,12 +266,16 @@ SampleSet ListSamples(const fs::path& dir, const std::vector<runtime::InputSpec>
     if (!preprocess) ThrowUsage("images in '{}' need a preprocessing spec", dir.string());
     set.images = true;
     set.preprocess = *preprocess;
+    if (!preprocess->boxes.empty()) {
+      AddBoxSamples(set, images, inputs[0].name, *preprocess);
+      return set;
+    }
     for (const auto& p : images) {
       for (int k = 0; k <= preprocess->crops; ++k) {
         set.ids.push_back(k == 0 ? p.stem().string()
                                  : fmt::format("{}#crop{}", p.stem().string(), k));
         set.files.push_back({{inputs[0].name, p}});
-        set.crop.push_back(k);
+        set.windows.push_back({.crop = k});
       }
     }
     return set;
@@ -224,7 +348,7 @@ runtime::TensorMap LoadSample(const SampleSet& set, size_t index,
   runtime::TensorMap map;
   for (const auto& spec : inputs) {
     const fs::path& file = set.files.at(index).at(spec.name);
-    Tensor t = set.images ? LoadImage(file, set.preprocess, set.crop.at(index), cache)
+    Tensor t = set.images ? LoadImage(file, set.preprocess, set.windows.at(index), cache)
                           : runtime::ReadTensorFile(file);
     CheckAgainstSpec(t, spec, file);
     map[spec.name] = std::move(t);
@@ -308,20 +432,50 @@ void Decode(const fs::path& path, DecodedImage& image) {
 
 }  // namespace
 
-Tensor LoadImage(const fs::path& path, const Preprocess& p, int crop, DecodedImage* cache) {
+Tensor LoadImage(const fs::path& path, const Preprocess& p, const SampleWindow& window,
+                 DecodedImage* cache) {
   DecodedImage local;
   DecodedImage& image = cache ? *cache : local;
   Decode(path, image);
   const int w = image.width, h = image.height;
-  std::array<int, 4> win = crop > 0 ? CropWindow(crop, w, h) : std::array<int, 4>{0, 0, w, h};
+  std::array<int, 4> win = {0, 0, w, h};  // x0, y0, width, height
+  if (window.box) {
+    const int x0 = std::clamp(window.x0, 0, w), x1 = std::clamp(window.x1, 0, w);
+    const int y0 = std::clamp(window.y0, 0, h), y1 = std::clamp(window.y1, 0, h);
+    if (x1 <= x0 || y1 <= y0) {
+      ThrowBadInput("'{}': box [{}, {}, {}, {}] has no pixels inside the {}x{} image",
+                    path.string(), window.x0, window.y0, window.x1, window.y1, w, h);
+    }
+    win = {x0, y0, x1 - x0, y1 - y0};
+  } else if (window.crop > 0) {
+    win = CropWindow(window.crop, w, h);
+  }
+  const uint8_t* src = image.rgb.data() + (static_cast<int64_t>(win[1]) * w + win[0]) * 3;
+  int stride = w;
+  std::vector<uint8_t> turned;
+  if (window.rotation == 180) {  // the window's pixels in reverse order: rows and columns
+    const int ww = win[2], wh = win[3];
+    turned.resize(static_cast<size_t>(ww) * wh * 3);
+    for (int y = 0; y < wh; ++y) {
+      const uint8_t* row = src + static_cast<int64_t>(y) * stride * 3;
+      uint8_t* to = turned.data() + (static_cast<int64_t>(wh - 1 - y) * ww + ww - 1) * 3;
+      for (int x = 0; x < ww; ++x, to -= 3) std::copy(row + x * 3, row + x * 3 + 3, to);
+    }
+    src = turned.data();
+    stride = ww;
+  }
   int64_t ow = p.width > 0 ? p.width : win[2], oh = p.height > 0 ? p.height : win[3];
-  std::vector<float> rgb = ResizeRgb(image.rgb.data() + (win[1] * w + win[0]) * 3, w, win[2],
-                                     win[3], ow, oh, p.interpolation == "nearest");
+  // keep_ratio: rw = ceil(oh * width / height) columns of pixels (integer arithmetic, as
+  // make_text_crops.py), at most ow; the tensor's columns from rw on stay 0.
+  const int64_t rw =
+      p.keep_ratio ? std::clamp<int64_t>((oh * win[2] + win[3] - 1) / win[3], 1, ow) : ow;
+  std::vector<float> rgb =
+      ResizeRgb(src, stride, win[2], win[3], rw, oh, p.interpolation == "nearest");
   bool nchw = p.layout == "NCHW";
   std::vector<int64_t> shape =
       nchw ? std::vector<int64_t>{1, 3, oh, ow} : std::vector<int64_t>{1, oh, ow, 3};
   bool raw = p.dtype == "uint8";
-  Tensor t(raw ? TP::UINT8 : TP::FLOAT, shape);
+  Tensor t(raw ? TP::UINT8 : TP::FLOAT, shape);  // zero-initialised: keep_ratio's padding
   const bool bgr = p.channel_order == "BGR";
   // (v * scale - mean) / std as one multiply-add per value.
   float gain[3], offset[3];
@@ -334,13 +488,16 @@ Tensor LoadImage(const fs::path& path, const Preprocess& p, int crop, DecodedIma
   for (int c = 0; c < 3; ++c) {
     const int src_c = bgr ? 2 - c : c;
     const float* in = rgb.data() + src_c;
-    for (int64_t i = 0; i < oh * ow; ++i) {
-      const float v = in[i * 3];
-      const int64_t at = nchw ? c * oh * ow + i : i * 3 + c;
-      if (raw) {
-        out8[at] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
-      } else {
-        out[at] = v * gain[c] + offset[c];
+    for (int64_t y = 0; y < oh; ++y) {
+      for (int64_t x = 0; x < rw; ++x) {
+        const float v = in[(y * rw + x) * 3];
+        const int64_t i = y * ow + x;
+        const int64_t at = nchw ? c * oh * ow + i : i * 3 + c;
+        if (raw) {
+          out8[at] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+        } else {
+          out[at] = v * gain[c] + offset[c];
+        }
       }
     }
   }
@@ -400,9 +557,9 @@ SampleSet TakeLast(SampleSet& set, size_t count) {
   held.files.erase(held.files.begin(), held.files.begin() + keep);
   set.ids.resize(keep);
   set.files.resize(keep);
-  if (!set.crop.empty()) {
-    held.crop.erase(held.crop.begin(), held.crop.begin() + keep);
-    set.crop.resize(keep);
+  if (!set.windows.empty()) {
+    held.windows.erase(held.windows.begin(), held.windows.begin() + keep);
+    set.windows.resize(keep);
   }
   return held;
 }

@@ -240,6 +240,16 @@ void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& q) {
   cmd.add_option("--crops", q.crops,
                  "Images: also calibrate on N fixed 60% crops of each (augmentation, 0-8)")
       ->check(CLI::Range(0, 8));
+  cmd.add_flag("--keep-ratio", q.keep_ratio,
+               "Images: resize to the height of --resize keeping the aspect ratio, width at most "
+               "its width, zero-padded on the right (PP-OCR rec/cls)");
+  cmd.add_option("--crops-from-boxes", q.crops_from_boxes,
+                 "Images: one sample per box of FILE.json ({\"image stem\": "
+                 "[[x0,y0,x1,y1],...]}), cropped from the image, instead of the whole image")
+      ->check(CLI::ExistingFile);
+  cmd.add_flag("--rotate-180", q.rotate_180,
+               "With --crops-from-boxes: also each box rotated by 180 degrees (direction "
+               "classifiers)");
 }
 
 namespace {
@@ -263,6 +273,20 @@ quant::Preprocess PreprocessFromFlags(const QuantizeFlags& q) {
   p.mean = q.mean;
   p.std = q.std;
   p.crops = q.crops;
+  if (q.keep_ratio && q.resize.empty()) {
+    ThrowUsage(
+        "--keep-ratio needs --resize WxH (the tensor's size; the image keeps its ratio "
+        "inside it)");
+  }
+  p.keep_ratio = q.keep_ratio;
+  if (q.rotate_180 && q.crops_from_boxes.empty()) {
+    ThrowUsage("--rotate-180 turns the boxes of --crops-from-boxes FILE.json; give that too");
+  }
+  if (q.crops > 0 && !q.crops_from_boxes.empty()) {
+    ThrowUsage("--crops and --crops-from-boxes are exclusive: fixed windows or text boxes");
+  }
+  p.boxes = q.crops_from_boxes;
+  if (q.rotate_180) p.rotations = {0, 180};
   p.Validate("preprocessing flags");
   return p;
 }

@@ -84,7 +84,9 @@ struct QuantizeFlags {
   double scale = 1.0 / 255.0;
   std::vector<double> mean = {0, 0, 0}, std = {1, 1, 1};
   int crops = 0, max_raised = 8;
-  std::string accuracy_target;  // METRIC:VALUE
+  bool keep_ratio = false, rotate_180 = false;
+  std::string crops_from_boxes;  // FILE.json
+  std::string accuracy_target;   // METRIC:VALUE
   std::vector<std::string> tasks;
   std::string labels;
   bool sensitivity = false;
