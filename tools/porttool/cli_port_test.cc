@@ -273,9 +273,13 @@ TEST(CliPort, AccuracyTargetMissedIsExitOneAndLeavesNoBundle) {
   r = RunPorttool(args + " --accuracy-target sqnr:5 -o " + (tmp / "b").string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("accuracy target sqnr:5 reached"), std::string::npos) << r.out;
+  r = RunPorttool(args + " --accuracy-target acc:0.99 -o " + (tmp / "c").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown metric 'acc'"), std::string::npos) << r.err;
+  // A task metric no output reports: the task it needs is named.
   r = RunPorttool(args + " --accuracy-target top1:0.99 -o " + (tmp / "c").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("unknown metric 'top1'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--task classify"), std::string::npos) << r.err;
   // Kept float by hand: a node the model lacks is a usage error naming it.
   r = RunPorttool(args + " --precision float:head/Konv -o " + (tmp / "c").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
