@@ -97,7 +97,9 @@ SampleAccuracy RunSample(runtime::Session& fs, Quantized& qs, const SampleSet& e
   auto label = options.labels.find(id);
   for (size_t i = 0; i < fo.size() && i < qo.size(); ++i) {
     if (fo[i].value.dtype() != TP::FLOAT || fo[i].value.shape() != qo[i].value.shape()) continue;
-    r.outputs[fo[i].name].Add(fo[i].value, qo[i].value, true);
+    // Quantiles and threshold mapping need every output value; a search's repeated evaluations
+    // read only the sums and the task figures.
+    r.outputs[fo[i].name].Add(fo[i].value, qo[i].value, options.per_tensor);
     const TaskSpec task = options.tasks.For(fo[i].name);
     if (task.kind == TaskKind::kRegress) continue;
     r.tasks[fo[i].name] = ScoreSample(

@@ -67,7 +67,9 @@ struct AccuracyOptions {
   // Sample ids the labels may name besides the evaluation samples' (the calibration samples):
   // a label for any other id is Error(kBadInput), a typo that would silently drop a sample.
   std::set<std::string> known_ids;
-  bool per_tensor = true;  // false: outputs only (no worst-tensor list), for repeated searches
+  // false: the outputs' sums and task figures only (no worst-tensor list, quantiles or threshold
+  // mapping), for the repeated evaluations of a search.
+  bool per_tensor = true;
 };
 
 // Runs both models on every sample of `eval`. Error(kUsage) for a threshold or a task on an

@@ -55,13 +55,22 @@ double MetricOf(const AccuracyReport& a, const std::string& metric) {
   return *v;
 }
 
+// `metric` of the model quantized with `qdq`, outputs only (no per-tensor observation): the one
+// evaluation the ranking and the cumulative figures repeat.
+double MetricWith(const io::Model& model, const CalibrationTable& table, const QdqOptions& qdq,
+                  const SampleSet& eval, AccuracyOptions options, const std::string& metric) {
+  options.per_tensor = false;
+  io::Model m = model;
+  InsertQdq(m, table, qdq);
+  return MetricOf(EvaluateAccuracy(model, m, eval, options), metric);
+}
+
 // Quantizes one node at a time (every other quantized node kept float) and ranks the nodes by the
 // metric, lowest first. Outputs only: one evaluation per node.
 std::vector<NodeSensitivity> RankNodes(const io::Model& model, const CalibrationTable& table,
                                        const QdqOptions& base, const io::Model& full_qdq,
                                        const SampleSet& eval, AccuracyOptions options,
                                        const std::string& metric) {
-  options.per_tensor = false;
   std::vector<NodeSensitivity> ranking;
   std::vector<std::string> names;
   for (const auto* n : QuantizedNodes(full_qdq.proto.graph())) {
@@ -73,9 +82,7 @@ std::vector<NodeSensitivity> RankNodes(const io::Model& model, const Calibration
     for (const auto& n : names) {
       if (n != entry.node) one.fallback_nodes.push_back(n);
     }
-    io::Model m = model;
-    InsertQdq(m, table, one);
-    entry.alone = MetricOf(EvaluateAccuracy(model, m, eval, options), metric);
+    entry.alone = MetricWith(model, table, one, eval, options, metric);
   }
   std::stable_sort(
       ranking.begin(), ranking.end(),
@@ -112,7 +119,7 @@ bool RaiseNext(const QuantizeCalibrateRequest& request, const AccuracyReport& ac
     if (result.sensitivity.empty()) {
       std::vector<std::string> all = qdq.fallback_nodes;
       all.insert(all.end(), qdq.int16_nodes.begin(), qdq.int16_nodes.end());
-      for (const auto& t : tried) all.push_back(t.substr(6));
+      for (const auto& t : tried) all.push_back(t.substr(t.find(':') + 1));
       if (const LayerError* w = NextToKeepFloat(accuracy, all)) next = w->node, op = w->op_type;
     }
   }
@@ -142,13 +149,10 @@ bool RaiseNext(const QuantizeCalibrateRequest& request, const AccuracyReport& ac
 // The metric with the k most sensitive nodes raised to float, k = 1..max_raised.
 void AddCumulative(const io::Model& model, QdqOptions qdq, const SampleSet& eval,
                    AccuracyOptions options, QuantizeCalibrateResult& result, int max_raised) {
-  options.per_tensor = false;
   for (int k = 0; k < max_raised && k < static_cast<int>(result.sensitivity.size()); ++k) {
     NodeSensitivity& s = result.sensitivity[k];
     qdq.fallback_nodes.push_back(s.node);
-    io::Model m = model;
-    InsertQdq(m, result.table, qdq);
-    s.cumulative = MetricOf(EvaluateAccuracy(model, m, eval, options), result.sensitivity_metric);
+    s.cumulative = MetricWith(model, result.table, qdq, eval, options, result.sensitivity_metric);
     s.has_cumulative = true;
   }
 }
