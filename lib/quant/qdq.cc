@@ -393,6 +393,7 @@ class QdqBuilder {
       act(0);
       weight(1, op == "Conv" ? 0 : 1);
       floor_.clear();
+      if (op == "Conv" && options_.bias_correction && weights_.count(w)) CorrectBias(n, w);
       if (n.input_size() > 2 && n.input(0) != x && weights_.count(w) &&
           IsFloatConstant(n.input(2))) {
         Bias(*n.mutable_input(2), x, weights_.at(w));
@@ -558,6 +559,7 @@ class QdqBuilder {
     std::string out = name + "_DequantizeLinear_Output";
     Dequantize(name, q, scale, out, axis);
     weights_[name] = scale;
+    if (options_.bias_correction) int8_weights_.emplace(name, q);
     replaced_.insert(name);
     ++result_.quantized_weights;
     done_[name] = out;
@@ -600,6 +602,51 @@ class QdqBuilder {
           "fits at input scale x weight scale (it would have saturated)",
           fitted, fit_node_));
     }
+  }
+
+  // Bias correction: the conv's bias becomes bias - (W~ - W) E[x] (bias_correction.h), a new
+  // initializer so a bias another node shares is left as it was.
+  void CorrectBias(onnx::NodeProto& n, const std::string& w) {
+    auto means = options_.bias_correction->find(n.name());
+    if (means == options_.bias_correction->end()) return;
+    Tensor wf = runtime::TensorFromProto(model_, *constants_.at(w));
+    if (wf.dtype() != TP::FLOAT || wf.rank() < 3) return;
+    int64_t group = 1;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "group") group = std::max<int64_t>(1, a.i());
+    }
+    const std::vector<double> shift =
+        MeanOutputShift(wf, DequantizedWeight(w, wf), group, means->second);
+    const bool has_bias = n.input_size() > 2 && !n.input(2).empty();
+    if (has_bias && !IsFloatConstant(n.input(2))) return;
+    Tensor b(TP::FLOAT, {wf.dim(0)});
+    if (has_bias) {
+      Tensor old = runtime::TensorFromProto(model_, *constants_.at(n.input(2)));
+      if (old.dtype() != TP::FLOAT || old.size() != b.size()) return;
+      std::copy_n(old.data<float>(), b.size(), b.mutable_data<float>());
+      replaced_.insert(n.input(2));
+    }
+    for (int64_t c = 0; c < b.size(); ++c) {
+      b.mutable_data<float>()[c] -= static_cast<float>(shift[c]);
+    }
+    const std::string name = AddInit(b, fmt::format("{}_bias_corrected", n.name()));
+    constants_[name] = &g_.initializer(g_.initializer_size() - 1);
+    while (n.input_size() < 3) n.add_input("");
+    n.set_input(2, name);
+    ++result_.bias_corrected;
+  }
+
+  // The float values of `w`'s int8 form, in `wf`'s shape.
+  Tensor DequantizedWeight(const std::string& w, const Tensor& wf) const {
+    const Tensor& q = int8_weights_.at(w);
+    const Tensor& scale = weights_.at(w);
+    Tensor out(TP::FLOAT, wf.shape());
+    const int64_t channels = scale.size(), inner = wf.size() / std::max<int64_t>(1, wf.dim(0));
+    for (int64_t i = 0; i < wf.size(); ++i) {
+      const float s = scale.data<float>()[channels == 1 ? 0 : (i / inner) % channels];
+      out.mutable_data<float>()[i] = q.data<int8_t>()[i] * s;
+    }
+    return out;
   }
 
   // int32 bias at scale x_scale * w_scale[c], so an integer kernel adds it to the accumulator.
@@ -670,8 +717,9 @@ class QdqBuilder {
   std::string fit_node_;
   std::set<std::string> int16_;  // options_.int16_nodes
   std::map<std::string, const onnx::TensorProto*> constants_;
-  std::map<std::string, std::string> done_;  // float tensor -> its dequantized replacement
-  std::map<std::string, Tensor> weights_;    // weight -> its scale
+  std::map<std::string, std::string> done_;     // float tensor -> its dequantized replacement
+  std::map<std::string, Tensor> weights_;       // weight -> its scale
+  std::map<std::string, Tensor> int8_weights_;  // weight -> its int8 values (bias correction)
   std::set<std::string> replaced_, missing_;
   std::vector<onnx::NodeProto>* pending_ = nullptr;
   QdqResult result_;

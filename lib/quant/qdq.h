@@ -7,11 +7,13 @@
 // exclusion is reported with its reason. Works on any segment whose tensor names are in the table.
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "lib/io/model.h"
+#include "lib/quant/bias_correction.h"
 #include "lib/quant/calibrate.h"
 
 namespace porttool::quant {
@@ -24,6 +26,10 @@ struct QdqOptions {
   // Nodes whose activation inputs are 16-bit (A16W8: int8 weights, int32 bias at the 16-bit
   // scale): QuantizeLinear/DequantizeLinear int16/uint16 at opset 21, com.microsoft's below.
   std::vector<std::string> int16_nodes;
+  // Bias correction (bias_correction.h): each Conv named here gets its bias (a new one when it
+  // has none) lowered by the mean output shift its int8 weights introduce, before the bias is
+  // quantized. Shared: the mixed-precision search copies these options at every step.
+  std::shared_ptr<const ConvInputMeansMap> bias_correction;
 };
 
 struct Exclusion {
@@ -35,6 +41,7 @@ struct QdqResult {
   int quantized_weights = 0;
   int quantized_activations = 0;  // 8-bit
   int int16_activations = 0;
+  int bias_corrected = 0;                // convs whose bias bias correction changed
   std::vector<std::string> int16_nodes;  // quantized with 16-bit activations
   std::vector<Exclusion> excluded;
   std::vector<std::string> missing_ranges;  // activations the table has no entry for

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "lib/quant/equalize.h"
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
 
@@ -191,27 +192,52 @@ AccuracyTarget ParseAccuracyTarget(const std::string& text) {
 
 std::string AccuracyTarget::Text() const { return fmt::format("{}:{:g}", metric, value); }
 
-QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
+QuantizeCalibrateResult QuantizeCalibrate(const io::Model& input,
                                           const QuantizeCalibrateRequest& request) {
   QuantizeCalibrateResult result;
   // Planning a session reports an op the executor lacks before any sample is read.
-  std::vector<runtime::InputSpec> inputs = runtime::Session(model).inputs();
+  std::vector<runtime::InputSpec> inputs = runtime::Session(input).inputs();
   std::optional<SampleSet> eval;
   std::set<std::string> calibration_ids;  // ids labels may name besides the evaluation samples'
   if (!request.eval_dir.empty()) eval = ListSamples(request.eval_dir, inputs, request.preprocess);
-  if (request.table) {
-    result.table = *request.table;
-  } else {
-    if (request.data_dir.empty()) ThrowUsage("calibration needs a sample directory or a table");
-    SampleSet data = ListSamples(request.data_dir, inputs, request.preprocess);
-    calibration_ids.insert(data.ids.begin(), data.ids.end());
-    if (!eval && request.evaluate && data.size() >= 2) {
-      eval = TakeLast(data, std::max<size_t>(1, data.size() / 4));
+  std::optional<SampleSet> calibration;  // what the table and bias correction are computed on
+  if (!request.table && request.data_dir.empty()) {
+    ThrowUsage("calibration needs a sample directory or a table");
+  }
+  if (request.table && request.equalize) {
+    ThrowUsage(
+        "channel equalization rescales tensors a given table has ranges for: calibrate in "
+        "the same run (give the samples, not a table)");
+  }
+  if (!request.data_dir.empty() && (!request.table || request.bias_correction)) {
+    calibration = ListSamples(request.data_dir, inputs, request.preprocess);
+    if (!request.table) calibration_ids.insert(calibration->ids.begin(), calibration->ids.end());
+    if (!request.table && !eval && request.evaluate && calibration->size() >= 2) {
+      eval = TakeLast(*calibration, std::max<size_t>(1, calibration->size() / 4));
       result.notes.push_back(fmt::format(
           "held out the last {} of {} samples for evaluation (give an evaluation directory to "
           "calibrate on all of them)",
-          eval->size(), data.size() + eval->size()));
+          eval->size(), calibration->size() + eval->size()));
     }
+  }
+  // Equalization changes the float weights (exactly): the table, the QDQ model and the float
+  // reference of the evaluation are all of the equalized model.
+  std::optional<io::Model> equalized;
+  if (request.equalize && !request.qdq.per_channel) {
+    result.notes.push_back(
+        "channel equalization skipped: with per-tensor weights the rescaled channels would "
+        "cost weight precision (use per-channel weights)");
+  } else if (request.equalize) {
+    equalized = input;
+    result.equalized = EqualizeChannels(
+        *equalized, CollectConvInputMeans(input, *calibration, request.calibration.threads));
+    if (std::string note = result.equalized.Note(); !note.empty()) result.notes.push_back(note);
+  }
+  const io::Model& model = equalized ? *equalized : input;
+  if (request.table) {
+    result.table = *request.table;
+  } else {
+    SampleSet& data = *calibration;
     CollectOptions collect{.threads = request.calibration.threads,
                            .histogram_tensors = HistogramTensors(model, request.calibration.method),
                            .histogram_values = request.calibration.histogram_values};
@@ -227,6 +253,17 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
       }
     }
   }
+  QdqOptions base = request.qdq;  // the request's, with the bias correction's means
+  if (request.bias_correction) {
+    if (!calibration) {
+      ThrowUsage(
+          "bias correction needs the calibration samples (a sample directory) besides the "
+          "table: it averages each conv's input over them");
+    }
+    base.bias_correction = std::make_shared<const ConvInputMeansMap>(
+        CollectConvInputMeans(model, *calibration, request.calibration.threads));
+  }
+  QdqOptions qdq = base, before_step;
   const bool evaluate = eval && request.evaluate && eval->size() > 0;
   if (evaluate) result.eval_samples = eval;
   if ((request.target || request.sensitivity) && !evaluate) {
@@ -243,7 +280,6 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
   options.labels = request.labels;
   options.known_ids = calibration_ids;
   result.target = request.target;
-  QdqOptions qdq = request.qdq, before_step;
   std::set<std::string> tried;  // search steps taken, "int16:NODE" / "float:NODE"
   bool stale = false;           // the last evaluation was of an undone step
   for (;;) {
@@ -295,7 +331,7 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
   }
   result.final_qdq = qdq;
   if (request.sensitivity && !request.target)
-    AddCumulative(model, request.qdq, *eval, options, result, request.max_raised);
+    AddCumulative(model, base, *eval, options, result, request.max_raised);
   return result;
 }
 
@@ -322,6 +358,7 @@ nlohmann::json ReportJson(const QuantizeCalibrateResult& r) {
         {"quantized_activations", r.qdq.quantized_activations},
         {"int16_activations", r.qdq.int16_activations},
         {"int16_nodes", r.qdq.int16_nodes},
+        {"bias_corrected", r.qdq.bias_corrected},
         {"missing_ranges", r.qdq.missing_ranges},
         {"excluded", excluded},
         {"notes", r.qdq.notes}}},

@@ -9,6 +9,7 @@
 
 #include "lib/quant/accuracy.h"
 #include "lib/quant/calibrate.h"
+#include "lib/quant/equalize.h"
 #include "lib/quant/qdq.h"
 
 namespace porttool::quant {
@@ -31,6 +32,12 @@ struct QuantizeCalibrateRequest {
   CalibrationOptions calibration;
   QdqOptions qdq;
   bool evaluate = true;
+  // Bias correction (bias_correction.h) from the calibration samples; with a table, data_dir
+  // still names them.
+  bool bias_correction = false;
+  // Channel equalization of linear conv pairs (equalize.h) before calibrating; with
+  // per-channel weights only (per-tensor weights would pay for it).
+  bool equalize = false;
   std::map<std::string, double> thresholds;
   TaskAssignment tasks;  // per output; regress (SQNR only) by default
   Labels labels;         // ground truth for detect-db / classify, by sample id
@@ -72,6 +79,7 @@ struct QuantizeCalibrateResult {
   std::optional<SampleSet> eval_samples;  // what accuracy was measured on (held out or given)
   size_t calibration_samples = 0;
   std::vector<std::string> notes;
+  EqualizeResult equalized;              // with request.equalize
   std::optional<AccuracyTarget> target;  // the request's
   std::vector<FallbackStep> fallback;    // in order; empty without a target
   QdqOptions final_qdq;                  // the options the QDQ model was built with

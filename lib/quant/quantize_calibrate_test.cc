@@ -463,24 +463,18 @@ TEST(Qdq, UnknownExclusionsAreUsageErrors) {
   io::Model m = Net();
   CalibrationTable t;
   try {
-    InsertQdq(m, t,
-              {.per_channel = false,
-               .exclude_ops = {"Softmx"},
-               .exclude_nodes = {},
-               .fallback_nodes = {},
-               .int16_nodes = {}});
+    QdqOptions o;
+    o.exclude_ops = {"Softmx"};
+    InsertQdq(m, t, o);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_NE(std::string(e.what()).find("Softmax"), std::string::npos) << e.what();
   }
   try {
-    InsertQdq(m, t,
-              {.per_channel = false,
-               .exclude_ops = {},
-               .exclude_nodes = {"Conv_9"},
-               .fallback_nodes = {},
-               .int16_nodes = {}});
+    QdqOptions o;
+    o.exclude_nodes = {"Conv_9"};
+    InsertQdq(m, t, o);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);

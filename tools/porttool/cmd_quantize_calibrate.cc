@@ -68,6 +68,9 @@ void PrintText(const quant::QuantizeCalibrateResult& r) {
         "vendor's hybrid/mixed quantization, e.g. RKNN's)\n",
         r.qdq.int16_nodes.size(), r.qdq.int16_activations, util::Join(r.qdq.int16_nodes, ", "));
   }
+  if (r.qdq.bias_corrected > 0) {
+    fmt::print("  bias correction: {} conv(s) got bias - (W~ - W) E[x]\n", r.qdq.bias_corrected);
+  }
   if (!r.qdq.missing_ranges.empty()) {
     fmt::print("  no range in the table for: {}\n", util::Join(r.qdq.missing_ranges, ", "));
   }

@@ -190,6 +190,14 @@ void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& q) {
       ->capture_default_str();
   cmd.add_flag("--per-channel", q.per_channel,
                "Per-output-channel weight scales (axis 0 Conv, 1 ConvTranspose/MatMul)");
+  cmd.add_flag("--bias-correction", q.bias_correction,
+               "Lower each conv's bias by the mean output shift its int8 weights introduce, "
+               "measured on the calibration samples (Nagel et al. 2019); helps where rounding "
+               "errors do not average out (depthwise convs, thresholds on a map)");
+  cmd.add_flag("--equalize", q.equalize,
+               "Rescale the channels of a conv output that only convs read (exact, the reader's "
+               "weights take the inverse) so one activation scale fits them all; ranges from the "
+               "calibration samples; with --per-channel");
   cmd.add_flag("--symmetric-activations", q.symmetric,
                "int8 activations with zero point 0 (default: uint8 asymmetric)");
   cmd.add_flag("--no-prepare", q.no_prepare,
@@ -338,6 +346,8 @@ quant::QuantizeCalibrateRequest QuantizeRequestFromFlags(const QuantizeFlags& q,
   req.tasks = quant::ParseTasks(q.tasks);
   if (!q.labels.empty()) req.labels = quant::LoadLabels(q.labels);
   req.sensitivity = q.sensitivity;
+  req.bias_correction = q.bias_correction;
+  req.equalize = q.equalize;
   // Used only when the samples are images; written into the table with it.
   req.preprocess = PreprocessFromFlags(q);
   return req;

@@ -90,6 +90,7 @@ struct QuantizeFlags {
   std::vector<std::string> tasks;
   std::string labels;
   bool sensitivity = false;
+  bool bias_correction = false, equalize = false;
   std::string raise_to = "int16";
   std::optional<double> target_sqnr;
   int64_t histogram_values = quant::kDefaultHistogramValues;
