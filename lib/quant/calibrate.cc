@@ -262,6 +262,7 @@ nlohmann::json CalibrationTable::ToJson() const {
                         {"observed_min", e.observed_min},
                         {"observed_max", e.observed_max}};
     if (!e.op_type.empty()) t["producer"] = {{"op_type", e.op_type}, {"node", e.node}};
+    if (e.int16) t["precision"] = "int16";
     tensors_json[name] = std::move(t);
   }
   nlohmann::json j = {{"format", "porttool-calibration-table"},
@@ -313,6 +314,11 @@ CalibrationTable CalibrationTable::FromJson(const nlohmann::json& j, const std::
       te.samples = e.value("samples", uint64_t{0});
       te.observed_min = e.value("observed_min", te.min);
       te.observed_max = e.value("observed_max", te.max);
+      const std::string precision = e.value("precision", "int8");
+      if (precision != "int8" && precision != "int16") {
+        ThrowBadInput("{}: {}/precision must be int8 or int16", where, path);
+      }
+      te.int16 = precision == "int16";
       if (te.dtype != "uint8" && te.dtype != "int8") {
         ThrowBadInput("{}: {}/dtype must be uint8 or int8", where, path);
       }
@@ -333,6 +339,7 @@ std::string CalibrationTable::ToTensorRtCache() const {
   std::string out = fmt::format("TRT-8601-{}\n",
                                 method == "entropy" ? "EntropyCalibration2" : "MinMaxCalibration");
   for (const auto& [name, e] : tensors) {
+    if (e.int16) continue;
     float scale = static_cast<float>(std::max(std::fabs(e.min), std::fabs(e.max)) / 127.0);
     out += fmt::format("{}: {:08x}\n", name, std::bit_cast<uint32_t>(scale));
   }

@@ -67,6 +67,9 @@ struct TableEntry {
   std::string float_dtype = "float32";  // float32 | float16
   std::string op_type, node;
   uint64_t samples = 0;
+  // Read by a node the QDQ model runs with 16-bit activations (A16W8): "precision": "int16" in the
+  // table (the same range on 65536 levels), and left out of the TensorRT cache.
+  bool int16 = false;
 };
 
 struct CalibrationTable {
@@ -82,6 +85,8 @@ struct CalibrationTable {
   // Error(kBadInput) naming `where` and the JSON path for a malformed table.
   static CalibrationTable FromJson(const nlohmann::json& j, const std::string& where);
   // TensorRT calibration cache text: "TRT-<ver>-<algo>" then "<tensor>: <hex float32 scale>".
+  // int16 tensors have no line: TensorRT has no 16-bit integer activations, and a tensor without
+  // a scale runs in FP16/FP32 there.
   std::string ToTensorRtCache() const;
 };
 

@@ -91,6 +91,18 @@ std::vector<NodeSensitivity> RankNodes(const io::Model& model, const Calibration
   return ranking;
 }
 
+// Marks the table's entries that `int16_nodes` read (their activation inputs) as int16.
+void MarkInt16(const io::Model& model, const std::vector<std::string>& int16_nodes,
+               CalibrationTable& table) {
+  const std::set<std::string> wide(int16_nodes.begin(), int16_nodes.end());
+  for (const auto& n : model.proto.graph().node()) {
+    if (!wide.count(n.name())) continue;
+    for (const auto& in : n.input()) {
+      if (auto it = table.tensors.find(in); it != table.tensors.end()) it->second.int16 = true;
+    }
+  }
+}
+
 bool Contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -330,6 +342,7 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& input,
     result.accuracy = EvaluateAccuracy(model, result.qdq_model, *eval, options);
   }
   result.final_qdq = qdq;
+  MarkInt16(model, qdq.int16_nodes, result.table);
   if (request.sensitivity && !request.target)
     AddCumulative(model, base, *eval, options, result, request.max_raised);
   return result;

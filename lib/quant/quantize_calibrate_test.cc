@@ -372,6 +372,13 @@ TEST(Qdq, Int16NodesGetSixteenBitActivations) {
   EXPECT_EQ(mixed.qdq.int16_nodes,
             (std::vector<std::string>{"Conv_2", "GlobalAveragePool_4", "MatMul_7"}));
   EXPECT_EQ(mixed.qdq.int16_activations, 3);
+  // The table marks what the int16 nodes read; the TensorRT cache (no int16 there) leaves it out.
+  EXPECT_TRUE(mixed.table.tensors.at("x").int16);
+  EXPECT_FALSE(int8.table.tensors.at("x").int16);
+  EXPECT_EQ(mixed.table.ToJson()["tensors"]["x"]["precision"], "int16");
+  EXPECT_TRUE(CalibrationTable::FromJson(mixed.table.ToJson(), "t.json").tensors.at("x").int16);
+  EXPECT_EQ(mixed.table.ToTensorRtCache().find("\nx: "), std::string::npos);
+  EXPECT_NE(int8.table.ToTensorRtCache().find("\nx: "), std::string::npos);
   int wide = 0;
   bool microsoft = false;
   for (const auto& n : mixed.qdq_model.proto.graph().node()) {
