@@ -284,6 +284,11 @@ TEST(CliPort, AccuracyTargetMissedIsExitOneAndLeavesNoBundle) {
   r = RunPorttool(args + " --precision float:head/Konv -o " + (tmp / "c").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("head/Konv"), std::string::npos) << r.err;
+  // The weight rewrites of quantize-calibrate are refused before anything is written.
+  r = RunPorttool(args + " --per-channel --equalize -o " + (tmp / "d").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--equalize"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "d"));
   r = RunPorttool(args + " --precision float:head/Conv -o " + (tmp / "c").string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadJson(tmp / "c" / "report.json")["quantization"]["kept_float"],
