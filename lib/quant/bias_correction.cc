@@ -7,6 +7,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "lib/ir/constants.h"
+#include "lib/ir/graph_view.h"
 #include "lib/runtime/session.h"
 #include "lib/util/error.h"
 
@@ -42,36 +44,18 @@ std::string Str(const onnx::NodeProto& n, const std::string& name, const std::st
   return fallback;
 }
 
-// Dims of the constant tensors of the main graph (initializers and Constant values).
-std::map<std::string, std::vector<int64_t>> ConstantDims(const onnx::GraphProto& g) {
-  std::map<std::string, std::vector<int64_t>> dims;
-  for (const auto& t : g.initializer()) dims[t.name()] = {t.dims().begin(), t.dims().end()};
-  for (const auto& n : g.node()) {
-    if (n.op_type() != "Constant" || n.output_size() != 1) continue;
-    for (const auto& a : n.attribute()) {
-      if (a.name() == "value" && a.has_t())
-        dims[n.output(0)] = {a.t().dims().begin(), a.t().dims().end()};
-    }
-  }
-  return dims;
-}
-
 // The geometry of `n`, or nullopt for a conv this does not model.
 std::optional<ConvGeometry> Geometry(const onnx::NodeProto& n,
-                                     const std::map<std::string, std::vector<int64_t>>& dims) {
-  if (n.input_size() < 2) return std::nullopt;
-  auto w = dims.find(n.input(1));
-  if (w == dims.end() || w->second.size() < 3 || w->second.size() > 4) return std::nullopt;
+                                     const ir::ConstantLookup& constants) {
+  const onnx::TensorProto* weight = n.input_size() < 2 ? nullptr : constants.Find(n.input(1));
+  if (weight == nullptr || weight->dims_size() < 3 || weight->dims_size() > 4) return std::nullopt;
+  const std::vector<int64_t> dims(weight->dims().begin(), weight->dims().end());
   ConvGeometry g;
   g.node = n.name();
-  g.spatial = static_cast<int>(w->second.size()) - 2;
-  int64_t group = 1;
-  for (const auto& a : n.attribute()) {
-    if (a.name() == "group") group = a.i();
-  }
-  g.channels = w->second[1] * std::max<int64_t>(group, 1);
-  g.kh = g.spatial == 2 ? w->second[2] : 1;
-  g.kw = w->second.back();
+  g.spatial = static_cast<int>(dims.size()) - 2;
+  g.channels = dims[1] * ConvGroup(n);
+  g.kh = g.spatial == 2 ? dims[2] : 1;
+  g.kw = dims.back();
   auto pick = [&](const std::vector<int64_t>& v, int i, int64_t fallback) {
     return v.size() == static_cast<size_t>(g.spatial) ? v[i] : fallback;
   };
@@ -170,17 +154,25 @@ bool Fits(const ConvGeometry& g, const runtime::Tensor& x) {
 
 }  // namespace
 
+int64_t ConvGroup(const onnx::NodeProto& conv) {
+  for (const auto& a : conv.attribute()) {
+    if (a.name() == "group") return std::max<int64_t>(1, a.i());
+  }
+  return 1;
+}
+
 ConvInputMeansMap CollectConvInputMeans(const io::Model& model, const SampleSet& set, int threads,
                                         std::vector<std::string>* skipped) {
   const onnx::GraphProto& graph = model.proto.graph();
-  const auto dims = ConstantDims(graph);
+  const ir::GraphView view(graph);
+  const ir::ConstantLookup constants(view);
   std::vector<ConvGeometry> convs;
   std::unordered_map<std::string, std::vector<size_t>> readers;  // tensor -> convs reading it
   size_t width = 0;      // doubles per sample: every conv's tap sums, then its position count
   size_t max_width = 0;  // every conv's per-channel |x| maxima
   for (const auto& n : graph.node()) {
     if (n.op_type() != "Conv") continue;
-    std::optional<ConvGeometry> g = Geometry(n, dims);
+    std::optional<ConvGeometry> g = Geometry(n, constants);
     if (!g) {
       if (skipped) skipped->push_back(n.name());
       continue;

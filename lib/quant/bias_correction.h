@@ -23,6 +23,9 @@
 
 namespace porttool::quant {
 
+// A Conv's group attribute (1 when absent or not positive).
+int64_t ConvGroup(const onnx::NodeProto& conv);
+
 // Mean input seen by each kernel tap of one Conv: [in channels][kernel taps], taps in row-major
 // kernel order (1-D and 2-D convs).
 struct ConvInputMeans {

@@ -17,13 +17,6 @@ using runtime::Tensor;
 // The smallest factor a channel is scaled by: a dead channel (|x| max near 0) grows 1024x at most.
 constexpr double kMinScale = 1.0 / 1024;
 
-int64_t Group(const onnx::NodeProto& n) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == "group") return std::max<int64_t>(1, a.i());
-  }
-  return 1;
-}
-
 // Constant tensors of the main graph by name (initializers and Constant values), writable.
 std::map<std::string, onnx::TensorProto*> MutableConstants(onnx::GraphProto& g) {
   std::map<std::string, onnx::TensorProto*> out;
@@ -92,11 +85,11 @@ class Equalizer {
       onnx::TensorProto* wb = Private(reader, 1);
       auto st = stats_.find(reader.name());
       if (reader.op_type() != "Conv" || wb == nullptr || wb->dims_size() != wa->dims_size() ||
-          wb->dims(1) * Group(reader) != channels || st == stats_.end() ||
+          wb->dims(1) * ConvGroup(reader) != channels || st == stats_.end() ||
           st->second.absmax.size() != static_cast<size_t>(channels)) {
         return;
       }
-      depthwise &= Group(reader) == channels;
+      depthwise &= ConvGroup(reader) == channels;
       wbs.push_back(wb);
       s = &st->second;
     }
@@ -104,7 +97,7 @@ class Equalizer {
     if (scale.empty()) return;
     ScaleOutputs(*wa, ba, scale);
     for (size_t k = 0; k < wbs.size(); ++k) {
-      ScaleInputs(*wbs[k], Group(g_.node(readers->second[k])), scale);
+      ScaleInputs(*wbs[k], ConvGroup(g_.node(readers->second[k])), scale);
     }
     result_.tensors.push_back({y, producer.name(), Spread(s->absmax), Spread(s->absmax, &scale)});
   }

@@ -611,12 +611,8 @@ class QdqBuilder {
     if (means == options_.bias_correction->end()) return;
     Tensor wf = runtime::TensorFromProto(model_, *constants_.at(w));
     if (wf.dtype() != TP::FLOAT || wf.rank() < 3) return;
-    int64_t group = 1;
-    for (const auto& a : n.attribute()) {
-      if (a.name() == "group") group = std::max<int64_t>(1, a.i());
-    }
     const std::vector<double> shift =
-        MeanOutputShift(wf, DequantizedWeight(w, wf), group, means->second);
+        MeanOutputShift(wf, DequantizedWeight(w, wf), ConvGroup(n), means->second);
     const bool has_bias = n.input_size() > 2 && !n.input(2).empty();
     if (has_bias && !IsFloatConstant(n.input(2))) return;
     Tensor b(TP::FLOAT, {wf.dim(0)});
