@@ -126,6 +126,18 @@ const PrepareFn* KernelRegistry::FindPrepare(const std::string& domain, const st
   return e && e->prepare ? &e->prepare : nullptr;
 }
 
+void KernelRegistry::AcceptEpilogue(const std::string& domain, const std::string& op) {
+  auto it = entries_.find({CanonicalDomain(domain), op});
+  if (it == entries_.end()) return;
+  for (auto& e : it->second) e.accepts_epilogue = true;
+}
+
+bool KernelRegistry::AcceptsEpilogue(const std::string& domain, const std::string& op,
+                                     int opset) const {
+  const Entry* e = FindEntry(domain, op, opset);
+  return e && e->accepts_epilogue;
+}
+
 bool KernelRegistry::HasOp(const std::string& domain, const std::string& op) const {
   return entries_.count({CanonicalDomain(domain), op}) > 0;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "lib/io/model.h"
+#include "lib/runtime/epilogue.h"
 #include "lib/runtime/tensor.h"
 
 namespace porttool::runtime {
@@ -86,6 +87,14 @@ class KernelContext {
   }
   void set_prepared(std::shared_ptr<const void> state) { prepared_ = std::move(state); }
 
+  // The fused elementwise tail the Session asks this kernel to apply to its output (epilogue.h),
+  // or null. Only kernels registered with accepts_epilogue get one; they call
+  // mark_epilogue_applied() once it is applied, or leave it, and the Session runs the tail.
+  const Epilogue* epilogue() const { return epilogue_; }
+  void set_epilogue(const Epilogue* epilogue) { epilogue_ = epilogue; }
+  void mark_epilogue_applied() { epilogue_applied_ = true; }
+  bool epilogue_applied() const { return epilogue_applied_; }
+
  private:
   const onnx::NodeProto& node_;
   int opset_;
@@ -94,6 +103,8 @@ class KernelContext {
   SubgraphRunner subgraph_runner_;
   const io::Model* model_ = nullptr;
   std::shared_ptr<const void> prepared_;
+  const Epilogue* epilogue_ = nullptr;
+  bool epilogue_applied_ = false;
 };
 
 // The open end of a kernel's opset range ("this kernel and every later opset"), for
@@ -117,6 +128,11 @@ class KernelRegistry {
   // wins, so a copy of Default() can override a built-in kernel.
   void Register(const std::string& domain, const std::string& op, int since, int until, KernelFn fn,
                 PrepareFn prepare = nullptr);
+  // Marks the kernels registered so far for (domain, op) as applying a fused epilogue
+  // (KernelContext::epilogue). A later Register of the op (a custom kernel) starts unmarked, so
+  // the Session never fuses into a kernel that would drop the tail.
+  void AcceptEpilogue(const std::string& domain, const std::string& op);
+  bool AcceptsEpilogue(const std::string& domain, const std::string& op, int opset) const;
   // Drops every kernel of (domain, op), so a custom kernel can replace a built-in one.
   void Remove(const std::string& domain, const std::string& op);
   // The kernel for the node's op at `opset`, or nullptr.
@@ -133,6 +149,7 @@ class KernelRegistry {
     int until;
     KernelFn fn;
     PrepareFn prepare;
+    bool accepts_epilogue = false;
   };
   const Entry* FindEntry(const std::string& domain, const std::string& op, int opset) const;
   std::map<std::pair<std::string, std::string>, std::vector<Entry>> entries_;

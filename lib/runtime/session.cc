@@ -15,6 +15,7 @@
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 #include "lib/runtime/execution.h"
+#include "lib/runtime/fusion.h"
 #include "lib/runtime/parallel.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/shape/infer.h"
@@ -39,6 +40,10 @@ struct Session::Plan {
   std::vector<bool> precomputed;  // per step: a Constant node whose value is in `constants`
   std::vector<std::vector<std::string>> frees;        // per step: local values dead after it
   std::unordered_map<std::string, Tensor> constants;  // initializers
+  // Per step: the elementwise tail fused into its kernel (fusion.h), or null. Unobserved runs
+  // only; a step another's tail absorbed is skipped when that kernel applied the tail.
+  std::vector<std::unique_ptr<FusedTail>> fusions;
+  bool has_fusions = false;
 };
 
 // Values visible while running one graph: its own, then the enclosing graph's.
@@ -238,6 +243,14 @@ Session::Session(const io::Model& model, SessionOptions options)
 
 Session::~Session() = default;
 
+int Session::fused_nodes() const {
+  int count = 0;
+  for (const auto& tail : plans_.at(&model_.proto.graph())->fusions) {
+    if (tail) count += static_cast<int>(tail->absorbed.size());
+  }
+  return count;
+}
+
 std::vector<std::string> Session::output_names() const {
   std::vector<std::string> names;
   for (const auto& o : model_.proto.graph().output()) names.push_back(o.name());
@@ -255,6 +268,7 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   }
   const auto& registry = options_.registry ? *options_.registry : KernelRegistry::Default();
   std::unordered_set<std::string> produced;
+  std::vector<bool> accepts_epilogue;
   for (size_t step = 0; step < plan->order.size(); ++step) {
     const auto& node = graph.node(plan->order[step]);
     std::string domain = CanonicalDomain(node.domain());
@@ -283,6 +297,7 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
                   node.name());
     }
     plan->kernels.push_back(fn);
+    accepts_epilogue.push_back(registry.AcceptsEpilogue(domain, node.op_type(), opset));
     plan->opsets.push_back(opset);
     plan->schemas.push_back(schema);
     plan->checked_dtypes.emplace_back();
@@ -323,6 +338,13 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
     if (produced.count(name) || view.IsGraphOutput(name)) continue;
     if (view.GraphInput(name) && !view.Initializer(name)) plan->frees[step].push_back(name);
   }
+  if (!options_.no_fusion) {
+    plan->fusions = FindEpilogueFusions(view, plan->order, plan->constants,
+                                        [&](size_t step) { return accepts_epilogue[step]; });
+  } else {
+    plan->fusions.resize(plan->order.size());
+  }
+  for (const auto& f : plan->fusions) plan->has_fusions |= f != nullptr;
   plans_[&graph] = std::move(plan);
 }
 
@@ -476,10 +498,26 @@ std::vector<NamedTensor> Session::RunInto(const TensorMap& inputs,
   return RunObserved(inputs, nullptr);
 }
 
+std::vector<NamedTensor> Session::RunTimed(
+    const TensorMap& inputs, const std::function<void(const onnx::NodeProto&)>& after_node) {
+  after_node_ = &after_node;
+  struct Reset {
+    const std::function<void(const onnx::NodeProto&)>*& p;
+    ~Reset() { p = nullptr; }
+  } reset{after_node_};
+  return RunObserved(inputs, nullptr);
+}
+
 std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeObserver* observer,
                                      bool nested) {
   const auto& graph = *plan.graph;
+  const bool fused = plan.has_fusions && observer == nullptr;
+  std::vector<char> absorbed(fused ? plan.order.size() : 0);  // this run: tail steps applied
   for (size_t step = 0; step < plan.order.size(); ++step) {
+    if (fused && absorbed[step]) {
+      for (const auto& dead : plan.frees[step]) scope.values.erase(dead);
+      continue;
+    }
     // Observers see every node's outputs, so only unobserved runs skip precomputed constants.
     if (plan.precomputed[step] && observer == nullptr) continue;
     const auto& node = graph.node(plan.order[step]);
@@ -506,6 +544,13 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
     KernelContext ctx(node, plan.opsets[step], std::move(args));
     ctx.set_model(&model_);
     ctx.set_prepared(plan.prepared[step]);
+    const FusedTail* tail = fused ? plan.fusions[step].get() : nullptr;
+    Epilogue epilogue;
+    if (tail) {
+      epilogue.spec = &tail->spec;
+      if (!tail->spec.residual.empty()) epilogue.residual = scope.Find(tail->spec.residual);
+      ctx.set_epilogue(&epilogue);
+    }
     ctx.set_subgraph_runner(
         [this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
           Scope child;
@@ -522,14 +567,19 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
       RunKernel(*plan.kernels[step], ctx, node);
     }
     if (bound) UnaliasCallerBuffer(ctx, bound->index, bound->buffer.data);
+    const bool tail_applied = tail && ctx.epilogue_applied();
+    if (tail_applied) {
+      for (size_t s : tail->absorbed) absorbed[s] = 1;
+    }
     for (int i = 0; i < ctx.output_count(); ++i) {
       if (!ctx.wants_output(i)) continue;
       if (ctx.output(i).empty()) ThrowNoValue(node, i, plan.schemas[step] != nullptr);
-      const std::string& name = node.output(i);
+      const std::string& name = tail_applied && i == 0 ? tail->output : node.output(i);
       if (observer) (*observer)(ProducedTensor{name, ctx.output(i), node, nested});
       scope.values[name] = std::move(ctx.output(i));
     }
     for (const auto& dead : plan.frees[step]) scope.values.erase(dead);
+    if (after_node_ && !nested) (*after_node_)(node);
   }
   std::vector<Tensor> outputs;
   for (const auto& out : graph.output()) {

@@ -31,6 +31,9 @@ struct SessionOptions {
   // Kernel threads of this session's runs (lib/runtime/execution.h); 0: the caller's scope, else
   // the program's default. Two sessions with different counts each keep their own.
   int threads = 0;
+  // Run every node as the model has it: no fused conv tails (fusion.h). Observed runs never
+  // fuse; this turns fusion off for the others too (to compare fused against unfused).
+  bool no_fusion = false;
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -84,6 +87,14 @@ class Session {
   // own and the caller copies). Buffers must stay valid while the results are used.
   std::vector<NamedTensor> RunInto(const TensorMap& inputs,
                                    const std::map<std::string, OutputBuffer>& buffers);
+  // Run as an unobserved run does (fused), calling `after_node` with each main-graph node once
+  // it ran: a fused conv reports the time of its whole tail, and the nodes it absorbed none (a
+  // profile of what actually runs, like ONNX Runtime's after its fusions).
+  std::vector<NamedTensor> RunTimed(const TensorMap& inputs,
+                                    const std::function<void(const onnx::NodeProto&)>& after_node);
+
+  // How many nodes of the main graph unobserved runs fold into a preceding conv (fusion.h).
+  int fused_nodes() const;
 
   // Warnings from the last Run (NaN/Inf in inputs when fail_on_nan is off).
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -107,7 +118,8 @@ class Session {
   std::unordered_map<const onnx::GraphProto*, std::unique_ptr<Plan>> plans_;
   std::vector<InputSpec> inputs_;
   std::vector<std::string> warnings_;
-  const std::map<std::string, OutputBuffer>* output_buffers_ = nullptr;  // during RunInto
+  const std::map<std::string, OutputBuffer>* output_buffers_ = nullptr;      // during RunInto
+  const std::function<void(const onnx::NodeProto&)>* after_node_ = nullptr;  // during RunTimed
 };
 
 // A random tensor for `spec`: floats uniform in [0, 1), integers in [0, 10), bool coin flips.

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
+#include <unordered_map>
 
 #include "lib/ir/graph_view.h"
 
@@ -13,8 +13,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Per-node time from the executor's observer: it is called right after each node ran, so the
-// time since the previous node finished is this node's time (a node's later outputs add none).
+// Per-node time from the executor's hook: it is called right after each node ran, so the time
+// since the previous node finished is this node's time. Nodes fused into a conv get none.
 class Profiler {
  public:
   explicit Profiler(const io::Model& model) {
@@ -22,21 +22,19 @@ class Profiler {
     for (int i = 0; i < view.node_count(); ++i) {
       const auto& n = view.node(i);
       nodes_.push_back({n.name().empty() ? fmt::format("#{}", i) : n.name(), n.op_type()});
-      for (const auto& out : n.output()) producer_[out] = i;
+      index_[&n] = i;
     }
   }
   void Start() {
     last_ = Clock::now();
-    last_node_ = -1;
     ++runs_;
   }
-  void Observe(const std::string& tensor) {
-    auto it = producer_.find(tensor);
-    if (it == producer_.end() || it->second == last_node_) return;
+  void Ran(const onnx::NodeProto& node) {
+    auto it = index_.find(&node);
+    if (it == index_.end()) return;
     auto now = Clock::now();
     nodes_[it->second].ms += std::chrono::duration<double, std::milli>(now - last_).count();
     last_ = now;
-    last_node_ = it->second;
   }
   std::vector<NodeTime> Means() const {
     std::vector<NodeTime> out = nodes_;
@@ -47,9 +45,8 @@ class Profiler {
 
  private:
   std::vector<NodeTime> nodes_;
-  std::map<std::string, int> producer_;
+  std::unordered_map<const onnx::NodeProto*, int> index_;
   Clock::time_point last_;
-  int last_node_ = -1;
   int runs_ = 0;
 };
 
@@ -66,7 +63,9 @@ Latency RunStageResult::latency() const {
 RunStageResult RunStage(const io::Model& model, const RunStageOptions& options) {
   io::Model pinned = model;
   if (!options.input_shapes.empty()) shape::ApplyInputShapes(pinned, options.input_shapes);
-  runtime::Session session(pinned, {options.fail_on_nan, options.kernels});
+  runtime::Session session(pinned, {.fail_on_nan = options.fail_on_nan,
+                                    .registry = options.kernels,
+                                    .no_fusion = options.no_fusion});
   runtime::TensorMap inputs = options.inputs;
   if (options.random_inputs) {
     inputs = runtime::CompleteWithRandom(session, std::move(inputs), options.seed);
@@ -74,18 +73,18 @@ RunStageResult RunStage(const io::Model& model, const RunStageOptions& options) 
   RunStageResult result;
   if (options.repeat > 0) result.outputs = session.Run(inputs);  // warm-up
   Profiler profiler(pinned);
-  runtime::Observer observer;
-  if (options.profile) {
-    observer = [&](const std::string& name, const runtime::Tensor&) { profiler.Observe(name); };
-  }
+  const std::function<void(const onnx::NodeProto&)> ran = [&](const onnx::NodeProto& node) {
+    profiler.Ran(node);
+  };
   for (int i = 0; i < std::max(options.repeat, 1); ++i) {
     auto start = Clock::now();
     if (options.profile) profiler.Start();
-    result.outputs = session.Run(inputs, observer);
+    result.outputs = options.profile ? session.RunTimed(inputs, ran) : session.Run(inputs);
     result.times_ms.push_back(
         std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
   result.warnings = session.warnings();
+  result.fused_nodes = session.fused_nodes();
   if (options.profile) {
     result.profile = profiler.Means();
     result.profile_runs = profiler.runs();

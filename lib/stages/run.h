@@ -1,6 +1,6 @@
 // RunStage: `porttool run` as one call: the reference executor on given or random inputs
 // (lib/runtime/session.h), timed over repeated runs after a warm-up, with an optional per-node
-// profile taken from the executor's observer.
+// profile of the nodes as they run (a fused conv's time includes the tail it absorbed).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,7 @@ struct RunStageOptions {
   int repeat = 0;  // timed runs after one warm-up; 0: a single run, no warm-up
   bool profile = false;
   bool fail_on_nan = false;
+  bool no_fusion = false;  // run every node as the model has it (runtime/fusion.h)
   const runtime::KernelRegistry* kernels = nullptr;
 };
 
@@ -38,6 +39,7 @@ struct RunStageResult {
   std::vector<double> times_ms;   // one per timed run
   std::vector<NodeTime> profile;  // by node index, with options.profile
   int profile_runs = 0;
+  int fused_nodes = 0;                // nodes the executor folded into a preceding conv
   std::vector<std::string> warnings;  // the executor's (NaN/Inf in inputs)
   Latency latency() const;
 };

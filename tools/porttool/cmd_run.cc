@@ -32,6 +32,7 @@ struct RunOptions {
   int threads = 0;
   int repeat = 0;
   bool fail_on_nan = false;
+  bool no_fusion = false;
   bool profile = false;
   size_t top = 10;
   bool json = false;
@@ -44,7 +45,10 @@ nlohmann::json ProfileJson(const stages::RunStageResult& r) {
     nodes.push_back({{"node", n.name}, {"op_type", n.op_type}, {"ms", n.ms}});
     ops[n.op_type] = ops.value(n.op_type, 0.0) + n.ms;
   }
-  return {{"runs", r.profile_runs}, {"nodes", nodes}, {"op_types", ops}};
+  return {{"runs", r.profile_runs},
+          {"fused_nodes", r.fused_nodes},
+          {"nodes", nodes},
+          {"op_types", ops}};
 }
 
 void PrintProfile(const stages::RunStageResult& r, size_t top) {
@@ -59,6 +63,12 @@ void PrintProfile(const stages::RunStageResult& r, size_t top) {
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
   fmt::print("profile: {:.2f} ms per run in {} nodes (mean of {} run(s)); top {} nodes:\n", total,
              rows.size(), r.profile_runs, std::min(top, rows.size()));
+  if (r.fused_nodes > 0) {
+    fmt::print(
+        "  ({} nodes run inside the conv before them and show 0 ms; --no-fusion times "
+        "each)\n",
+        r.fused_nodes);
+  }
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     fmt::print("  {:>8.3f} ms {:>5.1f}%  {:<20} {}\n", rows[i].ms,
                total > 0 ? 100 * rows[i].ms / total : 0.0, rows[i].op_type, rows[i].name);
@@ -122,6 +132,7 @@ int RunRun(const RunOptions& o) {
   options.repeat = o.repeat;
   options.profile = o.profile;
   options.fail_on_nan = o.fail_on_nan;
+  options.no_fusion = o.no_fusion;
   io::Model model = LoadModel(o.model);
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
   options.kernels = custom->Kernels();
@@ -135,6 +146,7 @@ int RunRun(const RunOptions& o) {
     for (size_t i = 0; i < r.outputs.size(); ++i)
       doc["outputs"].push_back(OutputJson(r.outputs[i], files[i]));
     doc["latency_ms"] = {{"median", lat.median}, {"min", lat.min}, {"max", lat.max}};
+    doc["fused_nodes"] = r.fused_nodes;
     if (o.profile) doc["profile"] = ProfileJson(r);
     PrintJson(doc);
     return kExitOk;
@@ -171,6 +183,10 @@ void RegisterRun(CLI::App& app, RunFn& run) {
   cmd->add_flag("--profile", opts->profile,
                 "Time every node (mean over the timed runs): the slowest nodes and op types");
   cmd->add_option("--top", opts->top, "With --profile: rows to print")->capture_default_str();
+  cmd->add_flag("--no-fusion", opts->no_fusion,
+                "Run every node as the model has it, without folding BatchNormalization, "
+                "per-channel Mul/Add, a residual Add and the activation into the Conv before it "
+                "(to compare fused and unfused runs, or to profile each node)");
   cmd->add_flag("--fail-on-nan", opts->fail_on_nan,
                 "Fail (exit 3) when an input holds NaN or Inf instead of warning");
   AddCustomOpOption(*cmd, opts->custom_ops);

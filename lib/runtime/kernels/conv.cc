@@ -13,6 +13,7 @@
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/epilogue_rows.h"
 #include "lib/runtime/kernels/gemm.h"
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/kernels/simd.h"
@@ -39,7 +40,17 @@ struct ConvProblem {
   const float* weights = nullptr;
   const float* bias = nullptr;  // nullptr when absent
   float* y = nullptr;
+  const Epilogue* epilogue = nullptr;  // fused tail (epilogue.h), null when none
+  const float* residual = nullptr;     // the epilogue's residual, laid out as y
   int64_t kernel_rows() const { return cin_g * w.kernel_size(); }
+  // Bias and epilogue for `rows` output channels from `channel` of image n, `cols` wide from
+  // position j0, at row stride `ld` (the plane size).
+  void Finish(int64_t n, int64_t channel, int64_t rows, int64_t j0, int64_t cols, int64_t ld,
+              bool with_bias) const {
+    const int64_t offset = (n * c_out + channel) * ld + j0;
+    kernels::FinishRows(with_bias && bias ? bias + channel : nullptr, epilogue, channel, rows, cols,
+                        ld, y + offset, residual ? residual + offset : nullptr);
+  }
 };
 
 void CheckFloat(const KernelContext& ctx, const Tensor& t) {
@@ -119,15 +130,6 @@ void Col2ImChannel(const float* col, const Window3& w, float* y) {
           }
         }
       }
-}
-
-void AddBiasRows(const float* bias, int64_t rows, int64_t cols, int64_t ld, float* y) {
-  if (bias == nullptr) return;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float b = bias[r];
-    float* row = y + r * ld;
-    for (int64_t j = 0; j < cols; ++j) row[j] += b;
-  }
 }
 
 // ---- depthwise ----
@@ -233,6 +235,7 @@ void RunDepthwise(const ConvProblem& p) {
       } else {
         DepthwiseGeneric(a, w);
       }
+      if (p.epilogue) p.Finish(plane / p.c_out, c, 1, 0, w.out_size(), w.out_size(), false);
     }
   });
 }
@@ -255,7 +258,7 @@ void RunPointwise(const ConvProblem& p) {
       float* y = p.y + (n * p.c_out + g * p.cout_g) * positions + j0;
       Gemm(false, false, p.cout_g, cols, p.cin_g, 1.f, p.weights + g * p.cout_g * p.cin_g, p.cin_g,
            x, positions, 0.f, y, positions);
-      AddBiasRows(p.bias ? p.bias + g * p.cout_g : nullptr, p.cout_g, cols, positions, y);
+      p.Finish(n, g * p.cout_g, p.cout_g, j0, cols, positions, true);
     }
   });
 }
@@ -281,7 +284,7 @@ void RunIm2ColGemm(const ConvProblem& p) {
       float* y = p.y + (n * p.c_out + g * p.cout_g) * positions + j0;
       Gemm(false, false, p.cout_g, cols, rows, 1.f, p.weights + g * p.cout_g * rows, rows,
            col.get(), cols, 0.f, y, positions);
-      AddBiasRows(p.bias ? p.bias + g * p.cout_g : nullptr, p.cout_g, cols, positions, y);
+      p.Finish(n, g * p.cout_g, p.cout_g, j0, cols, positions, true);
     }
   });
 }
@@ -321,6 +324,13 @@ void RunWinogradConv(const ConvProblem& p, const kernels::WinogradWeights& u) {
   c.in_h = w.in[1], c.in_w = w.in[2], c.out_h = w.out[1], c.out_w = w.out[2];
   c.pad_top = w.pad_begin[1], c.pad_left = w.pad_begin[2];
   kernels::RunWinograd(c, u);
+  if (p.epilogue == nullptr) return;
+  const int64_t positions = w.out_size();
+  kernels::ParallelRows(p.batch * p.c_out, positions, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      p.Finish(plane / p.c_out, plane % p.c_out, 1, 0, positions, positions, false);
+    }
+  });
 }
 
 // Plan time: a 3x3 conv with constant weights, one group, stride and dilation 1 gets its
@@ -374,6 +384,9 @@ void ConvKernel(KernelContext& ctx) {
   p.weights = wt.data<float>();
   p.bias = OptionalBias(ctx, p.c_out);
   p.y = y.mutable_data<float>();
+  p.epilogue = kernels::UsableEpilogue(ctx.epilogue(), y);
+  if (p.epilogue && p.epilogue->residual) p.residual = p.epilogue->residual->data<float>();
+  if (p.epilogue) ctx.mark_epilogue_applied();
   if (y.size() == 0) return;
   const auto* winograd = ctx.prepared<kernels::WinogradWeights>();
   if (winograd && IsWinogradShape(p, *winograd)) {
@@ -446,6 +459,7 @@ void ConvTransposeKernel(KernelContext& ctx) {
 
 void RegisterConvKernels(KernelRegistry& r) {
   r.Register("", "Conv", 1, 17, ConvKernel, PrepareConv);
+  r.AcceptEpilogue("", "Conv");
   r.Register("", "ConvTranspose", 1, 17, ConvTransposeKernel);
 }
 

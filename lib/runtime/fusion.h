@@ -1,0 +1,44 @@
+// Session-level fusion (issue 28): at plan time, the elementwise tail that follows a Conv —
+// BatchNormalization or constant per-channel Mul/Add, a residual Add, and one activation — is
+// found and handed to the conv kernel as an epilogue (epilogue.h). The model is not changed: the
+// plan only records, per conv step, the tail and the steps it replaces.
+//
+// Before:  y0 = Conv(x, W, B); y1 = Mul(y0, s); y2 = Add(y1, t); y3 = Add(y2, r); y = Relu(y3)
+// After:   y  = Conv(x, W, B) with epilogue {scale s, shift t, residual r, Relu}
+//
+// A tail is fused only where nothing else can see its intermediates: each is read by the next
+// node of the tail alone, is no graph output and no value a subgraph reads, and every absorbed
+// node has only the attributes its op defines (so a malformed node still fails as it would run
+// alone). Observed runs (calibration, compare --per-tensor) do not use the fusions: they see
+// every tensor of the original graph.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/ir/graph_view.h"
+#include "lib/runtime/epilogue.h"
+#include "lib/runtime/tensor.h"
+
+namespace porttool::runtime {
+
+struct FusedTail {
+  EpilogueSpec spec;
+  std::string output;            // the value the head's output 0 becomes (the tail's last)
+  std::vector<size_t> absorbed;  // plan steps the tail replaces
+};
+
+// One entry per step of `order` (node indices of the viewed graph in run order): the tail fused
+// into that step's node, or null. `accepts(step)` says whether the step's kernel applies epilogues;
+// `constants` holds the graph's initializers and precomputed Constant outputs.
+std::vector<std::unique_ptr<FusedTail>> FindEpilogueFusions(
+    const ir::GraphView& view, const std::vector<int>& order,
+    const std::unordered_map<std::string, Tensor>& constants,
+    const std::function<bool(size_t step)>& accepts);
+
+}  // namespace porttool::runtime
