@@ -84,38 +84,114 @@ void RegisterFloatUnary(KernelRegistry& r, const char* name, auto f) {
   r.Register("", name, 1, kLatest, UnaryKernel({}, FloatTypes{}, NoAttrs(f)));
 }
 
-// Erf and Sigmoid over float32 through the vectorised Erf8/Exp8 (vector_math.h); double
-// keeps the libm function.
-using FloatSpan = void (*)(const float*, float*, int64_t);
-PORTTOOL_SIMD_CLONES void ErfSpan(const float* x, float* y, int64_t n) {
-  Map8(x, y, n, [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return Erf8(v); });
+// ---- float32 paths ----
+//
+// The build targets baseline x86-64, so the float32 loops live in PORTTOOL_SIMD_CLONES functions
+// (simd.h) written over 8 lanes (vector_math.h); every other type (double, integers) keeps the
+// generic per-element lambda. float16/bfloat16 tensors are float32 in the executor, so they take
+// the float32 path too. The exact ops compute the same float operations, in the same order and
+// with the same comparisons (so NaN and -0 come out as the generic lambda gives them), as the
+// scalar lambda registered for the other types; the spans that multiply and add are compiled
+// with fp-contract=off so an FMA clone does not fuse them. The transcendental ones use
+// vector_math.h's approximations (a few ulp).
+
+// Per-kernel constants read from the attributes (alpha, beta, gamma, bounds).
+struct UnaryParams {
+  float a = 0, b = 0, c = 0;
+};
+using FloatSpan = void (*)(const float*, float*, int64_t, const UnaryParams&);
+using ReadParams = UnaryParams (*)(const KernelContext&);
+
+#define PORTTOOL_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+
+// One span function per op: y[i] = EXPR with v the input lanes and pa, pb, pc the UnaryParams;
+// the _BODY form takes statements that `return` the result. EXACT spans are compiled without
+// FMA contraction (they must round as the scalar lambda does); the approximations keep it.
+#define PORTTOOL_UNARY_SPAN_WITH(NAME, ATTRS, ...)                           \
+  PORTTOOL_SIMD_CLONES ATTRS void NAME(const float* x, float* y, int64_t n,  \
+                                       const UnaryParams& p) {               \
+    const float pa = p.a, pb = p.b, pc = p.c;                                \
+    (void)pa, (void)pb, (void)pc;                                            \
+    Map8(x, y, n, [&](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { __VA_ARGS__ }); \
+  }
+#define PORTTOOL_UNARY_SPAN(NAME, EXPR) PORTTOOL_UNARY_SPAN_WITH(NAME, , return EXPR;)
+#define PORTTOOL_EXACT_UNARY_SPAN(NAME, EXPR) \
+  PORTTOOL_UNARY_SPAN_WITH(NAME, PORTTOOL_NO_FP_CONTRACT, return EXPR;)
+#define PORTTOOL_EXACT_UNARY_SPAN_BODY(NAME, ...) \
+  PORTTOOL_UNARY_SPAN_WITH(NAME, PORTTOOL_NO_FP_CONTRACT, __VA_ARGS__)
+
+const V8f kZero8{};
+
+PORTTOOL_UNARY_SPAN(ErfSpan, Erf8(v))
+PORTTOOL_UNARY_SPAN(SigmoidSpan, Sigmoid8(v))
+PORTTOOL_UNARY_SPAN(TanhSpan, Tanh8(v))
+PORTTOOL_UNARY_SPAN(ExpSpan, Exp8(v))
+PORTTOOL_UNARY_SPAN(LogSpan, Log8(v))
+PORTTOOL_EXACT_UNARY_SPAN(SqrtSpan, Sqrt8(v))
+PORTTOOL_EXACT_UNARY_SPAN(ReciprocalSpan, 1.0f / v)
+PORTTOOL_EXACT_UNARY_SPAN(SoftsignSpan, v / (1.0f + Abs8(v)))
+// v > 0 ? v : 0, so NaN -> 0 as the generic lambda.
+PORTTOOL_EXACT_UNARY_SPAN(ReluSpan, v > kZero8 ? v : kZero8)
+// v < 0 ? -v : v (the generic lambda's form: -0 stays -0).
+PORTTOOL_EXACT_UNARY_SPAN(AbsSpan, v < kZero8 ? -v : v)
+PORTTOOL_EXACT_UNARY_SPAN(NegSpan, -v)
+PORTTOOL_EXACT_UNARY_SPAN(LeakyReluSpan, v >= kZero8 ? v : pa * v)
+PORTTOOL_EXACT_UNARY_SPAN(ThresholdedReluSpan, v > Broadcast8(pa) ? v : kZero8)
+// std::max(0, std::min(1, a * v + b)): min(1, t) is t < 1 ? t : 1, max(0, m) is 0 < m ? m : 0.
+PORTTOOL_EXACT_UNARY_SPAN_BODY(HardSigmoidSpan, const V8f t = pa * v + pb;
+                               const V8f m = t < Splat(1.0f) ? t : Splat(1.0f);
+                               return kZero8 < m ? m : kZero8;)
+PORTTOOL_EXACT_UNARY_SPAN_BODY(HardSwishSpan, const V8f t = v / 6.0f + 0.5f;
+                               const V8f m = t < Splat(1.0f) ? t : Splat(1.0f);
+                               return v * (kZero8 < m ? m : kZero8);)
+// std::min(std::max(v, lo), hi): max(v, lo) is v < lo ? lo : v, min(m, hi) is hi < m ? hi : m.
+PORTTOOL_EXACT_UNARY_SPAN_BODY(ClipSpan, const V8f m = v < Broadcast8(pa) ? Broadcast8(pa) : v;
+                               return Broadcast8(pb) < m ? Broadcast8(pb) : m;)
+PORTTOOL_UNARY_SPAN(EluSpan, v >= kZero8 ? v : pa * Expm1_8(v))
+// p.a = gamma, p.b = gamma * alpha (rounded once, from double).
+PORTTOOL_UNARY_SPAN(SeluSpan, v > kZero8 ? pa * v : pb * Expm1_8(v))
+PORTTOOL_UNARY_SPAN_WITH(CeluSpan, , const V8f pos = kZero8 < v ? v : kZero8;
+                         const V8f w = pa * Expm1_8(v / pa);
+                         return pos + (w < kZero8 ? w : kZero8);)
+// max(v, 0) + log1p(e^-|v|): the generic lambda's two branches in one.
+PORTTOOL_UNARY_SPAN(SoftplusSpan, (v > kZero8 ? v : kZero8) + Log1pNonNegative8(Exp8(-Abs8(v))))
+
+UnaryParams NoParams(const KernelContext&) { return {}; }
+
+// span over a float32 tensor, split across the pool.
+Tensor MapFloat(const Tensor& x, FloatSpan span, const UnaryParams& params) {
+  Tensor y = Tensor::Uninitialized(TP::FLOAT, x.shape());
+  const float* px = x.data<float>();
+  float* py = y.mutable_data<float>();
+  ParallelElements(x.size(), [&](int64_t b, int64_t e) { span(px + b, py + b, e - b, params); });
+  return y;
 }
-PORTTOOL_SIMD_CLONES void SigmoidSpan(const float* x, float* y, int64_t n) {
-  Map8(x, y, n, [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return Sigmoid8(v); });
+
+// The kernel for `attrs`: float32 through `span` (with `read(ctx)`'s constants), any other type
+// through `other_types`, which checks its attributes and dtype itself.
+KernelFn VectorisedUnary(std::vector<std::string> attrs, ReadParams read, FloatSpan span,
+                         KernelFn other_types) {
+  return [attrs, read, span, other_types](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != TP::FLOAT) return other_types(ctx);
+    ctx.AllowAttributes(attrs);
+    ctx.output(0) = MapFloat(x, span, read(ctx));
+  };
 }
 
 void RegisterVectorisedUnary(KernelRegistry& r, const char* name, FloatSpan span, auto generic) {
-  const KernelFn other_types = UnaryKernel({}, FloatTypes{}, NoAttrs(generic));
-  r.Register("", name, 1, kLatest, [span, other_types](KernelContext& ctx) {
-    const Tensor& x = ctx.input(0);
-    if (x.dtype() != TP::FLOAT) return other_types(ctx);
-    ctx.AllowAttributes({});
-    Tensor y = Tensor::Uninitialized(x.dtype(), x.shape());
-    const float* px = x.data<float>();
-    float* py = y.mutable_data<float>();
-    ParallelElements(x.size(), [&](int64_t b, int64_t e) { span(px + b, py + b, e - b); });
-    ctx.output(0) = std::move(y);
-  });
+  r.Register("", name, 1, kLatest,
+             VectorisedUnary({}, NoParams, span, UnaryKernel({}, FloatTypes{}, NoAttrs(generic))));
 }
 
 void RegisterUnaryOps(KernelRegistry& r) {
   RegisterVectorisedUnary(r, "Sigmoid", SigmoidSpan, [](auto v) { return 1 / (1 + std::exp(-v)); });
-  RegisterFloatUnary(r, "Tanh", [](auto v) { return std::tanh(v); });
+  RegisterVectorisedUnary(r, "Tanh", TanhSpan, [](auto v) { return std::tanh(v); });
   RegisterVectorisedUnary(r, "Erf", ErfSpan, [](auto v) { return std::erf(v); });
-  RegisterFloatUnary(r, "Sqrt", [](auto v) { return std::sqrt(v); });
-  RegisterFloatUnary(r, "Exp", [](auto v) { return std::exp(v); });
-  RegisterFloatUnary(r, "Log", [](auto v) { return std::log(v); });
-  RegisterFloatUnary(r, "Reciprocal", [](auto v) { return 1 / v; });
+  RegisterVectorisedUnary(r, "Sqrt", SqrtSpan, [](auto v) { return std::sqrt(v); });
+  RegisterVectorisedUnary(r, "Exp", ExpSpan, [](auto v) { return std::exp(v); });
+  RegisterVectorisedUnary(r, "Log", LogSpan, [](auto v) { return std::log(v); });
+  RegisterVectorisedUnary(r, "Reciprocal", ReciprocalSpan, [](auto v) { return 1 / v; });
   RegisterFloatUnary(r, "Floor", [](auto v) { return std::floor(v); });
   RegisterFloatUnary(r, "Ceil", [](auto v) { return std::ceil(v); });
   // nearbyint in the default rounding mode is round-half-to-even, as ONNX specifies.
@@ -131,71 +207,108 @@ void RegisterUnaryOps(KernelRegistry& r) {
   RegisterFloatUnary(r, "Asinh", [](auto v) { return std::asinh(v); });
   RegisterFloatUnary(r, "Acosh", [](auto v) { return std::acosh(v); });
   RegisterFloatUnary(r, "Atanh", [](auto v) { return std::atanh(v); });
-  RegisterFloatUnary(r, "Softsign", [](auto v) { return v / (1 + std::abs(v)); });
-  RegisterFloatUnary(r, "Softplus", [](auto v) {
+  RegisterVectorisedUnary(r, "Softsign", SoftsignSpan,
+                          [](auto v) { return v / (1 + std::abs(v)); });
+  RegisterVectorisedUnary(r, "Softplus", SoftplusSpan, [](auto v) {
     // log(1 + e^v) without overflow for large v.
     return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
   });
-  RegisterFloatUnary(r, "HardSwish", [](auto v) {
+  RegisterVectorisedUnary(r, "HardSwish", HardSwishSpan, [](auto v) {
     using T = decltype(v);
     return v * std::max(T(0), std::min(T(1), v / T(6) + T(0.5)));
   });
   r.Register(
       "", "Relu", 1, kLatest,
-      UnaryKernel({}, SignedTypes{}, NoAttrs([](auto v) { return v > 0 ? v : decltype(v)(0); })));
-  r.Register("", "Abs", 1, kLatest, UnaryKernel({}, NumericTypes{}, NoAttrs([](auto v) {
-                                                  if constexpr (std::is_signed_v<decltype(v)>) {
-                                                    return v < 0 ? WrappingNegate(v) : v;
-                                                  } else {
-                                                    return v;
-                                                  }
-                                                })));
+      VectorisedUnary({}, NoParams, ReluSpan, UnaryKernel({}, SignedTypes{}, NoAttrs([](auto v) {
+                                                            return v > 0 ? v : decltype(v)(0);
+                                                          }))));
+  r.Register("", "Abs", 1, kLatest,
+             VectorisedUnary({}, NoParams, AbsSpan,
+                             UnaryKernel({}, NumericTypes{}, NoAttrs([](auto v) {
+                                           if constexpr (std::is_signed_v<decltype(v)>) {
+                                             return v < 0 ? WrappingNegate(v) : v;
+                                           } else {
+                                             return v;
+                                           }
+                                         }))));
   r.Register("", "Neg", 1, kLatest,
-             UnaryKernel({}, SignedTypes{}, NoAttrs([](auto v) { return WrappingNegate(v); })));
+             VectorisedUnary({}, NoParams, NegSpan,
+                             UnaryKernel({}, SignedTypes{},
+                                         NoAttrs([](auto v) { return WrappingNegate(v); }))));
   r.Register("", "Sign", 9, kLatest, UnaryKernel({}, NumericTypes{}, NoAttrs([](auto v) {
                                                    using T = decltype(v);
                                                    return T((T(0) < v) - (v < T(0)));
                                                  })));
 }
 
+// An activation with attributes: float32 through `span` with `read`'s constants, double through
+// `make_op` as UnaryKernel.
+void RegisterActivation(KernelRegistry& r, const char* name, int since,
+                        std::vector<std::string> attrs, ReadParams read, FloatSpan span,
+                        auto make_op) {
+  r.Register("", name, since, kLatest,
+             VectorisedUnary(attrs, read, span, UnaryKernel(attrs, FloatTypes{}, make_op)));
+}
+
 void RegisterActivations(KernelRegistry& r) {
-  r.Register("", "LeakyRelu", 1, kLatest,
-             UnaryKernel({"alpha"}, FloatTypes{}, [](const KernelContext& c) {
-               double a = c.GetFloat("alpha", 0.01f);
-               return [a](auto v) { return v >= 0 ? v : decltype(v)(a * v); };
-             }));
-  r.Register("", "HardSigmoid", 1, kLatest,
-             UnaryKernel({"alpha", "beta"}, FloatTypes{}, [](const KernelContext& c) {
-               float a = c.GetFloat("alpha", 0.2f), b = c.GetFloat("beta", 0.5f);
-               return [a, b](auto v) {
-                 using T = decltype(v);
-                 return std::max(T(0), std::min(T(1), T(a) * v + T(b)));
-               };
-             }));
-  r.Register("", "Elu", 1, kLatest,
-             UnaryKernel({"alpha"}, FloatTypes{}, [](const KernelContext& c) {
-               double a = c.GetFloat("alpha", 1.0f);
-               return [a](auto v) { return v >= 0 ? v : decltype(v)(a * std::expm1(v)); };
-             }));
-  r.Register("", "Celu", 12, kLatest,
-             UnaryKernel({"alpha"}, FloatTypes{}, [](const KernelContext& c) {
-               double a = c.GetFloat("alpha", 1.0f);
-               return [a](auto v) {
-                 using T = decltype(v);
-                 return std::max(T(0), v) + std::min(T(0), T(a * std::expm1(v / a)));
-               };
-             }));
-  r.Register("", "Selu", 1, kLatest,
-             UnaryKernel({"alpha", "gamma"}, FloatTypes{}, [](const KernelContext& c) {
-               double a = c.GetFloat("alpha", 1.67326319217681884765625f);
-               double g = c.GetFloat("gamma", 1.05070102214813232421875f);
-               return [a, g](auto v) { return decltype(v)(v > 0 ? g * v : g * a * std::expm1(v)); };
-             }));
-  r.Register("", "ThresholdedRelu", 10, kLatest,
-             UnaryKernel({"alpha"}, FloatTypes{}, [](const KernelContext& c) {
-               double a = c.GetFloat("alpha", 1.0f);
-               return [a](auto v) { return v > a ? v : decltype(v)(0); };
-             }));
+  RegisterActivation(
+      r, "LeakyRelu", 1, {"alpha"},
+      [](const KernelContext& c) { return UnaryParams{c.GetFloat("alpha", 0.01f)}; }, LeakyReluSpan,
+      [](const KernelContext& c) {
+        double a = c.GetFloat("alpha", 0.01f);
+        return [a](auto v) { return v >= 0 ? v : decltype(v)(a * v); };
+      });
+  RegisterActivation(
+      r, "HardSigmoid", 1, {"alpha", "beta"},
+      [](const KernelContext& c) {
+        return UnaryParams{c.GetFloat("alpha", 0.2f), c.GetFloat("beta", 0.5f)};
+      },
+      HardSigmoidSpan,
+      [](const KernelContext& c) {
+        float a = c.GetFloat("alpha", 0.2f), b = c.GetFloat("beta", 0.5f);
+        return [a, b](auto v) {
+          using T = decltype(v);
+          return std::max(T(0), std::min(T(1), T(a) * v + T(b)));
+        };
+      });
+  RegisterActivation(
+      r, "Elu", 1, {"alpha"},
+      [](const KernelContext& c) { return UnaryParams{c.GetFloat("alpha", 1.0f)}; }, EluSpan,
+      [](const KernelContext& c) {
+        double a = c.GetFloat("alpha", 1.0f);
+        return [a](auto v) { return v >= 0 ? v : decltype(v)(a * std::expm1(v)); };
+      });
+  RegisterActivation(
+      r, "Celu", 12, {"alpha"},
+      [](const KernelContext& c) { return UnaryParams{c.GetFloat("alpha", 1.0f)}; }, CeluSpan,
+      [](const KernelContext& c) {
+        double a = c.GetFloat("alpha", 1.0f);
+        return [a](auto v) {
+          using T = decltype(v);
+          return std::max(T(0), v) + std::min(T(0), T(a * std::expm1(v / a)));
+        };
+      });
+  RegisterActivation(
+      r, "Selu", 1, {"alpha", "gamma"},
+      [](const KernelContext& c) {
+        double a = c.GetFloat("alpha", 1.67326319217681884765625f);
+        double g = c.GetFloat("gamma", 1.05070102214813232421875f);
+        return UnaryParams{static_cast<float>(g), static_cast<float>(g * a)};
+      },
+      SeluSpan,
+      [](const KernelContext& c) {
+        double a = c.GetFloat("alpha", 1.67326319217681884765625f);
+        double g = c.GetFloat("gamma", 1.05070102214813232421875f);
+        return [a, g](auto v) { return decltype(v)(v > 0 ? g * v : g * a * std::expm1(v)); };
+      });
+  RegisterActivation(
+      r, "ThresholdedRelu", 10, {"alpha"},
+      [](const KernelContext& c) { return UnaryParams{c.GetFloat("alpha", 1.0f)}; },
+      ThresholdedReluSpan,
+      [](const KernelContext& c) {
+        double a = c.GetFloat("alpha", 1.0f);
+        return [a](auto v) { return v > a ? v : decltype(v)(0); };
+      });
 }
 
 // ---- binary ----
@@ -220,9 +333,61 @@ Tensor SecondOperand(const KernelContext& ctx, std::vector<std::string> attrs) {
   return LegacyBroadcastOperand(ctx, a, b);
 }
 
+// o[i] = EXPR over float32 runs, x and y the lanes of a and b (an operand with step 0 is one value
+// broadcast along the run).
+using BinarySpan = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t);
+#define PORTTOOL_BINARY_SPAN(NAME, EXPR)                                             \
+  PORTTOOL_SIMD_CLONES PORTTOOL_NO_FP_CONTRACT void NAME(                            \
+      const float* a, int64_t sa, const float* b, int64_t sb, float* o, int64_t n) { \
+    Map8Binary(a, sa, b, sb, o, n,                                                   \
+               [](V8f x, V8f y) PORTTOOL_ALWAYS_INLINE_LAMBDA { return EXPR; });     \
+  }
+
+PORTTOOL_BINARY_SPAN(AddSpan, x + y)
+PORTTOOL_BINARY_SPAN(SubSpan, x - y)
+PORTTOOL_BINARY_SPAN(MulSpan, x* y)
+PORTTOOL_BINARY_SPAN(DivSpan, x / y)
+PORTTOOL_BINARY_SPAN(PReluSpan, x < kZero8 ? x * y : x)
+// The generic Max/Min lambdas: a NaN first operand wins, a NaN second operand loses (the
+// comparison is false), and of two equal values (+0 and -0) the first is kept.
+PORTTOOL_BINARY_SPAN(MaxSpan, x != x ? x : (x < y ? y : x))
+PORTTOOL_BINARY_SPAN(MinSpan, x != x ? x : (y < x ? y : x))
+
+// BinaryBroadcast (kernel_util.h) for float32 with a span per contiguous run: the same plan,
+// rows cut into the same segments.
+void FloatBroadcast(const Tensor& a, const Tensor& b, Tensor& out, BinarySpan span) {
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.mutable_data<float>();
+  if (a.shape() == b.shape()) {
+    ParallelElements(out.size(), [&](int64_t begin, int64_t end) {
+      span(pa + begin, 1, pb + begin, 1, po + begin, end - begin);
+    });
+    return;
+  }
+  Broadcaster plan(out.shape(), {a.shape(), b.shape()});
+  const int64_t n = plan.row_length();
+  const int64_t sa = plan.inner_steps()[0], sb = plan.inner_steps()[1];
+  constexpr int64_t kSegment = 1 << 14;
+  const int64_t segments = std::max<int64_t>(1, (n + kSegment - 1) / kSegment);
+  const int64_t seg_len = (n + segments - 1) / segments;
+  ParallelRows(plan.rows() * segments, seg_len, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> off(2);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t r = item / segments;
+      const int64_t i0 = (item % segments) * seg_len, i1 = std::min(n, i0 + seg_len);
+      if (i1 <= i0) continue;
+      plan.RowOffsets(r, off);
+      span(pa + off[0] + i0 * sa, sa, pb + off[1] + i0 * sb, sb, po + r * n + i0, i1 - i0);
+    }
+  });
+}
+
+// float32 through `float_span` when given, the other types (and float32 without one) through op.
 template <typename DispatchFn, typename Op>
-KernelFn BinaryKernel(std::vector<std::string> attrs, DispatchFn dispatch, Op op) {
-  return [attrs, dispatch, op](KernelContext& ctx) {
+KernelFn BinaryKernel(std::vector<std::string> attrs, DispatchFn dispatch, Op op,
+                      BinarySpan float_span = nullptr) {
+  return [attrs, dispatch, op, float_span](KernelContext& ctx) {
     const Tensor& a = ctx.input(0);
     Tensor b = SecondOperand(ctx, attrs);
     if (a.dtype() != b.dtype()) {
@@ -230,10 +395,14 @@ KernelFn BinaryKernel(std::vector<std::string> attrs, DispatchFn dispatch, Op op
           fmt::format("inputs have different types: {} and {}", a.DebugString(), b.DebugString()));
     }
     Tensor out = Tensor::Uninitialized(a.dtype(), BroadcastShape(ctx, {&a, &b}));
-    dispatch(ctx, a.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      BinaryBroadcast<T, T, T>(a, b, out, [&](T x, T y) { return static_cast<T>(op(x, y)); });
-    });
+    if (float_span != nullptr && a.dtype() == TP::FLOAT) {
+      FloatBroadcast(a, b, out, float_span);
+    } else {
+      dispatch(ctx, a.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        BinaryBroadcast<T, T, T>(a, b, out, [&](T x, T y) { return static_cast<T>(op(x, y)); });
+      });
+    }
     ctx.output(0) = std::move(out);
   };
 }
@@ -270,11 +439,36 @@ void RegisterModKernel(KernelRegistry& r) {
   });
 }
 
+// float32 x^e for the constant exponents with an exact lanewise form (what std::pow gives:
+// pow(x, 0) = 1 even for NaN; pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf where sqrt gives -0
+// and NaN); nullptr for any other exponent.
+PORTTOOL_EXACT_UNARY_SPAN_BODY(PowZeroSpan, (void)v; return Splat(1.0f);)
+PORTTOOL_EXACT_UNARY_SPAN(PowOneSpan, v)
+PORTTOOL_EXACT_UNARY_SPAN(PowTwoSpan, v* v)
+PORTTOOL_EXACT_UNARY_SPAN_BODY(PowHalfSpan, const V8f r = Sqrt8(v) + 0.0f;
+                               return v == Splat(-__builtin_inff()) ? Splat(__builtin_inff()) : r;)
+
+FloatSpan ConstantPowSpan(float e) {
+  if (e == 0.0f) return PowZeroSpan;
+  if (e == 1.0f) return PowOneSpan;
+  if (e == 2.0f) return PowTwoSpan;
+  if (e == 0.5f) return PowHalfSpan;
+  return nullptr;
+}
+
 void RegisterPow(KernelRegistry& r) {
   r.Register("", "Pow", 1, kLatest, [](KernelContext& ctx) {
     const Tensor& a = ctx.input(0);
     Tensor b = SecondOperand(ctx, {});
-    Tensor out(a.dtype(), BroadcastShape(ctx, {&a, &b}));
+    std::vector<int64_t> out_shape = BroadcastShape(ctx, {&a, &b});
+    // A single float32 exponent: out has a's elements in a's order (only its rank may grow).
+    if (a.dtype() == TP::FLOAT && b.dtype() == TP::FLOAT && b.size() == 1) {
+      if (FloatSpan span = ConstantPowSpan(b.data<float>()[0])) {
+        ctx.output(0) = MapFloat(a, span, {}).Reshaped(out_shape);
+        return;
+      }
+    }
+    Tensor out(a.dtype(), out_shape);
     DispatchNumeric(ctx, a.dtype(), [&](auto ta) {
       using A = decltype(ta);
       DispatchNumeric(ctx, b.dtype(), [&](auto tb) {
@@ -295,20 +489,25 @@ void RegisterPow(KernelRegistry& r) {
 }
 
 void RegisterArithmetic(KernelRegistry& r) {
-  r.Register("", "Add", 1, kLatest, BinaryKernel({}, NumericTypes{}, std::plus<>()));
-  r.Register("", "Sub", 1, kLatest, BinaryKernel({}, NumericTypes{}, std::minus<>()));
-  r.Register("", "Mul", 1, kLatest, BinaryKernel({}, NumericTypes{}, std::multiplies<>()));
-  r.Register("", "Div", 1, kLatest, BinaryKernel({}, NumericTypes{}, [](auto x, auto y) {
-               if constexpr (std::is_integral_v<decltype(x)>) {
-                 return y == 0 ? decltype(x)(0) : decltype(x)(x / y);
-               } else {
-                 return x / y;
-               }
-             }));
+  r.Register("", "Add", 1, kLatest, BinaryKernel({}, NumericTypes{}, std::plus<>(), AddSpan));
+  r.Register("", "Sub", 1, kLatest, BinaryKernel({}, NumericTypes{}, std::minus<>(), SubSpan));
+  r.Register("", "Mul", 1, kLatest, BinaryKernel({}, NumericTypes{}, std::multiplies<>(), MulSpan));
+  r.Register("", "Div", 1, kLatest,
+             BinaryKernel(
+                 {}, NumericTypes{},
+                 [](auto x, auto y) {
+                   if constexpr (std::is_integral_v<decltype(x)>) {
+                     return y == 0 ? decltype(x)(0) : decltype(x)(x / y);
+                   } else {
+                     return x / y;
+                   }
+                 },
+                 DivSpan));
   // PRelu's slope broadcasts to X (unidirectional); the multidirectional broadcast covers it.
-  r.Register("", "PRelu", 1, kLatest, BinaryKernel({}, SignedTypes{}, [](auto x, auto s) {
-               return x < 0 ? decltype(x)(x * s) : x;
-             }));
+  r.Register("", "PRelu", 1, kLatest,
+             BinaryKernel(
+                 {}, SignedTypes{}, [](auto x, auto s) { return x < 0 ? decltype(x)(x * s) : x; },
+                 PReluSpan));
   RegisterModKernel(r);
   RegisterPow(r);
 }
@@ -394,6 +593,61 @@ void RegisterComparison(KernelRegistry& r) {
   });
 }
 
+// Where over 4- and 8-byte elements, moved as unsigned integers: o[i] = c[i] ? x[i] : y[i] as a
+// bit select, so the loop vectorises (a bool is 0 or 1 in the executor's storage). An operand
+// with step 0 is its element 0 for every i; each step pattern gets its own loop.
+template <typename U, bool kC, bool kX, bool kY>
+PORTTOOL_ALWAYS_INLINE void WhereRun(const uint8_t* c, const U* x, const U* y, U* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const U m = U(0) - static_cast<U>(c[kC ? i : 0] != 0);
+    o[i] = (x[kX ? i : 0] & m) | (y[kY ? i : 0] & ~m);
+  }
+}
+
+template <typename U>
+PORTTOOL_ALWAYS_INLINE void WhereRunSteps(const uint8_t* c, int64_t sc, const U* x, int64_t sx,
+                                          const U* y, int64_t sy, U* o, int64_t n) {
+  switch ((sc ? 4 : 0) | (sx ? 2 : 0) | (sy ? 1 : 0)) {
+    case 0:
+      return WhereRun<U, false, false, false>(c, x, y, o, n);
+    case 1:
+      return WhereRun<U, false, false, true>(c, x, y, o, n);
+    case 2:
+      return WhereRun<U, false, true, false>(c, x, y, o, n);
+    case 3:
+      return WhereRun<U, false, true, true>(c, x, y, o, n);
+    case 4:
+      return WhereRun<U, true, false, false>(c, x, y, o, n);
+    case 5:
+      return WhereRun<U, true, false, true>(c, x, y, o, n);
+    case 6:
+      return WhereRun<U, true, true, false>(c, x, y, o, n);
+    default:
+      return WhereRun<U, true, true, true>(c, x, y, o, n);
+  }
+}
+
+PORTTOOL_SIMD_CLONES void WhereSpan32(const uint8_t* c, int64_t sc, const uint32_t* x, int64_t sx,
+                                      const uint32_t* y, int64_t sy, uint32_t* o, int64_t n) {
+  WhereRunSteps(c, sc, x, sx, y, sy, o, n);
+}
+PORTTOOL_SIMD_CLONES void WhereSpan64(const uint8_t* c, int64_t sc, const uint64_t* x, int64_t sx,
+                                      const uint64_t* y, int64_t sy, uint64_t* o, int64_t n) {
+  WhereRunSteps(c, sc, x, sx, y, sy, o, n);
+}
+
+template <typename U>
+void WhereSpan(const uint8_t* c, int64_t sc, const U* x, int64_t sx, const U* y, int64_t sy, U* o,
+               int64_t n) {
+  if constexpr (sizeof(U) == 4) {
+    WhereSpan32(c, sc, x, sx, y, sy, o, n);
+  } else if constexpr (sizeof(U) == 8) {
+    WhereSpan64(c, sc, x, sx, y, sy, o, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = c[i * sc] ? x[i * sx] : y[i * sy];
+  }
+}
+
 void RegisterWhere(KernelRegistry& r) {
   r.Register("", "Where", 9, kLatest, [](KernelContext& ctx) {
     ctx.AllowAttributes({});
@@ -402,22 +656,37 @@ void RegisterWhere(KernelRegistry& r) {
     const Tensor& y = ctx.input(2);
     if (c.dtype() != TP::BOOL) ctx.Fail("condition must be bool, got " + c.DebugString());
     if (x.dtype() != y.dtype()) ctx.Fail("X and Y must have the same type");
-    Tensor out(x.dtype(), BroadcastShape(ctx, {&c, &x, &y}));
+    Tensor out = Tensor::Uninitialized(x.dtype(), BroadcastShape(ctx, {&c, &x, &y}));
     Broadcaster plan(out.shape(), {c.shape(), x.shape(), y.shape()});
+    const int64_t n = plan.row_length();
+    const auto& s = plan.inner_steps();
+    // Rows cut into segments as BinaryBroadcast does, so one long row still splits.
+    constexpr int64_t kSegment = 1 << 14;
+    const int64_t segments = std::max<int64_t>(1, (n + kSegment - 1) / kSegment);
+    const int64_t seg_len = (n + segments - 1) / segments;
     DispatchAll(ctx, x.dtype(), [&](auto tag) {
+      // The elements move as unsigned integers of their size.
       using T = decltype(tag);
-      const bool* pc = c.data<bool>();
-      const T* px = x.data<T>();
-      const T* py = y.data<T>();
-      T* po = out.mutable_data<T>();
-      const auto& s = plan.inner_steps();
-      std::vector<int64_t> off(3);
-      for (int64_t row = 0, o = 0; row < plan.rows(); ++row) {
-        plan.RowOffsets(row, off);
-        for (int64_t i = 0; i < plan.row_length(); ++i, ++o) {
-          po[o] = pc[off[0] + i * s[0]] ? px[off[1] + i * s[1]] : py[off[2] + i * s[2]];
+      using U = std::conditional_t<
+          sizeof(T) == 8, uint64_t,
+          std::conditional_t<sizeof(T) == 4, uint32_t,
+                             std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>>>;
+      static_assert(sizeof(U) == sizeof(T));
+      const uint8_t* pc = reinterpret_cast<const uint8_t*>(c.data<bool>());
+      const U* px = reinterpret_cast<const U*>(x.data<T>());
+      const U* py = reinterpret_cast<const U*>(y.data<T>());
+      U* po = reinterpret_cast<U*>(out.mutable_data<T>());
+      ParallelRows(plan.rows() * segments, seg_len, [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> off(3);
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t row = item / segments;
+          const int64_t i0 = (item % segments) * seg_len, i1 = std::min(n, i0 + seg_len);
+          if (i1 <= i0) continue;
+          plan.RowOffsets(row, off);
+          WhereSpan(pc + off[0] + i0 * s[0], s[0], px + off[1] + i0 * s[1], s[1],
+                    py + off[2] + i0 * s[2], s[2], po + row * n + i0, i1 - i0);
         }
-      }
+      });
     });
     ctx.output(0) = std::move(out);
   });
@@ -524,6 +793,10 @@ void RegisterClip(KernelRegistry& r) {
     double lo = ctx.GetFloat("min", -std::numeric_limits<float>::max());
     double hi = ctx.GetFloat("max", std::numeric_limits<float>::max());
     const Tensor& x = ctx.input(0);
+    if (x.dtype() == TP::FLOAT) {
+      ctx.output(0) = MapFloat(x, ClipSpan, {static_cast<float>(lo), static_cast<float>(hi)});
+      return;
+    }
     DispatchFloat(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       Tensor y = Tensor::Uninitialized(x.dtype(), x.shape());
@@ -550,6 +823,10 @@ void RegisterClip(KernelRegistry& r) {
       };
       lo = bound(1, lo);
       hi = bound(2, hi);
+      if constexpr (std::is_same_v<T, float>) {
+        ctx.output(0) = MapFloat(x, ClipSpan, {lo, hi});
+        return;
+      }
       Tensor y = Tensor::Uninitialized(x.dtype(), x.shape());
       MapInto<T>(x, y, [&](T v) { return std::min(std::max(v, lo), hi); });
       ctx.output(0) = std::move(y);
@@ -559,8 +836,8 @@ void RegisterClip(KernelRegistry& r) {
 
 // Folds the inputs pairwise with broadcasting; Mean divides at the end.
 template <typename Op>
-KernelFn VariadicKernel(Op op, bool mean) {
-  return [op, mean](KernelContext& ctx) {
+KernelFn VariadicKernel(Op op, bool mean, BinarySpan float_span) {
+  return [op, mean, float_span](KernelContext& ctx) {
     ctx.AllowAttributes({});
     if (ctx.input_count() == 0) ctx.Fail("needs at least one input");
     Tensor acc = ctx.input(0);
@@ -569,14 +846,25 @@ KernelFn VariadicKernel(Op op, bool mean) {
       for (int i = 1; i < ctx.input_count(); ++i) {
         const Tensor& next = ctx.input(i);
         if (next.dtype() != acc.dtype()) ctx.Fail("inputs have different types");
-        Tensor out(acc.dtype(), BroadcastShape(ctx, {&acc, &next}));
-        BinaryBroadcast<T, T, T>(acc, next, out, [&](T x, T y) { return T(op(x, y)); });
+        Tensor out = Tensor::Uninitialized(acc.dtype(), BroadcastShape(ctx, {&acc, &next}));
+        if constexpr (std::is_same_v<T, float>) {
+          FloatBroadcast(acc, next, out, float_span);
+        } else {
+          BinaryBroadcast<T, T, T>(acc, next, out, [&](T x, T y) { return T(op(x, y)); });
+        }
         acc = std::move(out);
       }
       if (mean) {
         T n = static_cast<T>(ctx.input_count());
         Tensor out(acc.dtype(), acc.shape());
-        MapInto<T>(acc, out, [n](T v) { return v / n; });
+        if constexpr (std::is_same_v<T, float>) {
+          const float* pa = acc.data<float>();
+          float* po = out.mutable_data<float>();
+          ParallelElements(acc.size(),
+                           [&](int64_t b, int64_t e) { DivSpan(pa + b, 1, &n, 0, po + b, e - b); });
+        } else {
+          MapInto<T>(acc, out, [n](T v) { return v / n; });
+        }
         acc = std::move(out);
       } else if (ctx.input_count() == 1) {
         acc = acc.Clone();
@@ -589,10 +877,10 @@ KernelFn VariadicKernel(Op op, bool mean) {
 void RegisterVariadic(KernelRegistry& r) {
   auto max = [](auto x, auto y) { return std::isnan(double(x)) ? x : (x < y ? y : x); };
   auto min = [](auto x, auto y) { return std::isnan(double(x)) ? x : (y < x ? y : x); };
-  r.Register("", "Max", 6, kLatest, VariadicKernel(max, false));
-  r.Register("", "Min", 6, kLatest, VariadicKernel(min, false));
-  r.Register("", "Sum", 6, kLatest, VariadicKernel(std::plus<>(), false));
-  r.Register("", "Mean", 6, kLatest, VariadicKernel(std::plus<>(), true));
+  r.Register("", "Max", 6, kLatest, VariadicKernel(max, false, MaxSpan));
+  r.Register("", "Min", 6, kLatest, VariadicKernel(min, false, MinSpan));
+  r.Register("", "Sum", 6, kLatest, VariadicKernel(std::plus<>(), false, AddSpan));
+  r.Register("", "Mean", 6, kLatest, VariadicKernel(std::plus<>(), true, AddSpan));
 }
 
 }  // namespace
@@ -609,3 +897,10 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
 }
 
 }  // namespace porttool::runtime
+
+#undef PORTTOOL_BINARY_SPAN
+#undef PORTTOOL_EXACT_UNARY_SPAN_BODY
+#undef PORTTOOL_EXACT_UNARY_SPAN
+#undef PORTTOOL_UNARY_SPAN
+#undef PORTTOOL_UNARY_SPAN_WITH
+#undef PORTTOOL_NO_FP_CONTRACT

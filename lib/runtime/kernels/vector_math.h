@@ -13,6 +13,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include "lib/runtime/kernels/simd.h"
 
 // GCC warns that passing 32-byte vectors by value changes the ABI without AVX. Every function
@@ -115,6 +119,174 @@ PORTTOOL_ALWAYS_INLINE void Map8(const float* x, float* y, int64_t n, F f) {
     std::memcpy(y + i, &v, sizeof v);
   }
   if (i < n) StorePartial(y + i, n - i, f(LoadPartial(x + i, n - i, 0.0f)));
+}
+
+// ---- more lanewise helpers (the elementwise kernels' float32 paths) ----
+
+// v in every lane, -0 included (Splat adds v to +0, so Splat(-0.0f) is +0: fine for constants,
+// not for a broadcast operand whose sign of zero must survive). Built from the bits: an
+// 8-element brace initialiser is rebuilt lane by lane inside loops instead of broadcast.
+PORTTOOL_ALWAYS_INLINE V8f Broadcast8(float v) {
+  int32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const V8i lanes = V8i{} + bits;
+  V8f r;
+  std::memcpy(&r, &lanes, sizeof r);
+  return r;
+}
+
+// |x| by clearing the sign bit (as fabs: -0 -> +0, NaN keeps its payload).
+PORTTOOL_ALWAYS_INLINE V8f Abs8(V8f x) {
+  V8i bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits &= 0x7fffffff;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+// Correctly rounded square root (sqrtps; negative -> NaN, -0 -> -0). Written with SSE intrinsics
+// on the two halves: a plain sqrtf loop keeps a scalar errno branch and never vectorises.
+PORTTOOL_ALWAYS_INLINE V8f Sqrt8(V8f x) {
+#if defined(__SSE__)
+  // The halves by shuffles, not through memory (two 16-byte stores read back as one 32-byte
+  // load miss store forwarding: that doubled the loop's time).
+  using V4f = float __attribute__((vector_size(16)));
+  const V4f lo = _mm_sqrt_ps(__builtin_shufflevector(x, x, 0, 1, 2, 3));
+  const V4f hi = _mm_sqrt_ps(__builtin_shufflevector(x, x, 4, 5, 6, 7));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+#else
+  for (int j = 0; j < 8; ++j) x[j] = __builtin_sqrtf(x[j]);
+  return x;
+#endif
+}
+
+// Natural log (Cephes' logf: within 1 ulp over the normal and subnormal range); log(0) = -inf,
+// log(negative) = NaN, log(+inf) = +inf, NaN stays NaN.
+PORTTOOL_ALWAYS_INLINE V8f Log8(V8f x) {
+  constexpr float kMinNormal = 1.17549435e-38f;
+  const V8i subnormal = x < Splat(kMinNormal);
+  V8f xs = subnormal ? x * 8388608.0f : x;  // 2^23: subnormals to normal range
+  V8i bits;
+  std::memcpy(&bits, &xs, sizeof bits);
+  V8i e = ((bits >> 23) & 0xff) - 126;
+  e = subnormal ? e - 23 : e;
+  bits = (bits & 0x007fffff) | 0x3f000000;  // mantissa m in [0.5, 1)
+  V8f m;
+  std::memcpy(&m, &bits, sizeof m);
+  V8f ef = __builtin_convertvector(e, V8f);
+  const V8i below = m < Splat(0.707106781186547524f);
+  ef = below ? ef - 1.0f : ef;
+  m = below ? m + m - 1.0f : m - 1.0f;
+  const V8f z = m * m;
+  V8f y = Splat(7.0376836292e-2f);
+  y = y * m + -1.1514610310e-1f;
+  y = y * m + 1.1676998740e-1f;
+  y = y * m + -1.2420140846e-1f;
+  y = y * m + 1.4249322787e-1f;
+  y = y * m + -1.6668057665e-1f;
+  y = y * m + 2.0000714765e-1f;
+  y = y * m + -2.4999993993e-1f;
+  y = y * m + 3.3333331174e-1f;
+  y = y * m * z;
+  y = y + ef * -2.12194440e-4f;
+  y = y - z * 0.5f;
+  V8f r = m + y;
+  r = r + ef * 0.693359375f;
+  r = x == Splat(0.0f) ? Splat(-__builtin_inff()) : r;
+  r = x < Splat(0.0f) ? Splat(__builtin_nanf("")) : r;
+  r = x == Splat(__builtin_inff()) ? x : r;
+  return x != x ? x : r;
+}
+
+// log(1 + t) for t >= 0 (or NaN), by Goldberg's identity log(u) * t / (u - 1) with u = 1 + t,
+// which stays accurate where u - 1 loses digits (t itself where u rounds to 1).
+PORTTOOL_ALWAYS_INLINE V8f Log1pNonNegative8(V8f t) {
+  const V8f u = t + 1.0f;
+  const V8f d = u - 1.0f;
+  V8f r = Log8(u) * (t / d);
+  r = d == Splat(0.0f) ? t : r;
+  return t == Splat(__builtin_inff()) ? t : r;
+}
+
+// e^x - 1: a degree-8 Taylor polynomial where |x| < 0.5 (no cancellation near 0; -0 stays -0),
+// Exp8(x) - 1 elsewhere (within ~3 ulp).
+PORTTOOL_ALWAYS_INLINE V8f Expm1_8(V8f x) {
+  V8f p = Splat(1.0f / 40320.0f);
+  p = p * x + 1.0f / 5040.0f;
+  p = p * x + 1.0f / 720.0f;
+  p = p * x + 1.0f / 120.0f;
+  p = p * x + 1.0f / 24.0f;
+  p = p * x + 1.0f / 6.0f;
+  p = p * x + 0.5f;
+  V8f small = x + x * x * p;
+  small = x == Splat(0.0f) ? x : small;
+  const V8f large = Exp8(x) - 1.0f;
+  return Abs8(x) < Splat(0.5f) ? small : large;
+}
+
+// tanh: the odd 13/6 rational approximation ONNX Runtime (MLAS) and Eigen use, on x clamped to
+// [-9, 9]; x itself where |x| < 0.0004 (Eigen). NaN stays NaN.
+PORTTOOL_ALWAYS_INLINE V8f Tanh8(V8f x) {
+  V8f c = x < Splat(-9.0f) ? Splat(-9.0f) : x;
+  c = c > Splat(9.0f) ? Splat(9.0f) : c;
+  const V8f c2 = c * c;
+  V8f p = Splat(-2.76076847742355e-16f);
+  p = p * c2 + 2.00018790482477e-13f;
+  p = p * c2 + -8.60467152213735e-11f;
+  p = p * c2 + 5.12229709037114e-08f;
+  p = p * c2 + 1.48572235717979e-05f;
+  p = p * c2 + 6.37261928875436e-04f;
+  p = p * c2 + 4.89352455891786e-03f;
+  p = p * c;
+  V8f q = Splat(1.19825839466702e-06f);
+  q = q * c2 + 1.18534705686654e-04f;
+  q = q * c2 + 2.26843463243900e-03f;
+  q = q * c2 + 4.89352518554385e-03f;
+  const V8f r = p / q;
+  return Abs8(x) < Splat(0.0004f) ? x : r;
+}
+
+// o[i] = f(a[i], b[i]) for n floats, 8 at a time; an operand whose `*_step` is 0 is the single
+// value a[0] (or b[0]) for every i (a broadcast scalar run). o may alias a or b.
+template <typename F>
+PORTTOOL_ALWAYS_INLINE void Map8Binary(const float* a, int64_t a_step, const float* b,
+                                       int64_t b_step, float* o, int64_t n, F f) {
+  int64_t i = 0;
+  if (a_step && b_step) {
+    for (; i + 8 <= n; i += 8) {
+      V8f x, y;
+      std::memcpy(&x, a + i, sizeof x);
+      std::memcpy(&y, b + i, sizeof y);
+      x = f(x, y);
+      std::memcpy(o + i, &x, sizeof x);
+    }
+    if (i < n) {
+      StorePartial(o + i, n - i,
+                   f(LoadPartial(a + i, n - i, 0.0f), LoadPartial(b + i, n - i, 0.0f)));
+    }
+  } else if (a_step) {
+    const V8f y = Broadcast8(b[0]);
+    for (; i + 8 <= n; i += 8) {
+      V8f x;
+      std::memcpy(&x, a + i, sizeof x);
+      x = f(x, y);
+      std::memcpy(o + i, &x, sizeof x);
+    }
+    if (i < n) StorePartial(o + i, n - i, f(LoadPartial(a + i, n - i, 0.0f), y));
+  } else if (b_step) {
+    const V8f x = Broadcast8(a[0]);
+    for (; i + 8 <= n; i += 8) {
+      V8f y;
+      std::memcpy(&y, b + i, sizeof y);
+      y = f(x, y);
+      std::memcpy(o + i, &y, sizeof y);
+    }
+    if (i < n) StorePartial(o + i, n - i, f(x, LoadPartial(b + i, n - i, 0.0f)));
+  } else {
+    const V8f v = f(Broadcast8(a[0]), Broadcast8(b[0]));
+    for (; i + 8 <= n; i += 8) std::memcpy(o + i, &v, sizeof v);
+    if (i < n) StorePartial(o + i, n - i, v);
+  }
 }
 
 PORTTOOL_ALWAYS_INLINE float SumLanes(V8f v) {
