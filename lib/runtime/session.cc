@@ -37,7 +37,8 @@ struct Session::Plan {
   // type strings (about 1 us per node); the dtypes rarely change between runs.
   mutable std::vector<std::vector<int32_t>> checked_dtypes;
   std::vector<std::shared_ptr<const void>> prepared;  // per step: the kernel's prepare result
-  std::vector<bool> precomputed;  // per step: a Constant node whose value is in `constants`
+  std::vector<bool> precomputed;    // per step: a Constant node whose value is in `constants`
+  std::vector<bool> has_subgraphs;  // per step: the node carries If/Loop/Scan bodies
   std::vector<std::vector<std::string>> frees;        // per step: local values dead after it
   std::unordered_map<std::string, Tensor> constants;  // initializers
   // Per step: the elementwise tail fused into its kernel (fusion.h), or null. Unobserved runs
@@ -46,9 +47,11 @@ struct Session::Plan {
   bool has_fusions = false;
 };
 
-// Values visible while running one graph: its own, then the enclosing graph's.
+// Values visible while running one graph: its own, then the enclosing graph's. Keyed by views of
+// names that outlive the run (the model's node outputs, the plan's fused names, the caller's
+// input map): no key string is copied per node.
 struct Session::Scope {
-  std::unordered_map<std::string, Tensor> values;
+  std::unordered_map<std::string_view, Tensor> values;
   const Plan* plan = nullptr;
   const Scope* parent = nullptr;
 
@@ -314,6 +317,10 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
                               *static_cast<const Tensor*>(plan->prepared.back().get()));
     }
     plan->precomputed.push_back(precomputed);
+    bool has_subgraphs = false;
+    for (const auto& attr : node.attribute())
+      has_subgraphs |= attr.has_g() || attr.graphs_size() > 0;
+    plan->has_subgraphs.push_back(has_subgraphs);
     for (const auto& out : node.output()) {
       if (!out.empty()) produced.insert(out);
     }
@@ -551,15 +558,17 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
       if (!tail->spec.residual.empty()) epilogue.residual = scope.Find(tail->spec.residual);
       ctx.set_epilogue(&epilogue);
     }
-    ctx.set_subgraph_runner(
-        [this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
-          Scope child;
-          child.plan = &PlanFor(g);
-          child.parent = &scope;
-          for (size_t i = 0; i < in.size(); ++i)
-            child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
-          return Execute(*child.plan, child, observer, true);
-        });
+    if (plan.has_subgraphs[step]) {  // a std::function per node costs an allocation
+      ctx.set_subgraph_runner(
+          [this, &scope, observer](const onnx::GraphProto& g, std::vector<Tensor> in) {
+            Scope child;
+            child.plan = &PlanFor(g);
+            child.parent = &scope;
+            for (size_t i = 0; i < in.size(); ++i)
+              child.values[g.input(static_cast<int>(i)).name()] = std::move(in[i]);
+            return Execute(*child.plan, child, observer, true);
+          });
+    }
     auto bound = nested ? std::nullopt : FindBoundOutput(node);
     {
       std::optional<ScopedOutputBuffer> in_caller_memory;

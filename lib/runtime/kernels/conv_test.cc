@@ -161,6 +161,24 @@ TEST(ConvKernel, LargeLayersSplitAcrossChunksMatchNaive) {
   SetNumThreads(0);
 }
 
+// A batch of small images runs as one GEMM over every image's columns (RunSmallImageBatch):
+// 3x1 and 1x1 kernels over 4 images of 32x1 and 3x5, at 1 and 2 threads.
+TEST(ConvKernel, SmallImageBatchesMatchNaive) {
+  std::mt19937 rng(9);
+  for (int threads : {1, 2}) {
+    SetNumThreads(threads);
+    ConvCase c;
+    c.batch = 4, c.c_in = 76, c.c_out = 70;
+    c.in = {32, 1}, c.kernel = {3, 1}, c.strides = {1, 1}, c.dilations = {1, 1};
+    c.pad_begin = {1, 0}, c.pad_end = {1, 0};
+    CheckConv(c, rng, "3x1 over 4x76x32x1");
+    c.in = {3, 5}, c.kernel = {1, 1}, c.pad_begin = {0, 0}, c.pad_end = {0, 0};
+    c.bias = false;
+    CheckConv(c, rng, "1x1 over 4x76x3x5");
+  }
+  SetNumThreads(0);
+}
+
 // Large 3x3 stride-1 convs with constant weights take the Winograd F(2x2, 3x3) path (prepared
 // once): odd output sizes (partial tiles and 8-tile groups), asymmetric pads, batches, bias or
 // none, one and two threads, against the double-precision direct sum.

@@ -378,9 +378,7 @@ template <typename T>
 void BatchedGemm(bool ta, bool tb, int64_t batches, int64_t m, int64_t n, int64_t k, const T* a,
                  int64_t lda, int64_t a_step, const T* b, int64_t ldb, int64_t b_step, T* c,
                  int64_t c_step) {
-  const int64_t threads = NumThreads();
-  const int64_t row_block =
-      batches >= threads ? m : std::max<int64_t>(16, (m + threads - 1) / threads);
+  const int64_t row_block = batches >= kWorkPieces ? m : PieceSize(m, 16);
   const int64_t blocks = (m + row_block - 1) / row_block;
   ParallelFor(batches * blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {

@@ -2,6 +2,10 @@
 
 #include <cblas.h>
 
+#include <cstdlib>
+#include <cstring>
+
+#include "lib/runtime/kernels/sgemm.h"
 #include "lib/runtime/parallel.h"
 
 namespace porttool::runtime::kernels {
@@ -17,10 +21,26 @@ void EnsureBlasPinned() {
   (void)pinned;
 }
 
+// PORTTOOL_GEMM=openblas sends float GEMMs to OpenBLAS instead of porttool's own (to compare
+// them; results then depend on the thread count, see sgemm.cc).
+bool UseOpenBlas() {
+  static const bool openblas = [] {
+    const char* v = std::getenv("PORTTOOL_GEMM");
+    return v != nullptr && std::strcmp(v, "openblas") == 0;
+  }();
+  return openblas;
+}
+
 }  // namespace
+
+bool GemmUsesOpenBlas() { return UseOpenBlas(); }
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (!UseOpenBlas()) {
+    Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   EnsureBlasPinned();
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {  // BLAS may leave C untouched; the math says C = beta * C

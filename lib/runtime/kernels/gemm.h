@@ -12,6 +12,9 @@ namespace porttool::runtime::kernels {
 // dimensions are the row strides of A, B and C as stored (before transposition).
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// Whether float GEMMs go to OpenBLAS (PORTTOOL_GEMM=openblas) rather than porttool's own
+// (sgemm.h); kernels holding pre-packed weights use them only for the latter.
+bool GemmUsesOpenBlas();
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc);

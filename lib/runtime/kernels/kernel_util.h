@@ -129,6 +129,16 @@ std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape);
 // when it is out of range.
 int64_t CheckedIndex(const KernelContext& ctx, int64_t index, int64_t dim, const char* what);
 
+// The size of the pieces a GEMM-like kernel splits its output into: about kWorkPieces pieces of
+// at least `min_piece`, a function of the problem alone. Were it a function of the thread count,
+// the BLAS call computing an output element would change shape with it, and with the shape its
+// kernel and summation order (rec's pointwise convs differed in the last bit at 1 and 2 threads):
+// outputs, calibration tables and folded constants must be the same at any thread count.
+inline constexpr int64_t kWorkPieces = 8;
+inline int64_t PieceSize(int64_t total, int64_t min_piece) {
+  return std::max(min_piece, (total + kWorkPieces - 1) / kWorkPieces);
+}
+
 // Splits [0, n) across the thread pool when n is large enough to be worth it.
 void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 // The same over `rows` rows of `row_elements` elements (or multiply-adds) each: the split is

@@ -75,23 +75,31 @@ void MatMulKernel(KernelContext& ctx) {
                     (batches == 1 || a_off[1] - a_off[0] == m * k) && a.size() == batches * m * k;
   const int64_t rows = fold ? batches * m : m;
   const int64_t gemms = fold ? 1 : batches;
-  const int64_t threads = NumThreads();
-  const int64_t row_block =
-      gemms >= threads ? rows : std::max<int64_t>(16, (rows + threads - 1) / threads);
-  const int64_t blocks = (rows + row_block - 1) / row_block;
+  // Few GEMMs: split each along its longer side of C, so each piece packs the smaller share of
+  // the operands (a 256 x 1536 output in column pieces packs B once, not once per row piece).
+  const bool split = gemms < kernels::kWorkPieces;
+  const bool by_columns = split && n > rows;
+  const int64_t row_block = split && !by_columns ? kernels::PieceSize(rows, 16) : rows;
+  const int64_t col_block = by_columns ? (kernels::PieceSize(n, 64) + 15) / 16 * 16 : n;
+  const int64_t row_blocks = (rows + row_block - 1) / row_block;
+  const int64_t col_blocks = (n + col_block - 1) / col_block;
+  const int64_t blocks = row_blocks * col_blocks;
   DispatchMatMulTypes(ctx, a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* py = y.mutable_data<T>();
-    kernels::ParallelMacs(gemms * blocks, row_block * n * k, [&](int64_t begin, int64_t end) {
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t g = item / blocks, r0 = (item % blocks) * row_block;
-        const int64_t r = std::min(row_block, rows - r0);
-        GemmAny<T>(false, false, r, n, k, T(1), pa + a_off[g] + r0 * k, k, pb + b_off[g], n, T(0),
-                   py + g * m * n + r0 * n, n);
-      }
-    });
+    kernels::ParallelMacs(
+        gemms * blocks, row_block * col_block * k, [&](int64_t begin, int64_t end) {
+          for (int64_t item = begin; item < end; ++item) {
+            const int64_t g = item / blocks, tile = item % blocks;
+            const int64_t r0 = (tile / col_blocks) * row_block,
+                          c0 = (tile % col_blocks) * col_block;
+            const int64_t r = std::min(row_block, rows - r0), w = std::min(col_block, n - c0);
+            GemmAny<T>(false, false, r, w, k, T(1), pa + a_off[g] + r0 * k, k, pb + b_off[g] + c0,
+                       n, T(0), py + g * m * n + r0 * n + c0, n);
+          }
+        });
   });
 }
 
@@ -143,7 +151,7 @@ void GemmKernel(KernelContext& ctx) {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) py[i * n + j] = pc[i * c_row_step + j * c_col_step];
     }
-    const int64_t block = std::max<int64_t>(16, (m + NumThreads() - 1) / NumThreads());
+    const int64_t block = kernels::PieceSize(m, 16);
     kernels::ParallelMacs((m + block - 1) / block, block * n * k, [&](int64_t begin, int64_t end) {
       for (int64_t bi = begin; bi < end; ++bi) {
         const int64_t r0 = bi * block, r = std::min(block, m - r0);

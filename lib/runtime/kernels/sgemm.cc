@@ -1,0 +1,211 @@
+// porttool's own single-precision GEMM (issue 28): packed panels and a 6x16 register-blocked
+// micro-kernel in GCC vector extensions (vector_math.h's V8f), cloned for AVX-512 and AVX2+FMA
+// (simd.h); NEON and any other target get the same code through the compiler's vectoriser.
+// Single-threaded: callers split C into tiles across porttool's pool.
+//
+// Why not OpenBLAS: Debian's pthread OpenBLAS computed the last rows of an M=32 GEMM differently
+// when called from a pool thread than from the main thread (rec's pointwise convs differed in the
+// last bit at 1 and 2 threads), and its serial build raced when two pool threads called it.
+// Here every element of C is the sum over k in increasing order within blocks of kKc, blocks
+// added in order: the same bits however C is split, by whom, and at any thread count.
+#include "lib/runtime/kernels/sgemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "lib/runtime/kernels/simd.h"
+#include "lib/runtime/kernels/vector_math.h"
+
+namespace porttool::runtime::kernels {
+namespace {
+
+constexpr int kMr = 6;         // rows of C per micro-kernel: 6 accumulators of 16 floats
+constexpr int kNr = 16;        // columns
+constexpr int64_t kKc = 256;   // depth of a packed block (a B micro-panel of 16 KB stays in L1)
+constexpr int64_t kMc = 96;    // rows of a packed A block (96 KB in L2)
+constexpr int64_t kNc = 1024;  // columns of a packed B block
+
+struct Operand {
+  const float* p;
+  int64_t ld;
+  bool trans;
+  // Element (row, col) of op(X).
+  float At(int64_t row, int64_t col) const { return trans ? p[col * ld + row] : p[row * ld + col]; }
+};
+
+// A[i0 .. i0+rows) x [p0 .. p0+kc) into panels of kMr rows: panel[p * kMr + i], zero-padded.
+void PackA(const Operand& a, int64_t i0, int64_t rows, int64_t p0, int64_t kc, float* out) {
+  for (int64_t ip = 0; ip < rows; ip += kMr) {
+    const int64_t r = std::min<int64_t>(kMr, rows - ip);
+    for (int64_t p = 0; p < kc; ++p) {
+      for (int64_t i = 0; i < r; ++i) out[p * kMr + i] = a.At(i0 + ip + i, p0 + p);
+      for (int64_t i = r; i < kMr; ++i) out[p * kMr + i] = 0.f;
+    }
+    out += kc * kMr;
+  }
+}
+
+// B[p0 .. p0+kc) x [j0 .. j0+cols) into panels of kNr columns: panel[p * kNr + j], zero-padded.
+void PackB(const Operand& b, int64_t p0, int64_t kc, int64_t j0, int64_t cols, float* out) {
+  for (int64_t jp = 0; jp < cols; jp += kNr) {
+    const int64_t w = std::min<int64_t>(kNr, cols - jp);
+    for (int64_t p = 0; p < kc; ++p) {
+      float* dst = out + p * kNr;
+      if (!b.trans && w == kNr) {
+        std::memcpy(dst, b.p + (p0 + p) * b.ld + j0 + jp, kNr * sizeof(float));
+      } else {
+        for (int64_t j = 0; j < w; ++j) dst[j] = b.At(p0 + p, j0 + jp + j);
+        for (int64_t j = w; j < kNr; ++j) dst[j] = 0.f;
+      }
+    }
+    out += kc * kNr;
+  }
+}
+
+// How a micro-tile's sums reach C: the first depth block writes alpha * acc (+ beta * C), later
+// ones add alpha * acc.
+struct Store {
+  float alpha, beta;
+  bool first;
+  template <typename T>
+  PORTTOOL_ALWAYS_INLINE T Apply(T acc, T c) const {
+    const T v = alpha == 1.f ? acc : alpha * acc;
+    if (!first) return c + v;
+    return beta == 0.f ? v : beta * c + v;
+  }
+};
+
+// The 6x16 tile as twelve named 8-float accumulators: an array of vectors indexed in a loop
+// made GCC keep them on the stack (5-10x slower); named ones stay in the 16 AVX registers.
+PORTTOOL_ALWAYS_INLINE void MicroTile(int64_t kc, const float* ap, const float* bp, float* c,
+                                      int64_t ldc, int64_t rows, int64_t cols, const Store& s) {
+  V8f c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{}, c50{}, c51{};
+  for (int64_t p = 0; p < kc; ++p, ap += kMr, bp += kNr) {
+    V8f b0, b1;
+    std::memcpy(&b0, bp, sizeof b0);
+    std::memcpy(&b1, bp + 8, sizeof b1);
+    c00 += b0 * ap[0];
+    c01 += b1 * ap[0];
+    c10 += b0 * ap[1];
+    c11 += b1 * ap[1];
+    c20 += b0 * ap[2];
+    c21 += b1 * ap[2];
+    c30 += b0 * ap[3];
+    c31 += b1 * ap[3];
+    c40 += b0 * ap[4];
+    c41 += b1 * ap[4];
+    c50 += b0 * ap[5];
+    c51 += b1 * ap[5];
+  }
+  const V8f all[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  if (cols == kNr) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int h = 0; h < 2; ++h) {
+        float* dst = c + i * ldc + 8 * h;
+        V8f v;
+        std::memcpy(&v, dst, sizeof v);
+        v = s.Apply(all[i][h], v);
+        std::memcpy(dst, &v, sizeof v);
+      }
+    }
+    return;
+  }
+  float tile[kMr][kNr];
+  std::memcpy(tile, all, sizeof tile);
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < cols; ++j) row[j] = s.Apply(tile[i][j], row[j]);
+  }
+}
+
+// One packed A block times one packed B block into C.
+PORTTOOL_SIMD_CLONES void MacroTile(int64_t mc, int64_t nc, int64_t kc, const float* ap,
+                                    const float* bp, float* c, int64_t ldc, const Store& s) {
+  for (int64_t jr = 0; jr < nc; jr += kNr) {
+    const int64_t cols = std::min<int64_t>(kNr, nc - jr);
+    const float* b_panel = bp + (jr / kNr) * kc * kNr;
+    for (int64_t ir = 0; ir < mc; ir += kMr) {
+      const int64_t rows = std::min<int64_t>(kMr, mc - ir);
+      MicroTile(kc, ap + (ir / kMr) * kc * kMr, b_panel, c + ir * ldc + jr, ldc, rows, cols, s);
+    }
+  }
+}
+
+// Packing buffers, one pair per thread, grown to the largest block seen.
+float* Buffer(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace
+
+namespace {
+
+// C = alpha op(A) op(B) + beta C with the A blocks from `a_block(ic, mc, pc, kc)`: packed on the
+// fly, or taken from a PackedA. Both give the same panels, so the same bits.
+template <typename ABlock>
+void GemmLoop(int64_t m, int64_t n, int64_t k, float alpha, const Operand& B, float beta, float* c,
+              int64_t ldc, const ABlock& a_block) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.f) {  // the math says C = beta * C (and 0 where beta is 0)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+    return;
+  }
+  thread_local std::vector<float> b_buf;
+  for (int64_t jc = 0; jc < n; jc += kNc) {
+    const int64_t nc = std::min(kNc, n - jc);
+    const int64_t nc_padded = (nc + kNr - 1) / kNr * kNr;
+    for (int64_t pc = 0; pc < k; pc += kKc) {
+      const int64_t kc = std::min(kKc, k - pc);
+      float* bp = Buffer(b_buf, static_cast<size_t>(kc * nc_padded));
+      PackB(B, pc, kc, jc, nc, bp);
+      const Store store{alpha, beta, pc == 0};
+      for (int64_t ic = 0; ic < m; ic += kMc) {
+        const int64_t mc = std::min(kMc, m - ic);
+        MacroTile(mc, nc, kc, a_block(ic, mc, pc, kc), bp, c + ic * ldc + jc, ldc, store);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  thread_local std::vector<float> a_buf;
+  const Operand A{a, lda, trans_a};
+  GemmLoop(m, n, k, alpha, Operand{b, ldb, trans_b}, beta, c, ldc,
+           [&](int64_t ic, int64_t mc, int64_t pc, int64_t kc) {
+             float* ap = Buffer(a_buf, static_cast<size_t>((mc + kMr - 1) / kMr * kMr * kc));
+             PackA(A, ic, mc, pc, kc, ap);
+             return ap;
+           });
+}
+
+PackedA PackMatrixA(bool trans, int64_t m, int64_t k, const float* a, int64_t lda) {
+  PackedA packed;
+  packed.m = m;
+  packed.k = k;
+  const int64_t panels = (m + kMr - 1) / kMr;
+  const int64_t blocks = (k + kKc - 1) / kKc;
+  packed.data.resize(static_cast<size_t>(std::max<int64_t>(1, blocks * panels * kKc * kMr)));
+  const Operand A{a, lda, trans};
+  for (int64_t q = 0; q < blocks; ++q) {
+    const int64_t pc = q * kKc, kc = std::min(kKc, k - pc);
+    PackA(A, 0, m, pc, kc, packed.data.data() + q * panels * kKc * kMr);
+  }
+  return packed;
+}
+
+void SgemmPacked(const PackedA& a, int64_t row0, int64_t rows, bool trans_b, int64_t n,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const int64_t panels = (a.m + kMr - 1) / kMr;
+  GemmLoop(rows, n, a.k, 1.f, Operand{b, ldb, trans_b}, beta, c, ldc,
+           [&](int64_t ic, int64_t, int64_t pc, int64_t kc) {
+             return a.data.data() + (pc / kKc) * panels * kKc * kMr + (row0 + ic) / kMr * kc * kMr;
+           });
+}
+
+}  // namespace porttool::runtime::kernels

@@ -1,0 +1,30 @@
+// porttool's own single-precision GEMM (sgemm.cc): row-major C[m x n] = alpha op(A) op(B) +
+// beta C, op(X) = X or X^T, leading dimensions as stored. Single-threaded; the result of every
+// element is independent of m, n and of how a caller splits C (bitwise, at any thread count).
+// Private to lib/runtime/kernels; the kernels reach it through gemm.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace porttool::runtime::kernels {
+
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// op(A) packed once (a conv's constant weights): the panels Sgemm would pack on every call.
+struct PackedA {
+  int64_t m = 0, k = 0;
+  std::vector<float> data;
+};
+PackedA PackMatrixA(bool trans, int64_t m, int64_t k, const float* a, int64_t lda);
+
+// Rows a SgemmPacked call may start at: multiples of the micro-kernel's height.
+inline constexpr int64_t kSgemmRowAlign = 6;
+
+// Rows [row0, row0 + rows) of C = A op(B) + beta C for a packed A (row0 a multiple of
+// kSgemmRowAlign; c points at row row0). The same bits as Sgemm on the unpacked A.
+void SgemmPacked(const PackedA& a, int64_t row0, int64_t rows, bool trans_b, int64_t n,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+}  // namespace porttool::runtime::kernels
