@@ -45,6 +45,6 @@ if [ "$which" = all ] || [ "$which" = tsan ]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DPORTTOOL_TSAN=ON >/dev/null
   cmake --build build-tsan -j"$JOBS" --target porttool_runtime_tests >/dev/null
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    build-tsan/porttool_runtime_tests --gtest_filter='ParallelFor.*:ResizeKernel.*:PoolKernels.*:NormKernels.*:DepthToSpaceKernel.*:ConvKernel.*:ResourceLimitsTest.*'
+    build-tsan/porttool_runtime_tests --gtest_filter='ParallelFor.*:ResizeKernel.*:PoolKernels.*:NormKernels.*:DepthToSpaceKernel.*:ConvKernel.*:ResourceLimitsTest.*:Sgemm.*:ConvFusion.*:VectorPaths.*'
   echo "tsan: done at $(($(date +%s) - start)) s"
 fi

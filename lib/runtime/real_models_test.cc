@@ -94,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Outputs bitwise the same at 1 and 2 threads (calibration tables, folded constants and port
 // bundles depend on it: every kernel splits by output tiles, never by the reduction), and the
 // fused session within 1e-6 of the output range of the unfused one (fusion.h).
-class RealModelRuns : public ::testing::TestWithParam<RealModel> {};
+class RealModelsAcrossThreads : public ::testing::TestWithParam<RealModel> {};
 
 std::vector<NamedTensor> RunWith(const io::Model& model, const Tensor& x, const char* input,
                                  SessionOptions options) {
@@ -102,7 +102,7 @@ std::vector<NamedTensor> RunWith(const io::Model& model, const Tensor& x, const 
   return session.Run({{input, x}});
 }
 
-TEST_P(RealModelRuns, SameBitsAtOneAndTwoThreadsAndFusedMatchesUnfused) {
+TEST_P(RealModelsAcrossThreads, SameBitsAtOneAndTwoThreadsAndFusedMatchesUnfused) {
   const RealModel& rm = GetParam();
   fs::path models = testing::SharedModelsDir();
   if (models.empty()) GTEST_SKIP() << "../shared/models absent";
@@ -131,7 +131,7 @@ TEST_P(RealModelRuns, SameBitsAtOneAndTwoThreadsAndFusedMatchesUnfused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    SharedModels, RealModelRuns,
+    SharedModels, RealModelsAcrossThreads,
     ::testing::Values(RealModel{"ch_PP-OCRv4_det_infer.onnx", "x", {1, 3, 640, 640}, -2, 2},
                       RealModel{"ch_PP-OCRv4_rec_infer.onnx", "x", {1, 3, 48, 320}, -1, 1},
                       RealModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", {1, 3, 48, 192}, 0, 1}),

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The reference executor against ONNX Runtime CPU in one run, at 1 and 2 threads, on PP-OCRv4 det
-# (1x3x640x640), PP-OCR cls (1x3x48x192) and a generated transformer encoder block
+# (1x3x640x640), PP-OCR cls (1x3x48x192), PP-OCRv4 rec (1x3x48x320), hey_jarvis and
+# melspectrogram (as shipped), a generated transformer encoder block
 # (scripts/gen_transformer_block.py: 256 tokens x 384, 6 heads, MLP 1536; attention + LayerNorm +
-# GELU MLP): median latency of REPEAT runs (after a warm-up),
+# GELU MLP) and a generated LeakyRelu conv net (scripts/gen_leaky_convnet.py: 20 Conv + LeakyRelu
+# + Max, 5 MaxPool, 4x76x32x1): median latency of REPEAT runs (after a warm-up),
 # time ratio porttool/ORT (target <= 1.0), peak RSS of each process side by side, and porttool's
 # GFLOP/s with its fraction of the machine's FMA peak (cores x GHz x FLOP/cycle from the CPU
 # flags: 32 with AVX2+FMA, 64 with AVX-512), and each engine's 2-thread time over its 1-thread
@@ -24,7 +26,8 @@ PY=/usr/bin/python3
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 "$PY" scripts/gen_transformer_block.py "$WORK/transformer_block.onnx"
-MODELS=${MODELS:-"$M/ch_PP-OCRv4_det_infer.onnx:x:1x3x640x640 $M/ch_ppocr_mobile_v2.0_cls_infer.onnx:x:1x3x48x192 $WORK/transformer_block.onnx:x:1x256x384"}
+"$PY" scripts/gen_leaky_convnet.py "$WORK/leaky_convnet.onnx"
+MODELS=${MODELS:-"$M/ch_PP-OCRv4_det_infer.onnx:x:1x3x640x640 $M/ch_ppocr_mobile_v2.0_cls_infer.onnx:x:1x3x48x192 $M/ch_PP-OCRv4_rec_infer.onnx:x:1x3x48x320 $M/hey_jarvis_v0.1.onnx:x.1:1x16x96 $M/melspectrogram.onnx:input:1x16000 $WORK/transformer_block.onnx:x:1x256x384 $WORK/leaky_convnet.onnx:x:4x76x32x1"}
 
 [ -x "$BIN" ] || { echo "bench_executor: $BIN not built (scripts/build.sh)" >&2; exit 3; }
 HAVE_ORT=0
@@ -53,7 +56,7 @@ printf "$ROW" model thr porttool_ms ort_ms "pt/ort" pt_rss_MB ort_rss_MB "rss" "
 for SPEC in $MODELS; do
   IFS=: read -r MODEL INPUT SHAPE <<<"$SPEC"
   [ -f "$MODEL" ] || { echo "bench_executor: $MODEL absent; skipped" >&2; continue; }
-  GFLOP=$("$PY" scripts/bench/model_flops.py "$MODEL" "$INPUT" "$SHAPE")
+  GFLOP=$("$PY" scripts/bench/model_flops.py "$MODEL" "$INPUT" "$SHAPE" 2>/dev/null || echo 0)
   PT_1T=; ORT_1T=
   for T in 1 2; do
     /usr/bin/time -v "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" \

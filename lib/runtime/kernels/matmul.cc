@@ -11,6 +11,7 @@
 #include "lib/runtime/kernels/gemm.h"
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/kernels/matmul_batch.h"
+#include "lib/runtime/kernels/sgemm.h"
 #include "lib/runtime/parallel.h"
 
 namespace porttool::runtime {
@@ -44,6 +45,16 @@ void DispatchMatMulTypes(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
   kernels::Dispatch<float, double, int32_t, int64_t, uint32_t, uint64_t>(ctx, dtype, fn);
 }
 
+// Plan time: a constant 2-D float B (a layer's weights) is packed once for the GEMM; without it
+// every column piece of every run packed its share again.
+std::shared_ptr<const void> PrepareMatMul(const KernelContext& ctx) {
+  if (!ctx.has_input(1)) return nullptr;
+  const Tensor& b = ctx.input(1);
+  if (b.dtype() != TP::FLOAT || b.rank() != 2 || b.size() == 0) return nullptr;
+  return std::make_shared<kernels::PackedB>(
+      kernels::PackMatrixB(false, b.dim(0), b.dim(1), b.data<float>(), b.dim(1)));
+}
+
 void MatMulKernel(KernelContext& ctx) {
   ctx.AllowAttributes({});
   const Tensor& a = ctx.input(0);
@@ -75,12 +86,21 @@ void MatMulKernel(KernelContext& ctx) {
                     (batches == 1 || a_off[1] - a_off[0] == m * k) && a.size() == batches * m * k;
   const int64_t rows = fold ? batches * m : m;
   const int64_t gemms = fold ? 1 : batches;
+  const auto* packed = ctx.prepared<kernels::PackedB>();
+  if (packed &&
+      (b.rank() != 2 || packed->k != k || packed->n != n || kernels::GemmUsesOpenBlas())) {
+    packed = nullptr;
+  }
   // Few GEMMs: split each along its longer side of C, so each piece packs the smaller share of
   // the operands (a 256 x 1536 output in column pieces packs B once, not once per row piece).
+  // Even with B packed at plan time: row pieces of 32 rows streamed all of B from memory for each
+  // piece (the transformer block's MLP took twice as long).
   const bool split = gemms < kernels::kWorkPieces;
   const bool by_columns = split && n > rows;
   const int64_t row_block = split && !by_columns ? kernels::PieceSize(rows, 16) : rows;
-  const int64_t col_block = by_columns ? (kernels::PieceSize(n, 64) + 15) / 16 * 16 : n;
+  constexpr int64_t kAlign = kernels::kSgemmColAlign;
+  const int64_t col_block =
+      by_columns ? (kernels::PieceSize(n, 64) + kAlign - 1) / kAlign * kAlign : n;
   const int64_t row_blocks = (rows + row_block - 1) / row_block;
   const int64_t col_blocks = (n + col_block - 1) / col_block;
   const int64_t blocks = row_blocks * col_blocks;
@@ -166,7 +186,7 @@ void GemmKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& r) {
-  r.Register("", "MatMul", 1, 17, MatMulKernel);
+  r.Register("", "MatMul", 1, 17, MatMulKernel, PrepareMatMul);
   r.Register("", "Gemm", 6, 17, GemmKernel);
 }
 

@@ -81,6 +81,7 @@ struct Store {
 PORTTOOL_ALWAYS_INLINE void MicroTile(int64_t kc, const float* ap, const float* bp, float* c,
                                       int64_t ldc, int64_t rows, int64_t cols, const Store& s) {
   V8f c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{}, c50{}, c51{};
+#pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p, ap += kMr, bp += kNr) {
     V8f b0, b1;
     std::memcpy(&b0, bp, sizeof b0);
@@ -142,25 +143,23 @@ float* Buffer(std::vector<float>& v, size_t n) {
 
 namespace {
 
-// C = alpha op(A) op(B) + beta C with the A blocks from `a_block(ic, mc, pc, kc)`: packed on the
-// fly, or taken from a PackedA. Both give the same panels, so the same bits.
-template <typename ABlock>
-void GemmLoop(int64_t m, int64_t n, int64_t k, float alpha, const Operand& B, float beta, float* c,
-              int64_t ldc, const ABlock& a_block) {
+// C = alpha op(A) op(B) + beta C with the A blocks from `a_block(ic, mc, pc, kc)` and the B
+// blocks from `b_block(pc, kc, jc, nc)`: packed on the fly, or taken from a PackedA / PackedB.
+// Both give the same panels, so the same bits.
+template <typename ABlock, typename BBlock>
+void GemmLoop(int64_t m, int64_t n, int64_t k, float alpha, float beta, float* c, int64_t ldc,
+              const ABlock& a_block, const BBlock& b_block) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.f) {  // the math says C = beta * C (and 0 where beta is 0)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
     return;
   }
-  thread_local std::vector<float> b_buf;
   for (int64_t jc = 0; jc < n; jc += kNc) {
     const int64_t nc = std::min(kNc, n - jc);
-    const int64_t nc_padded = (nc + kNr - 1) / kNr * kNr;
     for (int64_t pc = 0; pc < k; pc += kKc) {
       const int64_t kc = std::min(kKc, k - pc);
-      float* bp = Buffer(b_buf, static_cast<size_t>(kc * nc_padded));
-      PackB(B, pc, kc, jc, nc, bp);
+      const float* bp = b_block(pc, kc, jc, nc);
       const Store store{alpha, beta, pc == 0};
       for (int64_t ic = 0; ic < m; ic += kMc) {
         const int64_t mc = std::min(kMc, m - ic);
@@ -170,18 +169,35 @@ void GemmLoop(int64_t m, int64_t n, int64_t k, float alpha, const Operand& B, fl
   }
 }
 
+// Packs B's blocks on the fly into a per-thread buffer.
+struct PackOnTheFlyB {
+  Operand b;
+  PORTTOOL_ALWAYS_INLINE const float* operator()(int64_t pc, int64_t kc, int64_t jc,
+                                                 int64_t nc) const {
+    thread_local std::vector<float> buf;
+    float* bp = Buffer(buf, static_cast<size_t>(kc * ((nc + kNr - 1) / kNr * kNr)));
+    PackB(b, pc, kc, jc, nc, bp);
+    return bp;
+  }
+};
+
+struct PackOnTheFlyA {
+  Operand a;
+  PORTTOOL_ALWAYS_INLINE const float* operator()(int64_t ic, int64_t mc, int64_t pc,
+                                                 int64_t kc) const {
+    thread_local std::vector<float> buf;
+    float* ap = Buffer(buf, static_cast<size_t>((mc + kMr - 1) / kMr * kMr * kc));
+    PackA(a, ic, mc, pc, kc, ap);
+    return ap;
+  }
+};
+
 }  // namespace
 
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  thread_local std::vector<float> a_buf;
-  const Operand A{a, lda, trans_a};
-  GemmLoop(m, n, k, alpha, Operand{b, ldb, trans_b}, beta, c, ldc,
-           [&](int64_t ic, int64_t mc, int64_t pc, int64_t kc) {
-             float* ap = Buffer(a_buf, static_cast<size_t>((mc + kMr - 1) / kMr * kMr * kc));
-             PackA(A, ic, mc, pc, kc, ap);
-             return ap;
-           });
+  GemmLoop(m, n, k, alpha, beta, c, ldc, PackOnTheFlyA{{a, lda, trans_a}},
+           PackOnTheFlyB{{b, ldb, trans_b}});
 }
 
 PackedA PackMatrixA(bool trans, int64_t m, int64_t k, const float* a, int64_t lda) {
@@ -202,9 +218,35 @@ PackedA PackMatrixA(bool trans, int64_t m, int64_t k, const float* a, int64_t ld
 void SgemmPacked(const PackedA& a, int64_t row0, int64_t rows, bool trans_b, int64_t n,
                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const int64_t panels = (a.m + kMr - 1) / kMr;
-  GemmLoop(rows, n, a.k, 1.f, Operand{b, ldb, trans_b}, beta, c, ldc,
-           [&](int64_t ic, int64_t, int64_t pc, int64_t kc) {
-             return a.data.data() + (pc / kKc) * panels * kKc * kMr + (row0 + ic) / kMr * kc * kMr;
+  GemmLoop(
+      rows, n, a.k, 1.f, beta, c, ldc,
+      [&](int64_t ic, int64_t, int64_t pc, int64_t kc) {
+        return a.data.data() + (pc / kKc) * panels * kKc * kMr + (row0 + ic) / kMr * kc * kMr;
+      },
+      PackOnTheFlyB{{b, ldb, trans_b}});
+}
+
+PackedB PackMatrixB(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb) {
+  PackedB packed;
+  packed.k = k;
+  packed.n = n;
+  const int64_t panels = (n + kNr - 1) / kNr;
+  const int64_t blocks = (k + kKc - 1) / kKc;
+  packed.data.resize(static_cast<size_t>(std::max<int64_t>(1, blocks * panels * kKc * kNr)));
+  const Operand B{b, ldb, trans};
+  for (int64_t q = 0; q < blocks; ++q) {
+    const int64_t pc = q * kKc, kc = std::min(kKc, k - pc);
+    PackB(B, pc, kc, 0, n, packed.data.data() + q * panels * kKc * kNr);
+  }
+  return packed;
+}
+
+void SgemmPackedB(bool trans_a, int64_t m, int64_t col0, int64_t cols, const float* a, int64_t lda,
+                  const PackedB& b, float beta, float* c, int64_t ldc) {
+  const int64_t panels = (b.n + kNr - 1) / kNr;
+  GemmLoop(m, cols, b.k, 1.f, beta, c, ldc, PackOnTheFlyA{{a, lda, trans_a}},
+           [&](int64_t pc, int64_t kc, int64_t jc, int64_t) {
+             return b.data.data() + (pc / kKc) * panels * kKc * kNr + (col0 + jc) / kNr * kc * kNr;
            });
 }
 

@@ -27,4 +27,18 @@ inline constexpr int64_t kSgemmRowAlign = 6;
 void SgemmPacked(const PackedA& a, int64_t row0, int64_t rows, bool trans_b, int64_t n,
                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// op(B) packed once (a MatMul's constant weights), and the columns a SgemmPackedB call may
+// start at: multiples of the micro-kernel's width.
+struct PackedB {
+  int64_t k = 0, n = 0;
+  std::vector<float> data;
+};
+PackedB PackMatrixB(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb);
+inline constexpr int64_t kSgemmColAlign = 16;
+
+// Columns [col0, col0 + cols) of C = op(A) B + beta C for a packed B (col0 a multiple of
+// kSgemmColAlign; c points at column col0). The same bits as Sgemm on the unpacked B.
+void SgemmPackedB(bool trans_a, int64_t m, int64_t col0, int64_t cols, const float* a, int64_t lda,
+                  const PackedB& b, float beta, float* c, int64_t ldc);
+
 }  // namespace porttool::runtime::kernels

@@ -109,5 +109,27 @@ TEST(Sgemm, MatMulIsBitwiseTheSameAtOneAndTwoThreads) {
   EXPECT_EQ(results[0], results[1]);
 }
 
+// A constant B packed at plan time (PrepareMatMul) gives the bits of the unpacked product, in
+// column pieces at 1 and 2 threads.
+TEST(Sgemm, MatMulWithPackedWeightsIsBitwiseTheUnpackedOne) {
+  const int64_t m = 70, k = 300, n = 1000;
+  const auto a = RandomValues(m * k, 8), b = RandomValues(k * n, 9);
+  Tensor ta(onnx::TensorProto::FLOAT, {m, k}), tb(onnx::TensorProto::FLOAT, {k, n});
+  std::copy(a.begin(), a.end(), ta.mutable_data<float>());
+  std::copy(b.begin(), b.end(), tb.mutable_data<float>());
+  const auto node = testing_util::NodeBuilder("MatMul", 2).node();
+  for (int threads : {1, 2}) {
+    ScopedExecution scope({.threads = threads});
+    bool packed = false;
+    const Tensor with =
+        testing_util::RunOpPrepared(node, 13, {&ta, &tb}, {false, true}, &packed)[0];
+    const Tensor without = testing_util::RunOp(node, 13, {&ta, &tb})[0];
+    EXPECT_TRUE(packed);
+    ASSERT_EQ(with.size(), without.size());
+    EXPECT_EQ(std::memcmp(with.raw(), without.raw(), with.size() * sizeof(float)), 0)
+        << threads << " thread(s)";
+  }
+}
+
 }  // namespace
 }  // namespace porttool::runtime::kernels
