@@ -147,7 +147,7 @@ void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& fn
 void ParallelRows(int64_t rows, int64_t row_elements,
                   const std::function<void(int64_t, int64_t)>& fn);
 // The same for GEMM-like work measured in multiply-adds, which run ~50x faster per unit than an
-// elementwise op: a chunk needs millions of them to pay for waking a pool thread.
+// elementwise op: a chunk needs half a million of them to pay for handing it to a pool thread.
 void ParallelMacs(int64_t items, int64_t macs_per_item,
                   const std::function<void(int64_t, int64_t)>& fn);
 
