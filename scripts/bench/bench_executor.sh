@@ -44,7 +44,7 @@ peak_rss_mb() {  # /usr/bin/time -v output -> MB
 json_field() {  # FILE KEY... -> value
   "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1]))
 for k in sys.argv[2:]: d=d[k]
-print(f"{d:.1f}")' "$@"
+print(f"{d:.2f}")' "$@"
 }
 
 GHZ=$(awk -F': ' '/cpu MHz/ {print $2 / 1000; exit}' /proc/cpuinfo)

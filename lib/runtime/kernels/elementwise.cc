@@ -102,7 +102,13 @@ struct UnaryParams {
 using FloatSpan = void (*)(const float*, float*, int64_t, const UnaryParams&);
 using ReadParams = UnaryParams (*)(const KernelContext&);
 
+// GCC only: its AVX2 clones would fuse a*v+b into an FMA. Clang has no such attribute, and the
+// clones are GCC-only (simd.h), so its baseline code has no FMA to fuse into.
+#if defined(__GNUC__) && !defined(__clang__)
 #define PORTTOOL_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define PORTTOOL_NO_FP_CONTRACT
+#endif
 
 // One span function per op: y[i] = EXPR with v the input lanes and pa, pb, pc the UnaryParams;
 // the _BODY form takes statements that `return` the result. EXACT spans are compiled without

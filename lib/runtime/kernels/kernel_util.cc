@@ -76,6 +76,12 @@ int64_t ReadIntScalar(const KernelContext& ctx, const Tensor& t, const char* wha
 
 std::vector<int64_t> BroadcastShape(const KernelContext& ctx,
                                     const std::vector<const Tensor*>& inputs) {
+  // Equal shapes (most elementwise nodes) broadcast to themselves: no copies of every shape.
+  if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(), [&](const Tensor* t) {
+        return t->shape() == inputs[0]->shape();
+      })) {
+    return inputs[0]->shape();
+  }
   std::vector<std::vector<int64_t>> shapes;
   for (const Tensor* t : inputs) shapes.push_back(t->shape());
   return BroadcastShapes(ctx, shapes);
