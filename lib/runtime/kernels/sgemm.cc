@@ -78,11 +78,12 @@ struct Store {
 
 // The 6x16 tile as twelve named 8-float accumulators: an array of vectors indexed in a loop
 // made GCC keep them on the stack (5-10x slower); named ones stay in the 16 AVX registers.
-PORTTOOL_ALWAYS_INLINE void MicroTile(int64_t kc, const float* ap, const float* bp, float* c,
-                                      int64_t ldc, int64_t rows, int64_t cols, const Store& s) {
+PORTTOOL_ALWAYS_INLINE void MicroTile(int64_t kc, const float* ap, const float* bp, int64_t b_step,
+                                      float* c, int64_t ldc, int64_t rows, int64_t cols,
+                                      const Store& s) {
   V8f c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{}, c50{}, c51{};
 #pragma GCC unroll 4
-  for (int64_t p = 0; p < kc; ++p, ap += kMr, bp += kNr) {
+  for (int64_t p = 0; p < kc; ++p, ap += kMr, bp += b_step) {
     V8f b0, b1;
     std::memcpy(&b0, bp, sizeof b0);
     std::memcpy(&b1, bp + 8, sizeof b1);
@@ -120,15 +121,30 @@ PORTTOOL_ALWAYS_INLINE void MicroTile(int64_t kc, const float* ap, const float* 
   }
 }
 
-// One packed A block times one packed B block into C.
+// The B block of one (depth, columns) step: packed panels of kNr columns, or, for a shallow B
+// that is not transposed, its rows in place (`direct`, row stride `ld`) for every whole panel and
+// a packed copy of the partial last one only. Both feed the micro-kernel the same values in the
+// same order. On PP-OCRv4 det's pointwise convs over few channels (depth 12-48) packing B was
+// a copy per multiply-add row.
+struct BBlock {
+  const float* packed = nullptr;
+  const float* direct = nullptr;
+  int64_t ld = 0;
+};
+
+// One packed A block times one B block into C.
 PORTTOOL_SIMD_CLONES void MacroTile(int64_t mc, int64_t nc, int64_t kc, const float* ap,
-                                    const float* bp, float* c, int64_t ldc, const Store& s) {
+                                    const BBlock& b, float* c, int64_t ldc, const Store& s) {
+  const int64_t whole = b.direct ? nc / kNr * kNr : 0;
   for (int64_t jr = 0; jr < nc; jr += kNr) {
     const int64_t cols = std::min<int64_t>(kNr, nc - jr);
-    const float* b_panel = bp + (jr / kNr) * kc * kNr;
+    const bool in_place = jr < whole;
+    const float* b_panel = in_place ? b.direct + jr : b.packed + ((jr - whole) / kNr) * kc * kNr;
+    const int64_t b_step = in_place ? b.ld : kNr;
     for (int64_t ir = 0; ir < mc; ir += kMr) {
       const int64_t rows = std::min<int64_t>(kMr, mc - ir);
-      MicroTile(kc, ap + (ir / kMr) * kc * kMr, b_panel, c + ir * ldc + jr, ldc, rows, cols, s);
+      MicroTile(kc, ap + (ir / kMr) * kc * kMr, b_panel, b_step, c + ir * ldc + jr, ldc, rows, cols,
+                s);
     }
   }
 }
@@ -146,9 +162,9 @@ namespace {
 // C = alpha op(A) op(B) + beta C with the A blocks from `a_block(ic, mc, pc, kc)` and the B
 // blocks from `b_block(pc, kc, jc, nc)`: packed on the fly, or taken from a PackedA / PackedB.
 // Both give the same panels, so the same bits.
-template <typename ABlock, typename BBlock>
+template <typename ABlockFn, typename BBlockFn>
 void GemmLoop(int64_t m, int64_t n, int64_t k, float alpha, float beta, float* c, int64_t ldc,
-              const ABlock& a_block, const BBlock& b_block) {
+              const ABlockFn& a_block, const BBlockFn& b_block) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.f) {  // the math says C = beta * C (and 0 where beta is 0)
     for (int64_t i = 0; i < m; ++i)
@@ -159,7 +175,7 @@ void GemmLoop(int64_t m, int64_t n, int64_t k, float alpha, float beta, float* c
     const int64_t nc = std::min(kNc, n - jc);
     for (int64_t pc = 0; pc < k; pc += kKc) {
       const int64_t kc = std::min(kKc, k - pc);
-      const float* bp = b_block(pc, kc, jc, nc);
+      const BBlock bp = b_block(pc, kc, jc, nc);
       const Store store{alpha, beta, pc == 0};
       for (int64_t ic = 0; ic < m; ic += kMc) {
         const int64_t mc = std::min(kMc, m - ic);
@@ -169,15 +185,30 @@ void GemmLoop(int64_t m, int64_t n, int64_t k, float alpha, float beta, float* c
   }
 }
 
-// Packs B's blocks on the fly into a per-thread buffer.
+// Depth up to which a non-transposed B is read in place rather than packed (its kc rows of a
+// panel then span kc cache lines, few enough to stay in L1).
+constexpr int64_t kDirectDepth = 64;
+
+// Packs B's blocks on the fly into a per-thread buffer (only the partial last panel when B is
+// shallow enough to read in place).
 struct PackOnTheFlyB {
   Operand b;
-  PORTTOOL_ALWAYS_INLINE const float* operator()(int64_t pc, int64_t kc, int64_t jc,
-                                                 int64_t nc) const {
+  int64_t k;
+  PORTTOOL_ALWAYS_INLINE BBlock operator()(int64_t pc, int64_t kc, int64_t jc, int64_t nc) const {
     thread_local std::vector<float> buf;
-    float* bp = Buffer(buf, static_cast<size_t>(kc * ((nc + kNr - 1) / kNr * kNr)));
-    PackB(b, pc, kc, jc, nc, bp);
-    return bp;
+    BBlock block;
+    int64_t first = 0;
+    if (!b.trans && k <= kDirectDepth) {
+      block.direct = b.p + pc * b.ld + jc;
+      block.ld = b.ld;
+      first = nc / kNr * kNr;
+    }
+    if (first < nc) {
+      float* bp = Buffer(buf, static_cast<size_t>(kc * ((nc - first + kNr - 1) / kNr * kNr)));
+      PackB(b, pc, kc, jc + first, nc - first, bp);
+      block.packed = bp;
+    }
+    return block;
   }
 };
 
@@ -197,7 +228,7 @@ struct PackOnTheFlyA {
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   GemmLoop(m, n, k, alpha, beta, c, ldc, PackOnTheFlyA{{a, lda, trans_a}},
-           PackOnTheFlyB{{b, ldb, trans_b}});
+           PackOnTheFlyB{{b, ldb, trans_b}, k});
 }
 
 PackedA PackMatrixA(bool trans, int64_t m, int64_t k, const float* a, int64_t lda) {
@@ -223,7 +254,7 @@ void SgemmPacked(const PackedA& a, int64_t row0, int64_t rows, bool trans_b, int
       [&](int64_t ic, int64_t, int64_t pc, int64_t kc) {
         return a.data.data() + (pc / kKc) * panels * kKc * kMr + (row0 + ic) / kMr * kc * kMr;
       },
-      PackOnTheFlyB{{b, ldb, trans_b}});
+      PackOnTheFlyB{{b, ldb, trans_b}, a.k});
 }
 
 PackedB PackMatrixB(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb) {
@@ -246,7 +277,8 @@ void SgemmPackedB(bool trans_a, int64_t m, int64_t col0, int64_t cols, const flo
   const int64_t panels = (b.n + kNr - 1) / kNr;
   GemmLoop(m, cols, b.k, 1.f, beta, c, ldc, PackOnTheFlyA{{a, lda, trans_a}},
            [&](int64_t pc, int64_t kc, int64_t jc, int64_t) {
-             return b.data.data() + (pc / kKc) * panels * kKc * kNr + (col0 + jc) / kNr * kc * kNr;
+             return BBlock{b.data.data() + (pc / kKc) * panels * kKc * kNr +
+                           (col0 + jc) / kNr * kc * kNr};
            });
 }
 
