@@ -266,7 +266,8 @@ std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
   channels_ = w->dim(0);
   auto tail = std::make_unique<FusedTail>();
   std::string value = conv.output(0);
-  enum class Stage { kAffine, kResidual, kActivation } stage = Stage::kAffine;
+  // Affine nodes first; once a residual is added only the activation may follow.
+  enum class Stage { kAffine, kActivation } stage = Stage::kAffine;
   while (true) {
     auto readers = PrivateReaders(value);
     if (!readers || readers->empty()) break;
@@ -285,7 +286,7 @@ std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
     if (stage == Stage::kAffine &&
         (ApplyAffine(n, value, tail->spec) || ApplyBatchNorm(n, value, tail->spec))) {
       // stays in the affine stage
-    } else if (stage != Stage::kActivation && n.op_type() == "Add" && OnlyAttributes(n, {}) &&
+    } else if (stage == Stage::kAffine && n.op_type() == "Add" && OnlyAttributes(n, {}) &&
                OtherInput(n, value) && !constants_.count(*OtherInput(n, value)) &&
                AvailableAt(*OtherInput(n, value), head)) {
       tail->spec.residual = *OtherInput(n, value);
