@@ -30,6 +30,15 @@ fs::path OrtDir() { return testing::SourceDir() / "scripts/ort/node_modules/onnx
 
 class RealModels : public ::testing::TestWithParam<RealModel> {};
 
+// The test's name suffix: the model file up to its first dot, other than [A-Za-z0-9] as '_'.
+std::string ModelTestName(const ::testing::TestParamInfo<RealModel>& info) {
+  std::string n = info.param.file;
+  n = n.substr(0, n.find('.'));
+  std::replace_if(
+      n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
+  return n;
+}
+
 TEST_P(RealModels, MatchOnnxRuntime) {
   const RealModel& rm = GetParam();
   fs::path models = testing::SharedModelsDir();
@@ -83,13 +92,7 @@ INSTANTIATE_TEST_SUITE_P(
                       RealModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", {1, 3, 48, 192}, 0, 1},
                       RealModel{"hey_jarvis_v0.1.onnx", "x.1", {1, 16, 96}, -1, 1},
                       RealModel{"melspectrogram.onnx", "input", {1, 16000}, -0.5, 0.5}),
-    [](const auto& info) {
-      std::string n = info.param.file;
-      n = n.substr(0, n.find('.'));
-      std::replace_if(
-          n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
-      return n;
-    });
+    ModelTestName);
 
 // Outputs bitwise the same at 1 and 2 threads (calibration tables, folded constants and port
 // bundles depend on it: every kernel splits by output tiles, never by the reduction), and the
@@ -135,13 +138,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(RealModel{"ch_PP-OCRv4_det_infer.onnx", "x", {1, 3, 640, 640}, -2, 2},
                       RealModel{"ch_PP-OCRv4_rec_infer.onnx", "x", {1, 3, 48, 320}, -1, 1},
                       RealModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", {1, 3, 48, 192}, 0, 1}),
-    [](const auto& info) {
-      std::string n = info.param.file;
-      n = n.substr(0, n.find('.'));
-      std::replace_if(
-          n.begin(), n.end(), [](char c) { return !std::isalnum(c); }, '_');
-      return n;
-    });
+    ModelTestName);
 
 }  // namespace
 }  // namespace porttool::runtime

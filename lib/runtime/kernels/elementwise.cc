@@ -359,8 +359,7 @@ PORTTOOL_BINARY_SPAN(PReluSpan, x < kZero8 ? x * y : x)
 PORTTOOL_BINARY_SPAN(MaxSpan, x != x ? x : (x < y ? y : x))
 PORTTOOL_BINARY_SPAN(MinSpan, x != x ? x : (y < x ? y : x))
 
-// BinaryBroadcast (kernel_util.h) for float32 with a span per contiguous run: the same plan,
-// rows cut into the same segments.
+// BinaryBroadcast (kernel_util.h) for float32 with a span per contiguous run of the same walk.
 void FloatBroadcast(const Tensor& a, const Tensor& b, Tensor& out, BinarySpan span) {
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
@@ -372,20 +371,9 @@ void FloatBroadcast(const Tensor& a, const Tensor& b, Tensor& out, BinarySpan sp
     return;
   }
   Broadcaster plan(out.shape(), {a.shape(), b.shape()});
-  const int64_t n = plan.row_length();
   const int64_t sa = plan.inner_steps()[0], sb = plan.inner_steps()[1];
-  constexpr int64_t kSegment = 1 << 14;
-  const int64_t segments = std::max<int64_t>(1, (n + kSegment - 1) / kSegment);
-  const int64_t seg_len = (n + segments - 1) / segments;
-  ParallelRows(plan.rows() * segments, seg_len, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> off(2);
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t r = item / segments;
-      const int64_t i0 = (item % segments) * seg_len, i1 = std::min(n, i0 + seg_len);
-      if (i1 <= i0) continue;
-      plan.RowOffsets(r, off);
-      span(pa + off[0] + i0 * sa, sa, pb + off[1] + i0 * sb, sb, po + r * n + i0, i1 - i0);
-    }
+  ForEachBroadcastRun(plan, [&](const int64_t* in, int64_t at, int64_t count) {
+    span(pa + in[0], sa, pb + in[1], sb, po + at, count);
   });
 }
 
@@ -664,12 +652,7 @@ void RegisterWhere(KernelRegistry& r) {
     if (x.dtype() != y.dtype()) ctx.Fail("X and Y must have the same type");
     Tensor out = Tensor::Uninitialized(x.dtype(), BroadcastShape(ctx, {&c, &x, &y}));
     Broadcaster plan(out.shape(), {c.shape(), x.shape(), y.shape()});
-    const int64_t n = plan.row_length();
     const auto& s = plan.inner_steps();
-    // Rows cut into segments as BinaryBroadcast does, so one long row still splits.
-    constexpr int64_t kSegment = 1 << 14;
-    const int64_t segments = std::max<int64_t>(1, (n + kSegment - 1) / kSegment);
-    const int64_t seg_len = (n + segments - 1) / segments;
     DispatchAll(ctx, x.dtype(), [&](auto tag) {
       // The elements move as unsigned integers of their size.
       using T = decltype(tag);
@@ -682,16 +665,8 @@ void RegisterWhere(KernelRegistry& r) {
       const U* px = reinterpret_cast<const U*>(x.data<T>());
       const U* py = reinterpret_cast<const U*>(y.data<T>());
       U* po = reinterpret_cast<U*>(out.mutable_data<T>());
-      ParallelRows(plan.rows() * segments, seg_len, [&](int64_t begin, int64_t end) {
-        std::vector<int64_t> off(3);
-        for (int64_t item = begin; item < end; ++item) {
-          const int64_t row = item / segments;
-          const int64_t i0 = (item % segments) * seg_len, i1 = std::min(n, i0 + seg_len);
-          if (i1 <= i0) continue;
-          plan.RowOffsets(row, off);
-          WhereSpan(pc + off[0] + i0 * s[0], s[0], px + off[1] + i0 * s[1], s[1],
-                    py + off[2] + i0 * s[2], s[2], po + row * n + i0, i1 - i0);
-        }
+      ForEachBroadcastRun(plan, [&](const int64_t* in, int64_t at, int64_t count) {
+        WhereSpan(pc + in[0], s[0], px + in[1], s[1], py + in[2], s[2], po + at, count);
       });
     });
     ctx.output(0) = std::move(out);

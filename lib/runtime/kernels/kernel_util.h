@@ -114,6 +114,13 @@ class Broadcaster {
   int64_t rows_ = 1;
 };
 
+// Walks `plan` in contiguous runs across the thread pool: fn(in, out, count) with in[k] the
+// element offset of input k at the run's start (its step along the run is
+// plan.inner_steps()[k]) and out the output's. Rows are cut into segments so that a tensor
+// times a scalar (one row of every element) still splits across threads.
+template <typename Fn>
+void ForEachBroadcastRun(const Broadcaster& plan, const Fn& fn);
+
 // out[i] = op(a[i], b[i]) with broadcasting; `out` must already have the broadcast shape.
 template <typename A, typename B, typename O, typename Op>
 void BinaryBroadcast(const Tensor& a, const Tensor& b, Tensor& out, Op op);
@@ -233,35 +240,43 @@ void BinaryBroadcast(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
     return;
   }
   Broadcaster plan(out.shape(), {a.shape(), b.shape()});
-  const int64_t n = plan.row_length();
   const int64_t sa = plan.inner_steps()[0], sb = plan.inner_steps()[1];
-  // Rows are cut into segments so that a tensor times a scalar (one row of every element) still
-  // splits across threads.
+  ForEachBroadcastRun(plan, [&](const int64_t* in, int64_t at, int64_t count) {
+    const A* ra = pa + in[0];
+    const B* rb = pb + in[1];
+    O* ro = po + at;
+    // Separate loops per step pattern so each one vectorises.
+    if (sa && sb) {
+      for (int64_t i = 0; i < count; ++i) ro[i] = op(ra[i], rb[i]);
+    } else if (sa) {
+      const B vb = rb[0];
+      for (int64_t i = 0; i < count; ++i) ro[i] = op(ra[i], vb);
+    } else if (sb) {
+      const A va = ra[0];
+      for (int64_t i = 0; i < count; ++i) ro[i] = op(va, rb[i]);
+    } else {
+      const O v = op(ra[0], rb[0]);
+      for (int64_t i = 0; i < count; ++i) ro[i] = v;
+    }
+  });
+}
+
+template <typename Fn>
+void ForEachBroadcastRun(const Broadcaster& plan, const Fn& fn) {
+  const int64_t n = plan.row_length();
+  const auto& steps = plan.inner_steps();
   constexpr int64_t kSegment = 1 << 14;
   const int64_t segments = std::max<int64_t>(1, (n + kSegment - 1) / kSegment);
   const int64_t seg_len = (n + segments - 1) / segments;
   ParallelRows(plan.rows() * segments, seg_len, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> off(2);
+    std::vector<int64_t> off(steps.size());
     for (int64_t item = begin; item < end; ++item) {
       const int64_t r = item / segments;
       const int64_t i0 = (item % segments) * seg_len, i1 = std::min(n, i0 + seg_len);
+      if (i1 <= i0) continue;
       plan.RowOffsets(r, off);
-      const A* ra = pa + off[0];
-      const B* rb = pb + off[1];
-      O* ro = po + r * n;
-      // Separate loops per step pattern so each one vectorises.
-      if (sa && sb) {
-        for (int64_t i = i0; i < i1; ++i) ro[i] = op(ra[i], rb[i]);
-      } else if (sa) {
-        const B vb = rb[0];
-        for (int64_t i = i0; i < i1; ++i) ro[i] = op(ra[i], vb);
-      } else if (sb) {
-        const A va = ra[0];
-        for (int64_t i = i0; i < i1; ++i) ro[i] = op(va, rb[i]);
-      } else {
-        const O v = op(ra[0], rb[0]);
-        for (int64_t i = i0; i < i1; ++i) ro[i] = v;
-      }
+      for (size_t k = 0; k < off.size(); ++k) off[k] += i0 * steps[k];
+      fn(off.data(), r * n + i0, i1 - i0);
     }
   });
 }
