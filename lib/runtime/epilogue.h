@@ -1,4 +1,4 @@
-// Epilogue: the elementwise tail the Session fuses into a convolution's output loop (issue 28).
+// Epilogue: the elementwise tail the Session fuses into a Conv or MatMul output loop (issue 28).
 // ONNX exporters write a conv as Conv -> per-channel Mul/Add (or BatchNormalization) -> residual
 // Add -> activation; run node by node, each of those reads and writes the whole output again (on
 // PP-OCRv4 det, 28 ms of ONNX Runtime's 94 ms). Fused, the kernel applies them to each output
@@ -6,9 +6,11 @@
 //
 // The value of one output element of channel c becomes
 //   v = act((v * scale[c] + shift[c]) + residual)
-// with every part optional. The kernel applies it and calls ctx.mark_epilogue_applied(); a kernel
-// that cannot (a residual whose shape is not the output's) leaves it unapplied, and the Session
-// then runs the absorbed nodes one by one.
+// with every part optional. A MatMul's tail (bias Add, residual Add, activation) is the same
+// with c the output's last axis (`per_column`): a linear layer's bias is one value per column. The
+// kernel applies it and calls ctx.mark_epilogue_applied(); a kernel that cannot (a residual whose
+// shape is not the output's) leaves it unapplied, and the Session then runs the absorbed nodes one
+// by one.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,10 @@ enum class EpilogueAct {
   kSigmoid,
   kHardSwish,         // x max(0, min(1, x / 6 + 1 / 2)) (the HardSwish op)
   kHardSwishClipDiv,  // x clip(x + add, lo, hi) / div (how Paddle2ONNX writes hard_swish)
+  kSilu,              // x Sigmoid(x) (how exporters write SiLU / Swish)
+  // GELU in its erf form, as exporters write it: e = erf(x * k) (or x / k, `gelu_divides`), then
+  // x * ((e + one) * half) (`gelu_gate_half`, the gate halved first) or (x * (e + one)) * half.
+  kGelu,
 };
 
 // The plan-time part: found by the Session's fusion matcher (fusion.h), owned by its plan.
@@ -36,7 +42,10 @@ struct EpilogueSpec {
   std::vector<float> shift;  // per output channel; empty: 0
   EpilogueAct act = EpilogueAct::kNone;
   float alpha = 0, beta = 0, lo = 0, hi = 0, add = 0, div = 1;
-  std::string residual;  // name of the tensor added after the affine part; empty: none
+  float gelu_k = 0, gelu_one = 1, gelu_half = 0.5f;
+  bool gelu_divides = false, gelu_gate_half = false;
+  std::string residual;     // name of the tensor added after the affine part; empty: none
+  bool per_column = false;  // scale/shift index the last axis (a MatMul's output), not axis 1
 };
 
 // What a kernel receives: the spec and, for this run, the residual's value.

@@ -21,6 +21,7 @@ class TailMatcher {
   std::unique_ptr<FusedTail> Match(size_t head);
 
  private:
+  bool StartAt(const onnx::NodeProto& head);
   const onnx::NodeProto& Node(size_t step) const { return view_.node(order_[step]); }
 
   // The steps reading `value` when nothing outside this graph's plain inputs can see it: no
@@ -46,11 +47,13 @@ class TailMatcher {
   }
 
   // A constant that broadcasts over the output [N, C, spatial...] as one value per channel (or
-  // one value): its values expanded to `channels`, or nullopt.
+  // one value): its values expanded to `channels`, or nullopt. A MatMul head's channels are its
+  // output's last axis, whose rank is not known at plan time: there only a constant of rank <= 1
+  // (a bias [N]) is sure not to broadcast the output to a higher rank.
   std::optional<std::vector<float>> PerChannel(const std::string& name) const {
     const Tensor* t = FloatConstant(name);
-    if (t == nullptr || t->rank() > rank_) return std::nullopt;
-    const int channel_axis = t->rank() - (rank_ - 1);  // t's axis aligned with C
+    if (t == nullptr || (per_column_ ? t->rank() > 1 : t->rank() > rank_)) return std::nullopt;
+    const int channel_axis = per_column_ ? 0 : t->rank() - (rank_ - 1);  // t's axis aligned with C
     for (int i = 0; i < t->rank(); ++i) {
       if (i != channel_axis && t->dim(i) != 1) return std::nullopt;
     }
@@ -76,17 +79,34 @@ class TailMatcher {
   bool ApplyAffine(const onnx::NodeProto& n, const std::string& value, EpilogueSpec& spec) const;
   bool ApplyBatchNorm(const onnx::NodeProto& n, const std::string& value, EpilogueSpec& spec) const;
   bool ApplyActivation(const onnx::NodeProto& n, EpilogueSpec& spec) const;
+  // The activations written as several nodes that all read the head's value `value` (its two
+  // `readers`): the steps they cover, and `output` set to the last one's output.
+  using TwoReaderMatch = std::optional<std::vector<size_t>> (TailMatcher::*)(
+      const std::string& value, const std::vector<size_t>& readers, EpilogueSpec& spec,
+      std::string& output) const;
   std::optional<std::vector<size_t>> MatchClipDivHardSwish(const std::string& value,
                                                            const std::vector<size_t>& readers,
                                                            EpilogueSpec& spec,
                                                            std::string& output) const;
+  std::optional<std::vector<size_t>> MatchSilu(const std::string& value,
+                                               const std::vector<size_t>& readers,
+                                               EpilogueSpec& spec, std::string& output) const;
+  std::optional<std::vector<size_t>> MatchGelu(const std::string& value,
+                                               const std::vector<size_t>& readers,
+                                               EpilogueSpec& spec, std::string& output) const;
+  // The single private reader of `value` if it is a plain one-output node taking no attribute.
+  std::optional<size_t> SoleSimpleReader(const std::string& value) const;
+  // Whether node `n` is `op` of `value` and a scalar constant (either order), giving the scalar.
+  std::optional<float> ScalarOperand(const onnx::NodeProto& n, const char* op,
+                                     const std::string& value) const;
 
   const ir::GraphView& view_;
   const std::vector<int>& order_;
   const std::unordered_map<std::string, Tensor>& constants_;
   std::vector<size_t> step_of_;  // node index -> step
-  int rank_ = 0;                 // of the head's output
+  int rank_ = 0;                 // of the head's output (a Conv's; unknown for a MatMul)
   int64_t channels_ = 0;
+  bool per_column_ = false;  // a MatMul head: channels are the last axis
 };
 
 // Attributes limited to `known` (an unknown one makes the node fail when run alone).
@@ -147,8 +167,10 @@ bool TailMatcher::ApplyAffine(const onnx::NodeProto& n, const std::string& value
 // BatchNormalization kernel computes them.
 bool TailMatcher::ApplyBatchNorm(const onnx::NodeProto& n, const std::string& value,
                                  EpilogueSpec& spec) const {
-  if (n.op_type() != "BatchNormalization" || n.input_size() != 5 || n.input(0) != value ||
-      !OneOutput(n) || !OnlyAttributes(n, {"epsilon", "momentum", "spatial"})) {
+  // BatchNormalization normalises axis 1, a MatMul head's channels are its last axis.
+  if (per_column_ || n.op_type() != "BatchNormalization" || n.input_size() != 5 ||
+      n.input(0) != value || !OneOutput(n) ||
+      !OnlyAttributes(n, {"epsilon", "momentum", "spatial"})) {
     return false;
   }
   for (const auto& a : n.attribute()) {
@@ -257,14 +279,130 @@ std::optional<std::vector<size_t>> TailMatcher::MatchClipDivHardSwish(
   return std::nullopt;
 }
 
+std::optional<size_t> TailMatcher::SoleSimpleReader(const std::string& value) const {
+  auto readers = PrivateReaders(value);
+  if (!readers || readers->size() != 1) return std::nullopt;
+  const auto& n = Node(readers->front());
+  if (!OneOutput(n) || !OnlyAttributes(n, {})) return std::nullopt;
+  return readers->front();
+}
+
+std::optional<float> TailMatcher::ScalarOperand(const onnx::NodeProto& n, const char* op,
+                                                const std::string& value) const {
+  if (n.op_type() != op || !OneOutput(n) || !OnlyAttributes(n, {})) return std::nullopt;
+  const std::string* other = OtherInput(n, value);
+  if (other == nullptr) return std::nullopt;
+  return Scalar(*other);
+}
+
+// x * Sigmoid(x): x is read by the Sigmoid and the Mul.
+std::optional<std::vector<size_t>> TailMatcher::MatchSilu(const std::string& value,
+                                                          const std::vector<size_t>& readers,
+                                                          EpilogueSpec& spec,
+                                                          std::string& output) const {
+  for (int first = 0; first < 2; ++first) {
+    const auto& sig = Node(readers[first]);
+    const auto& mul = Node(readers[1 - first]);
+    if (sig.op_type() != "Sigmoid" || sig.input_size() != 1 || !OneOutput(sig) ||
+        !OnlyAttributes(sig, {}) || mul.op_type() != "Mul" || !OneOutput(mul) ||
+        !OnlyAttributes(mul, {})) {
+      continue;
+    }
+    const std::string* gate = OtherInput(mul, value);
+    if (gate == nullptr || *gate != sig.output(0) ||
+        SoleSimpleReader(sig.output(0)) != readers[1 - first]) {
+      continue;
+    }
+    spec.act = EpilogueAct::kSilu;
+    output = mul.output(0);
+    return std::vector<size_t>{readers[first], readers[1 - first]};
+  }
+  return std::nullopt;
+}
+
+// GELU in its erf form: x is read by the scaling (Mul by k or Div by k) and by the final Mul.
+//   gate form:  e = Erf(x * k); g = (e + one) * half; y = x * g   (the gate halved first)
+//   tail form:  e = Erf(x / k); u = e + one; y = (x * u) * half    (torch.nn.functional.gelu)
+std::optional<std::vector<size_t>> TailMatcher::MatchGelu(const std::string& value,
+                                                          const std::vector<size_t>& readers,
+                                                          EpilogueSpec& spec,
+                                                          std::string& output) const {
+  for (int first = 0; first < 2; ++first) {
+    const size_t scale_step = readers[first], mul_step = readers[1 - first];
+    const auto& scale = Node(scale_step);
+    const auto& mul = Node(mul_step);
+    std::optional<float> k = ScalarOperand(scale, "Mul", value);
+    const bool divides = !k && scale.op_type() == "Div" && scale.input_size() == 2 &&
+                         scale.input(0) == value && OneOutput(scale) && OnlyAttributes(scale, {});
+    if (divides) k = Scalar(scale.input(1));
+    if (!k || mul.op_type() != "Mul" || !OneOutput(mul) || !OnlyAttributes(mul, {})) continue;
+    const auto erf_step = SoleSimpleReader(scale.output(0));
+    if (!erf_step || Node(*erf_step).op_type() != "Erf" || Node(*erf_step).input_size() != 1) {
+      continue;
+    }
+    const std::string& e = Node(*erf_step).output(0);
+    const auto add_step = SoleSimpleReader(e);
+    if (!add_step) continue;
+    const std::optional<float> one = ScalarOperand(Node(*add_step), "Add", e);
+    const std::string& u = Node(*add_step).output(0);
+    const auto after_add = SoleSimpleReader(u);
+    if (!one || !after_add) continue;
+    const std::string* mul_other = OtherInput(mul, value);
+    if (mul_other == nullptr) continue;
+    std::vector<size_t> steps{scale_step, *erf_step, *add_step};
+    std::optional<float> half;
+    if (*after_add == mul_step && *mul_other == u) {  // tail form: (x * u) * half
+      const auto half_step = SoleSimpleReader(mul.output(0));
+      if (!half_step) continue;
+      half = ScalarOperand(Node(*half_step), "Mul", mul.output(0));
+      steps.insert(steps.end(), {mul_step, *half_step});
+      output = Node(*half_step).output(0);
+      spec.gelu_gate_half = false;
+    } else {  // gate form: x * (u * half)
+      const auto& gate = Node(*after_add);
+      half = ScalarOperand(gate, "Mul", u);
+      if (*mul_other != gate.output(0) || SoleSimpleReader(gate.output(0)) != mul_step) continue;
+      steps.insert(steps.end(), {*after_add, mul_step});
+      output = mul.output(0);
+      spec.gelu_gate_half = true;
+    }
+    if (!half) continue;
+    spec.act = EpilogueAct::kGelu;
+    spec.gelu_k = *k;
+    spec.gelu_divides = divides;
+    spec.gelu_one = *one;
+    spec.gelu_half = *half;
+    return steps;
+  }
+  return std::nullopt;
+}
+
+// The head: a Conv with constant weights (channels on axis 1) or a MatMul with a constant 2-D B
+// (a linear layer: channels on the last axis).
+bool TailMatcher::StartAt(const onnx::NodeProto& head) {
+  if (head.input_size() < 2 || !OneOutput(head)) return false;
+  const Tensor* w = FloatConstant(head.input(1));
+  if (w == nullptr) return false;
+  if (head.op_type() == "Conv" && w->rank() >= 3) {
+    rank_ = w->rank();
+    channels_ = w->dim(0);
+    per_column_ = false;
+    return true;
+  }
+  if (head.op_type() == "MatMul" && head.input_size() == 2 && w->rank() == 2) {
+    rank_ = 0;
+    channels_ = w->dim(1);
+    per_column_ = true;
+    return true;
+  }
+  return false;
+}
+
 std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
   const auto& conv = Node(head);
-  if (conv.op_type() != "Conv" || conv.input_size() < 2 || !OneOutput(conv)) return nullptr;
-  const Tensor* w = FloatConstant(conv.input(1));
-  if (w == nullptr || w->rank() < 3) return nullptr;
-  rank_ = w->rank();
-  channels_ = w->dim(0);
+  if (!StartAt(conv)) return nullptr;
   auto tail = std::make_unique<FusedTail>();
+  tail->spec.per_column = per_column_;
   std::string value = conv.output(0);
   // Affine nodes first; once a residual is added only the activation may follow.
   enum class Stage { kAffine, kActivation } stage = Stage::kAffine;
@@ -272,10 +410,14 @@ std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
     auto readers = PrivateReaders(value);
     if (!readers || readers->empty()) break;
     if (readers->size() == 2) {
-      std::string out;
-      if (auto steps = MatchClipDivHardSwish(value, *readers, tail->spec, out)) {
-        tail->absorbed.insert(tail->absorbed.end(), steps->begin(), steps->end());
-        value = out;
+      for (TwoReaderMatch match : {&TailMatcher::MatchClipDivHardSwish, &TailMatcher::MatchSilu,
+                                   &TailMatcher::MatchGelu}) {
+        std::string out;
+        if (auto steps = (this->*match)(value, *readers, tail->spec, out)) {
+          tail->absorbed.insert(tail->absorbed.end(), steps->begin(), steps->end());
+          value = out;
+          break;
+        }
       }
       break;
     }

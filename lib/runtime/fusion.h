@@ -1,10 +1,15 @@
 // Session-level fusion (issue 28): at plan time, the elementwise tail that follows a Conv —
 // BatchNormalization or constant per-channel Mul/Add, a residual Add, and one activation — is
-// found and handed to the conv kernel as an epilogue (epilogue.h). The model is not changed: the
-// plan only records, per conv step, the tail and the steps it replaces.
+// found and handed to the conv kernel as an epilogue (epilogue.h). The same for a MatMul with a
+// constant 2-D B (a linear layer): a bias Add [N] (and Mul [N]) per column, a residual Add and
+// an activation. Activations: Relu, LeakyRelu, Clip, HardSigmoid, Sigmoid, HardSwish, Paddle's
+// x*Clip(x+3,0,6)/6, SiLU (x*Sigmoid(x)) and GELU in both erf forms exporters write. The model is
+// not changed: the plan only records, per head step, the tail and the steps it replaces.
 //
 // Before:  y0 = Conv(x, W, B); y1 = Mul(y0, s); y2 = Add(y1, t); y3 = Add(y2, r); y = Relu(y3)
 // After:   y  = Conv(x, W, B) with epilogue {scale s, shift t, residual r, Relu}
+// Before:  h = MatMul(x, W); b = Add(h, bias); e = Erf(b * k); y = b * ((e + 1) * 0.5)
+// After:   y = MatMul(x, W) with epilogue {shift bias per column, GELU}
 //
 // A tail is fused only where nothing else can see its intermediates: each is read by the next
 // node of the tail alone, is no graph output and no value a subgraph reads, and every absorbed

@@ -85,6 +85,11 @@ class Graph {
     }
     return out;
   }
+  // x [.., k] times a random constant [k, n]: a linear layer without its bias.
+  std::string MatMul(const std::string& x, int64_t k, int64_t n, const std::string& out) {
+    Node("MatMul", {x, Random(out + "_w", {k, n}, -0.5f, 0.5f)}, out);
+    return out;
+  }
   void Output(const std::string& name) {
     auto* o = graph()->add_output();
     o->set_name(name);
@@ -104,22 +109,24 @@ class Graph {
   std::mt19937 rng_{5};
 };
 
-// The default registry with a Conv kernel that claims the epilogue and drops it.
+// The default registry with Conv and MatMul kernels that claim the epilogue and drop it.
 const KernelRegistry& DroppingRegistry() {
   static const KernelRegistry registry = [] {
     KernelRegistry r = KernelRegistry::Default();
-    const KernelFn conv = *r.Find("", "Conv", 13);
-    const PrepareFn prepare = *r.FindPrepare("", "Conv", 13);
-    r.Register(
-        "", "Conv", 1, 17,
-        [conv](KernelContext& ctx) {
-          const Epilogue* e = ctx.epilogue();
-          ctx.set_epilogue(nullptr);
-          conv(ctx);
-          if (e) ctx.mark_epilogue_applied();
-        },
-        prepare);
-    r.AcceptEpilogue("", "Conv");
+    for (const char* op : {"Conv", "MatMul"}) {
+      const KernelFn kernel = *r.Find("", op, 13);
+      const PrepareFn prepare = *r.FindPrepare("", op, 13);
+      r.Register(
+          "", op, 1, 17,
+          [kernel](KernelContext& ctx) {
+            const Epilogue* e = ctx.epilogue();
+            ctx.set_epilogue(nullptr);
+            kernel(ctx);
+            if (e) ctx.mark_epilogue_applied();
+          },
+          prepare);
+      r.AcceptEpilogue("", op);
+    }
     return r;
   }();
   return registry;
@@ -143,7 +150,8 @@ float MaxAbs(const Tensor& a) {
 // Runs `g` fused, unfused and with the dropping kernel; expects `fused_nodes` fused nodes, the
 // fused outputs within 1e-6 of the output range of the unfused ones, and the dropping kernel
 // visibly off.
-void ExpectFusedLikeUnfused(Graph& g, int fused_nodes, bool dropping_detectable = true) {
+void ExpectFusedLikeUnfused(Graph& g, int fused_nodes, bool dropping_detectable = true,
+                            bool bitwise = false) {
   const Tensor x = g.Input();
   Session fused(g.model());
   Session plain(g.model(), {.no_fusion = true});
@@ -156,7 +164,7 @@ void ExpectFusedLikeUnfused(Graph& g, int fused_nodes, bool dropping_detectable 
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     const float range = std::max(MaxAbs(b[i].value), 1e-30f);
-    EXPECT_LE(MaxAbsDiff(a[i].value, b[i].value), 1e-6f * range) << b[i].name;
+    EXPECT_LE(MaxAbsDiff(a[i].value, b[i].value), bitwise ? 0.f : 1e-6f * range) << b[i].name;
     if (dropping_detectable) {
       EXPECT_GT(MaxAbsDiff(c[i].value, b[i].value), 1e-3f * range)
           << b[i].name << ": the comparison would not notice a dropped epilogue";
@@ -299,6 +307,107 @@ TEST(ConvFusion, ResidualOfAnotherShapeFallsBackToTheNodes) {
   const auto a = fused.Run({{"x", x}, {"r", rv}});
   const auto b = plain.Run({{"x", x}, {"r", rv}});
   EXPECT_EQ(MaxAbsDiff(a[0].value, b[0].value), 0.f);
+}
+
+// SiLU (x * Sigmoid(x)) and both erf forms of GELU after a conv: two readers of the conv output.
+TEST(ConvFusion, SiluAndGeluFuseBitwise) {
+  {
+    Graph g({1, 4, 9, 9});
+    const std::string c = g.Conv("x", 4, 6, 3, "conv");
+    g.Node("Sigmoid", {c}, "sig");
+    g.Node("Mul", {"sig", c}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 2, true, true);
+  }
+  {
+    Graph g({1, 4, 9, 9});
+    const std::string c = g.Conv("x", 4, 6, 1, "conv");
+    g.Node("Div", {c, g.Const("sqrt2", {}, {1.4142135f})}, "scaled");
+    g.Node("Erf", {"scaled"}, "erf");
+    g.Node("Add", {"erf", g.Const("one", {}, {1.f})}, "u");
+    g.Node("Mul", {c, "u"}, "w");
+    g.Node("Mul", {"w", g.Const("half", {}, {0.5f})}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 5, true, true);
+  }
+}
+
+// A linear layer's tail in the MatMul epilogue: bias [N], residual and activation, over a
+// batched A folded into one GEMM, bitwise equal to the unfused nodes; with a per-column scale
+// too (composed with the bias at plan time, so within rounding only).
+TEST(MatMulFusion, BiasResidualAndActivationsFuse) {
+  for (const bool scaled : {false, true})
+    for (const char* act : {"Relu", "LeakyRelu", "Sigmoid", "HardSwish", ""}) {
+      SCOPED_TRACE(std::string(act) + (scaled ? " scaled" : ""));
+      const bool has_act = !std::string(act).empty();
+      Graph g({2, 5, 24});
+      const std::string r = g.MatMul("x", 24, 40, "r");  // the residual, computed first
+      const std::string h = g.MatMul("x", 24, 40, "mm");
+      std::string v = g.Node("Add", {h, g.Random("bias", {40}, -1.f, 1.f)}, "biased")->output(0);
+      if (scaled) v = g.Node("Mul", {g.Random("scale", {40}, 0.5f, 2.f), v}, "scaled")->output(0);
+      g.Node("Add", {v, r}, has_act ? "sum" : "y");
+      if (has_act) g.Node(act, {"sum"}, "y");
+      g.Output("y");
+      ExpectFusedLikeUnfused(g, 2 + scaled + has_act, true, !scaled);
+    }
+}
+
+TEST(MatMulFusion, GeluBothFormsAndSiluFuseBitwise) {
+  {
+    // The generated transformer block's form: x * ((Erf(x * k) + 1) * 0.5).
+    Graph g({3, 64});
+    const std::string h = g.MatMul("x", 64, 96, "mm");
+    g.Node("Add", {h, g.Random("bias", {96}, -1.f, 1.f)}, "b");
+    g.Node("Mul", {"b", g.Const("k", {}, {0.70710678f})}, "scaled");
+    g.Node("Erf", {"scaled"}, "erf");
+    g.Node("Add", {g.Const("one", {}, {1.f}), "erf"}, "u");
+    g.Node("Mul", {"u", g.Const("half", {}, {0.5f})}, "gate");
+    g.Node("Mul", {"b", "gate"}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 6, true, true);
+  }
+  {
+    // torch.nn.functional.gelu's export: (x * (Erf(x / sqrt2) + 1)) * 0.5.
+    Graph g({7, 33});
+    const std::string h = g.MatMul("x", 33, 50, "mm");
+    g.Node("Div", {h, g.Const("sqrt2", {}, {1.4142135f})}, "scaled");
+    g.Node("Erf", {"scaled"}, "erf");
+    g.Node("Add", {"erf", g.Const("one", {}, {1.f})}, "u");
+    g.Node("Mul", {h, "u"}, "w");
+    g.Node("Mul", {"w", g.Const("half", {}, {0.5f})}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 5, true, true);
+  }
+  {
+    Graph g({4, 20});
+    const std::string h = g.MatMul("x", 20, 30, "mm");
+    g.Node("Sigmoid", {h}, "sig");
+    g.Node("Mul", {h, "sig"}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 2, true, true);
+  }
+}
+
+TEST(MatMulFusion, OnlyRankOneConstantsAndNoBatchNorm) {
+  {
+    // A [1, N] bias would broadcast a 1-D A's output to 2-D: rank 2 constants are not fused.
+    Graph g({3, 8});
+    g.Node("Add", {g.MatMul("x", 8, 5, "mm"), g.Random("bias", {1, 5}, -1.f, 1.f)}, "y");
+    g.Output("y");
+    EXPECT_EQ(Session(g.model()).fused_nodes(), 0);
+  }
+  {
+    // BatchNormalization normalises axis 1, not a MatMul's columns.
+    Graph g({2, 5, 8});
+    g.Node("BatchNormalization",
+           {g.MatMul("x", 8, 5, "mm"), g.Random("gamma", {5}, 0.5f, 1.5f),
+            g.Random("beta", {5}, -1.f, 1.f), g.Random("mean", {5}, -1.f, 1.f),
+            g.Random("var", {5}, 0.5f, 2.f)},
+           "y");
+    g.Output("y");
+    EXPECT_EQ(Session(g.model()).fused_nodes(), 0);
+    ExpectFusedLikeUnfused(g, 0, false);
+  }
 }
 
 TEST(ConvFusion, ObservedRunsSeeEveryTensorOfTheOriginalGraph) {

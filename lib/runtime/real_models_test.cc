@@ -140,5 +140,37 @@ INSTANTIATE_TEST_SUITE_P(
                       RealModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", {1, 3, 48, 192}, 0, 1}),
     ModelTestName);
 
+// The generated transformer block (scripts/gen_transformer_block.py: attention, LayerNorm, erf
+// GELU MLP): its four linear layers take their bias, residual and GELU tails into the MatMul
+// epilogue, and the fused outputs are the unfused ones bit for bit, at 1 and 2 threads.
+TEST(TransformerBlock, FusedLinearTailsGiveTheUnfusedBitsAtAnyThreadCount) {
+  testing::TempDir dir;
+  const fs::path file = dir / "block.onnx";
+  auto gen = testing::RunShell(
+      "/usr/bin/python3 " + (testing::SourceDir() / "scripts/gen_transformer_block.py").string() +
+      " " + file.string());
+  if (gen.exit_code != 0) GTEST_SKIP() << "python3-onnx absent: " << gen.err;
+  const io::Model model = io::Load(file);
+  Tensor x(onnx::TensorProto::FLOAT, {1, 256, 384});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
+  Session fused(model, {.threads = 1});
+  // qkv bias; out-projection bias + residual; MLP up bias + 5 GELU nodes; down bias + residual.
+  EXPECT_EQ(fused.fused_nodes(), 11);
+  const auto one = fused.Run({{"x", x}});
+  const auto two = RunWith(model, x, "x", {.threads = 2});
+  const auto plain = RunWith(model, x, "x", {.threads = 1, .no_fusion = true});
+  ASSERT_EQ(one.size(), plain.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    const Tensor& a = one[i].value;
+    ASSERT_EQ(a.shape(), plain[i].value.shape());
+    EXPECT_EQ(std::memcmp(a.raw(), plain[i].value.raw(), a.size() * sizeof(float)), 0)
+        << "fused and unfused differ: " << one[i].name;
+    EXPECT_EQ(std::memcmp(a.raw(), two[i].value.raw(), a.size() * sizeof(float)), 0)
+        << "1 and 2 threads differ: " << one[i].name;
+  }
+}
+
 }  // namespace
 }  // namespace porttool::runtime

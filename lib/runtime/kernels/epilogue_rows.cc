@@ -24,8 +24,6 @@ PORTTOOL_ALWAYS_INLINE V8f Activate(V8f v, const EpilogueSpec& s) {
     return Min(Max(v, Splat(s.lo)), Splat(s.hi));
   } else if constexpr (A == EpilogueAct::kHardSigmoid) {
     return Max(Splat(0.f), Min(Splat(1.f), s.alpha * v + s.beta));
-  } else if constexpr (A == EpilogueAct::kSigmoid) {
-    return Sigmoid8(v);
   } else if constexpr (A == EpilogueAct::kHardSwish) {
     return v * Max(Splat(0.f), Min(Splat(1.f), v / 6.f + 0.5f));
   } else if constexpr (A == EpilogueAct::kHardSwishClipDiv) {
@@ -72,6 +70,54 @@ PORTTOOL_ALWAYS_INLINE void Rows(const float* bias, const EpilogueSpec& spec, in
     const RowArgs a{bias ? bias[row] : -0.f, spec.scale.empty() ? 1.f : spec.scale[c],
                     spec.shift.empty() ? -0.f : spec.shift[c], &spec};
     Row<A, kResidual>(y + row * ld, kResidual ? residual + row * ld : nullptr, cols, a);
+    if (IsTranscendental(spec.act)) ActivateTranscendental(spec, y + row * ld, cols);
+  }
+}
+
+// A per-column tile: v * scale[col] + shift[col] (+ residual), then the activation.
+template <EpilogueAct A, bool kResidual>
+PORTTOOL_ALWAYS_INLINE void Columns(const EpilogueSpec& spec, int64_t col0, int64_t rows,
+                                    int64_t cols, int64_t ld, float* y, const float* residual) {
+  const float* scale = spec.scale.empty() ? nullptr : spec.scale.data() + col0;
+  const float* shift = spec.shift.empty() ? nullptr : spec.shift.data() + col0;
+  const auto f = [&](V8f v, V8f k, V8f t, V8f res) PORTTOOL_ALWAYS_INLINE_LAMBDA {
+    v = v * k + t;
+    if constexpr (kResidual) v = v + res;
+    return Activate<A>(v, spec);
+  };
+  // -0 is the identity of addition (see Rows), 1 that of multiplication.
+  const V8f ones = Splat(1.f), minus_zeros = Broadcast8(-0.f);
+  for (int64_t row = 0; row < rows; ++row) {
+    float* out = y + row * ld;
+    const float* res_row = kResidual ? residual + row * ld : nullptr;
+    int64_t i = 0;
+    V8f v, k = ones, t = minus_zeros, res{};
+    for (; i + 8 <= cols; i += 8) {
+      std::memcpy(&v, out + i, sizeof v);
+      if (scale) std::memcpy(&k, scale + i, sizeof k);
+      if (shift) std::memcpy(&t, shift + i, sizeof t);
+      if constexpr (kResidual) std::memcpy(&res, res_row + i, sizeof res);
+      v = f(v, k, t, res);
+      std::memcpy(out + i, &v, sizeof v);
+    }
+    if (i < cols) {
+      const int64_t rest = cols - i;
+      if (scale) k = LoadPartial(scale + i, rest, 1.f);
+      if (shift) t = LoadPartial(shift + i, rest, 0.f);
+      if constexpr (kResidual) res = LoadPartial(res_row + i, rest, 0.f);
+      StorePartial(out + i, rest, f(LoadPartial(out + i, rest, 0.f), k, t, res));
+    }
+    if (IsTranscendental(spec.act)) ActivateTranscendental(spec, out, cols);
+  }
+}
+
+template <EpilogueAct A>
+PORTTOOL_SIMD_CLONES void ColumnsFor(const EpilogueSpec& spec, int64_t col0, int64_t rows,
+                                     int64_t cols, int64_t ld, float* y, const float* residual) {
+  if (residual) {
+    Columns<A, true>(spec, col0, rows, cols, ld, y, residual);
+  } else {
+    Columns<A, false>(spec, col0, rows, cols, ld, y, residual);
   }
 }
 
@@ -103,14 +149,46 @@ const Epilogue* UsableEpilogue(const Epilogue* epilogue, const Tensor& y) {
       (r == nullptr || r->dtype() != onnx::TensorProto::FLOAT || r->shape() != y.shape())) {
     return nullptr;
   }
-  const auto channels = static_cast<size_t>(y.rank() >= 2 ? y.dim(1) : 0);
   const EpilogueSpec& s = *epilogue->spec;
+  const int channel_axis = s.per_column ? y.rank() - 1 : 1;
+  const auto channels =
+      static_cast<size_t>(channel_axis >= 0 && channel_axis < y.rank() ? y.dim(channel_axis) : 0);
   if ((!s.scale.empty() && s.scale.size() != channels) ||
       (!s.shift.empty() && s.shift.size() != channels)) {
     return nullptr;
   }
   return epilogue;
 }
+
+// Calls FN<act>(args...) for the spec's activation; the transcendental ones run as kNone here
+// and are applied afterwards by ActivateTranscendental.
+#define PORTTOOL_EPILOGUE_DISPATCH(act, FN, ...)       \
+  switch (act) {                                       \
+    case EpilogueAct::kRelu:                           \
+      FN<EpilogueAct::kRelu>(__VA_ARGS__);             \
+      break;                                           \
+    case EpilogueAct::kLeakyRelu:                      \
+      FN<EpilogueAct::kLeakyRelu>(__VA_ARGS__);        \
+      break;                                           \
+    case EpilogueAct::kClip:                           \
+      FN<EpilogueAct::kClip>(__VA_ARGS__);             \
+      break;                                           \
+    case EpilogueAct::kHardSigmoid:                    \
+      FN<EpilogueAct::kHardSigmoid>(__VA_ARGS__);      \
+      break;                                           \
+    case EpilogueAct::kHardSwish:                      \
+      FN<EpilogueAct::kHardSwish>(__VA_ARGS__);        \
+      break;                                           \
+    case EpilogueAct::kHardSwishClipDiv:               \
+      FN<EpilogueAct::kHardSwishClipDiv>(__VA_ARGS__); \
+      break;                                           \
+    case EpilogueAct::kNone:                           \
+    case EpilogueAct::kSigmoid:                        \
+    case EpilogueAct::kSilu:                           \
+    case EpilogueAct::kGelu:                           \
+      FN<EpilogueAct::kNone>(__VA_ARGS__);             \
+      break;                                           \
+  }
 
 void FinishRows(const float* bias, const Epilogue* epilogue, int64_t channel, int64_t rows,
                 int64_t cols, int64_t ld, float* y, const float* residual) {
@@ -119,21 +197,14 @@ void FinishRows(const float* bias, const Epilogue* epilogue, int64_t channel, in
     return;
   }
   const EpilogueSpec& s = *epilogue->spec;
-  switch (s.act) {
-#define PORTTOOL_EPILOGUE_CASE(A)                                           \
-  case EpilogueAct::A:                                                      \
-    RowsFor<EpilogueAct::A>(bias, s, channel, rows, cols, ld, y, residual); \
-    break;
-    PORTTOOL_EPILOGUE_CASE(kNone)
-    PORTTOOL_EPILOGUE_CASE(kRelu)
-    PORTTOOL_EPILOGUE_CASE(kLeakyRelu)
-    PORTTOOL_EPILOGUE_CASE(kClip)
-    PORTTOOL_EPILOGUE_CASE(kHardSigmoid)
-    PORTTOOL_EPILOGUE_CASE(kSigmoid)
-    PORTTOOL_EPILOGUE_CASE(kHardSwish)
-    PORTTOOL_EPILOGUE_CASE(kHardSwishClipDiv)
-#undef PORTTOOL_EPILOGUE_CASE
-  }
+  PORTTOOL_EPILOGUE_DISPATCH(s.act, RowsFor, bias, s, channel, rows, cols, ld, y, residual)
 }
+
+void FinishColumns(const Epilogue& epilogue, int64_t col0, int64_t rows, int64_t cols, int64_t ld,
+                   float* y, const float* residual) {
+  const EpilogueSpec& s = *epilogue.spec;
+  PORTTOOL_EPILOGUE_DISPATCH(s.act, ColumnsFor, s, col0, rows, cols, ld, y, residual)
+}
+#undef PORTTOOL_EPILOGUE_DISPATCH
 
 }  // namespace porttool::runtime::kernels

@@ -20,4 +20,14 @@ const Epilogue* UsableEpilogue(const Epilogue* epilogue, const Tensor& y);
 void FinishRows(const float* bias, const Epilogue* epilogue, int64_t channel, int64_t rows,
                 int64_t cols, int64_t ld, float* y, const float* residual);
 
+// The same for a per-column epilogue (a MatMul's): a tile of `rows` x `cols` at stride `ld` whose
+// first column is column `col0` of the output.
+void FinishColumns(const Epilogue& epilogue, int64_t col0, int64_t rows, int64_t cols, int64_t ld,
+                   float* y, const float* residual);
+
+// Sigmoid, SiLU and GELU (epilogue_act.cc): applied in place over n values after the affine
+// part and the residual, compiled as the unfused nodes' kernels are.
+bool IsTranscendental(EpilogueAct act);
+void ActivateTranscendental(const EpilogueSpec& spec, float* y, int64_t n);
+
 }  // namespace porttool::runtime::kernels

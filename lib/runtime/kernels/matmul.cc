@@ -8,6 +8,7 @@
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/epilogue_rows.h"
 #include "lib/runtime/kernels/gemm.h"
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/kernels/matmul_batch.h"
@@ -46,13 +47,73 @@ void DispatchMatMulTypes(const KernelContext& ctx, int32_t dtype, Fn&& fn) {
 }
 
 // Plan time: a constant 2-D float B (a layer's weights) is packed once for the GEMM; without it
-// every column piece of every run packed its share again.
-std::shared_ptr<const void> PrepareMatMul(const KernelContext& ctx) {
+// every column piece of every run packed its share again (and a one-row Gemm, hey_jarvis's
+// 1 x 1536 x 128 layer, spent most of its time packing B).
+std::shared_ptr<const void> PackConstantB(const KernelContext& ctx, bool trans_b) {
   if (!ctx.has_input(1)) return nullptr;
   const Tensor& b = ctx.input(1);
   if (b.dtype() != TP::FLOAT || b.rank() != 2 || b.size() == 0) return nullptr;
+  const int64_t k = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
   return std::make_shared<kernels::PackedB>(
-      kernels::PackMatrixB(false, b.dim(0), b.dim(1), b.data<float>(), b.dim(1)));
+      kernels::PackMatrixB(trans_b, k, n, b.data<float>(), b.dim(1)));
+}
+std::shared_ptr<const void> PrepareMatMul(const KernelContext& ctx) {
+  return PackConstantB(ctx, false);
+}
+std::shared_ptr<const void> PrepareGemm(const KernelContext& ctx) {
+  return PackConstantB(ctx, ctx.GetInt("transB", 0) != 0);
+}
+
+// The plan-time B when it is usable for this call (shapes as packed, porttool's own GEMM).
+const kernels::PackedB* UsablePackedB(const KernelContext& ctx, int64_t k, int64_t n) {
+  const auto* packed = ctx.prepared<kernels::PackedB>();
+  if (packed && (packed->k != k || packed->n != n || kernels::GemmUsesOpenBlas())) return nullptr;
+  return packed;
+}
+
+// How `gemms` products with C of [rows x n] are cut into tiles for the pool. Few GEMMs: split
+// each along its longer side of C, so each piece packs the smaller share of the operands (a
+// 256 x 1536 output in column pieces packs B once, not once per row piece). Even with B packed at
+// plan time: row pieces of 32 rows streamed all of B from memory for each piece (the transformer
+// block's MLP took twice as long). The cut depends on the shape alone (kernels::PieceSize).
+struct GemmTiles {
+  int64_t rows = 0, n = 0, row_block = 0, col_block = 0, row_blocks = 0, col_blocks = 0;
+  int64_t count() const { return row_blocks * col_blocks; }
+  // Tile t's first row and column and its extent.
+  void Locate(int64_t t, int64_t& r0, int64_t& c0, int64_t& r, int64_t& w) const {
+    r0 = (t / col_blocks) * row_block;
+    c0 = (t % col_blocks) * col_block;
+    r = std::min(row_block, rows - r0);
+    w = std::min(col_block, n - c0);
+  }
+};
+GemmTiles TileGemm(int64_t gemms, int64_t rows, int64_t n) {
+  GemmTiles t{rows, n, rows, n, 1, 1};
+  const bool split = gemms < kernels::kWorkPieces;
+  constexpr int64_t kAlign = kernels::kSgemmColAlign;
+  if (split && n > rows) {
+    t.col_block = (kernels::PieceSize(n, 64) + kAlign - 1) / kAlign * kAlign;
+  } else if (split) {
+    t.row_block = kernels::PieceSize(rows, 16);
+  }
+  t.row_blocks = (rows + t.row_block - 1) / t.row_block;
+  t.col_blocks = (n + t.col_block - 1) / t.col_block;
+  return t;
+}
+
+// One tile: C[r x w] (c at its first element) = alpha op(A) op(B)[:, c0:c0+w] + beta C, from
+// the plan-time B when there is one (alpha 1 only: the packed GEMM has no alpha).
+template <typename T>
+void GemmTile(const kernels::PackedB* packed, bool ta, bool tb, int64_t r, int64_t c0, int64_t w,
+              int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+              int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (packed != nullptr && alpha == 1.f) {
+      kernels::SgemmPackedB(ta, r, c0, w, a, lda, *packed, beta, c, ldc);
+      return;
+    }
+  }
+  GemmAny<T>(ta, tb, r, w, k, alpha, a, lda, b + (tb ? c0 * ldb : c0), ldb, beta, c, ldc);
 }
 
 void MatMulKernel(KernelContext& ctx) {
@@ -86,38 +147,37 @@ void MatMulKernel(KernelContext& ctx) {
                     (batches == 1 || a_off[1] - a_off[0] == m * k) && a.size() == batches * m * k;
   const int64_t rows = fold ? batches * m : m;
   const int64_t gemms = fold ? 1 : batches;
-  const auto* packed = ctx.prepared<kernels::PackedB>();
-  if (packed &&
-      (b.rank() != 2 || packed->k != k || packed->n != n || kernels::GemmUsesOpenBlas())) {
-    packed = nullptr;
-  }
-  // Few GEMMs: split each along its longer side of C, so each piece packs the smaller share of
-  // the operands (a 256 x 1536 output in column pieces packs B once, not once per row piece).
-  // Even with B packed at plan time: row pieces of 32 rows streamed all of B from memory for each
-  // piece (the transformer block's MLP took twice as long).
-  const bool split = gemms < kernels::kWorkPieces;
-  const bool by_columns = split && n > rows;
-  const int64_t row_block = split && !by_columns ? kernels::PieceSize(rows, 16) : rows;
-  constexpr int64_t kAlign = kernels::kSgemmColAlign;
-  const int64_t col_block =
-      by_columns ? (kernels::PieceSize(n, 64) + kAlign - 1) / kAlign * kAlign : n;
-  const int64_t row_blocks = (rows + row_block - 1) / row_block;
-  const int64_t col_blocks = (n + col_block - 1) / col_block;
-  const int64_t blocks = row_blocks * col_blocks;
+  const kernels::PackedB* packed = b.rank() == 2 ? UsablePackedB(ctx, k, n) : nullptr;
+  const GemmTiles tiles = TileGemm(gemms, rows, n);
+  const int64_t blocks = tiles.count();
+  // The fused tail (a linear layer's bias, residual, activation), applied to each tile while it
+  // is in cache: float only, and only a per-column one (fusion.h).
+  const Epilogue* epilogue =
+      a.dtype() == TP::FLOAT ? kernels::UsableEpilogue(ctx.epilogue(), y) : nullptr;
+  if (epilogue && !epilogue->spec->per_column) epilogue = nullptr;
+  const float* residual =
+      epilogue && epilogue->residual ? epilogue->residual->data<float>() : nullptr;
+  if (epilogue) ctx.mark_epilogue_applied();
   DispatchMatMulTypes(ctx, a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* py = y.mutable_data<T>();
     kernels::ParallelMacs(
-        gemms * blocks, row_block * col_block * k, [&](int64_t begin, int64_t end) {
+        gemms * blocks, tiles.row_block * tiles.col_block * k, [&](int64_t begin, int64_t end) {
           for (int64_t item = begin; item < end; ++item) {
-            const int64_t g = item / blocks, tile = item % blocks;
-            const int64_t r0 = (tile / col_blocks) * row_block,
-                          c0 = (tile % col_blocks) * col_block;
-            const int64_t r = std::min(row_block, rows - r0), w = std::min(col_block, n - c0);
-            GemmAny<T>(false, false, r, w, k, T(1), pa + a_off[g] + r0 * k, k, pb + b_off[g] + c0,
-                       n, T(0), py + g * m * n + r0 * n + c0, n);
+            const int64_t g = item / blocks;
+            int64_t r0, c0, r, w;
+            tiles.Locate(item % blocks, r0, c0, r, w);
+            const int64_t offset = g * m * n + r0 * n + c0;
+            GemmTile<T>(packed, false, false, r, c0, w, k, T(1), pa + a_off[g] + r0 * k, k,
+                        pb + b_off[g], n, T(0), py + offset, n);
+            if constexpr (std::is_same_v<T, float>) {
+              if (epilogue) {
+                kernels::FinishColumns(*epilogue, c0, r, w, n, py + offset,
+                                       residual ? residual + offset : nullptr);
+              }
+            }
           }
         });
   });
@@ -162,6 +222,8 @@ void GemmKernel(KernelContext& ctx) {
     c_col_step = cs[1] == 1 ? 0 : 1;
   }
   if (y.size() == 0) return;
+  const kernels::PackedB* packed = UsablePackedB(ctx, k, n);
+  const GemmTiles tiles = TileGemm(1, m, n);
   DispatchMatMulTypes(ctx, a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* py = y.mutable_data<T>();
@@ -171,15 +233,18 @@ void GemmKernel(KernelContext& ctx) {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) py[i * n + j] = pc[i * c_row_step + j * c_col_step];
     }
-    const int64_t block = kernels::PieceSize(m, 16);
-    kernels::ParallelMacs((m + block - 1) / block, block * n * k, [&](int64_t begin, int64_t end) {
-      for (int64_t bi = begin; bi < end; ++bi) {
-        const int64_t r0 = bi * block, r = std::min(block, m - r0);
-        const T* pa = a.data<T>() + (ta ? r0 : r0 * a.dim(1));
-        GemmAny<T>(ta, tb, r, n, k, static_cast<T>(alpha), pa, a.dim(1), b.data<T>(), b.dim(1),
-                   use_c ? static_cast<T>(beta) : T(0), py + r0 * n, n);
-      }
-    });
+    const T* pa = a.data<T>();
+    const int64_t lda = a.dim(1);
+    kernels::ParallelMacs(tiles.count(), tiles.row_block * tiles.col_block * k,
+                          [&](int64_t begin, int64_t end) {
+                            for (int64_t t = begin; t < end; ++t) {
+                              int64_t r0, c0, r, w;
+                              tiles.Locate(t, r0, c0, r, w);
+                              GemmTile<T>(packed, ta, tb, r, c0, w, k, static_cast<T>(alpha),
+                                          pa + (ta ? r0 : r0 * lda), lda, b.data<T>(), b.dim(1),
+                                          use_c ? static_cast<T>(beta) : T(0), py + r0 * n + c0, n);
+                            }
+                          });
   });
 }
 
@@ -187,7 +252,8 @@ void GemmKernel(KernelContext& ctx) {
 
 void RegisterMatMulKernels(KernelRegistry& r) {
   r.Register("", "MatMul", 1, 17, MatMulKernel, PrepareMatMul);
-  r.Register("", "Gemm", 6, 17, GemmKernel);
+  r.AcceptEpilogue("", "MatMul");
+  r.Register("", "Gemm", 6, 17, GemmKernel, PrepareGemm);
 }
 
 }  // namespace porttool::runtime

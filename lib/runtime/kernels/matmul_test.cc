@@ -97,39 +97,60 @@ TEST(MatMulKernel, IntegersAndMismatchedInnerDims) {
   EXPECT_THROW(RunOp(NodeBuilder("MatMul", 2).node(), 13, {&x, &y}), Error);
 }
 
-TEST(GemmKernel, TransposesAlphaBetaAndBroadcastC) {
+// Gemm against a double-precision loop, with B as a run-time input and as a constant the kernel
+// packs at plan time: both within float rounding of the loop and bitwise equal to each other
+// (the packed path is used for alpha 1 only, so both alphas are covered; the one-row shape is
+// hey_jarvis's layer, cut into column pieces).
+TEST(GemmKernel, TransposesAlphaBetaAndBroadcastCWithAndWithoutPackedB) {
   std::mt19937 rng(22);
-  const int64_t m = 37, k = 19, n = 23;
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (const std::vector<int64_t>& cs :
-           std::vector<std::vector<int64_t>>{{}, {n}, {1, n}, {m, 1}, {m, n}, {1}}) {
-        Tensor a = RandomFloats(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}, rng);
-        Tensor b = RandomFloats(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, rng);
-        Tensor c = RandomFloats(cs, rng);
-        const bool has_c = !cs.empty();
-        std::vector<float> expected;
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) {
-            double acc = 0;
-            for (int64_t p = 0; p < k; ++p)
-              acc += a.data<float>()[ta ? p * m + i : i * k + p] *
-                     b.data<float>()[tb ? j * k + p : p * n + j];
-            double cv = 0;
-            if (has_c) {
-              std::vector<int64_t> c2 = cs;
-              while (c2.size() < 2) c2.insert(c2.begin(), 1);
-              cv = c.data<float>()[(c2[0] == 1 ? 0 : i) * c2[1] + (c2[1] == 1 ? 0 : j)];
+  struct Shape {
+    int64_t m, k, n;
+  };
+  for (const Shape& s : {Shape{37, 19, 23}, Shape{1, 300, 200}})
+    for (const float alpha : {0.5f, 1.f})
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (const std::vector<int64_t>& cs :
+               std::vector<std::vector<int64_t>>{{}, {s.n}, {1, s.n}, {s.m, 1}, {s.m, s.n}, {1}}) {
+            const int64_t m = s.m, k = s.k, n = s.n;
+            Tensor a =
+                RandomFloats(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}, rng);
+            Tensor b =
+                RandomFloats(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, rng);
+            Tensor c = RandomFloats(cs, rng);
+            const bool has_c = !cs.empty();
+            std::vector<float> expected;
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                double acc = 0;
+                for (int64_t p = 0; p < k; ++p)
+                  acc += a.data<float>()[ta ? p * m + i : i * k + p] *
+                         b.data<float>()[tb ? j * k + p : p * n + j];
+                double cv = 0;
+                if (has_c) {
+                  std::vector<int64_t> c2 = cs;
+                  while (c2.size() < 2) c2.insert(c2.begin(), 1);
+                  cv = c.data<float>()[(c2[0] == 1 ? 0 : i) * c2[1] + (c2[1] == 1 ? 0 : j)];
+                }
+                expected.push_back(static_cast<float>(alpha * acc + (has_c ? 2.0 * cv : 0)));
+              }
+            NodeBuilder node("Gemm", has_c ? 3 : 2);
+            node.Int("transA", ta).Int("transB", tb).Float("alpha", alpha).Float("beta", 2.f);
+            const std::string what = "m " + std::to_string(m) + " alpha " + std::to_string(alpha) +
+                                     " transA " + std::to_string(ta) + " transB " +
+                                     std::to_string(tb) + " C " + c.DebugString();
+            auto out = RunOp(node.node(), 13, {&a, &b, has_c ? &c : nullptr});
+            testing_util::ExpectClose(out[0], {m, n}, expected, what);
+            bool packed = false;
+            auto out_packed = testing_util::RunOpPrepared(
+                node.node(), 13, {&a, &b, has_c ? &c : nullptr}, {false, true, false}, &packed);
+            EXPECT_TRUE(packed) << what;
+            ASSERT_EQ(out_packed[0].shape(), out[0].shape()) << what;
+            for (int64_t i = 0; i < m * n; ++i) {
+              ASSERT_EQ(out_packed[0].data<float>()[i], out[0].data<float>()[i])
+                  << what << " element " << i;
             }
-            expected.push_back(static_cast<float>(0.5 * acc + (has_c ? 2.0 * cv : 0)));
           }
-        NodeBuilder node("Gemm", has_c ? 3 : 2);
-        node.Int("transA", ta).Int("transB", tb).Float("alpha", 0.5f).Float("beta", 2.f);
-        auto out = RunOp(node.node(), 13, {&a, &b, has_c ? &c : nullptr});
-        testing_util::ExpectClose(out[0], {m, n}, expected,
-                                  "transA " + std::to_string(ta) + " transB " + std::to_string(tb) +
-                                      " C " + c.DebugString());
-      }
 }
 
 TEST(GemmKernel, RejectsBadShapesAndUnknownAttributes) {

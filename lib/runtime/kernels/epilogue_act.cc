@@ -1,0 +1,45 @@
+// The fused epilogue's transcendental activations: Sigmoid, SiLU and GELU (erf form). Compiled
+// as elementwise.cc's Sigmoid and Erf spans are (FMA contraction allowed inside the
+// approximations, unlike epilogue_rows.cc), and each written as the chain of nodes it replaces,
+// one rounding per node, so a fused activation gives the bits of the unfused nodes.
+#include "lib/runtime/kernels/epilogue_rows.h"
+#include "lib/runtime/kernels/simd.h"
+#include "lib/runtime/kernels/vector_math.h"
+
+namespace porttool::runtime::kernels {
+
+bool IsTranscendental(EpilogueAct act) {
+  return act == EpilogueAct::kSigmoid || act == EpilogueAct::kSilu || act == EpilogueAct::kGelu;
+}
+
+PORTTOOL_SIMD_CLONES void ActivateTranscendental(const EpilogueSpec& s, float* y, int64_t n) {
+  switch (s.act) {
+    case EpilogueAct::kSigmoid:
+      Map8(y, y, n, [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return Sigmoid8(v); });
+      break;
+    case EpilogueAct::kSilu:
+      Map8(y, y, n, [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return v * Sigmoid8(v); });
+      break;
+    case EpilogueAct::kGelu: {
+      const float k = s.gelu_k, one = s.gelu_one, half = s.gelu_half;
+      const bool divides = s.gelu_divides, gate_half = s.gelu_gate_half;
+      Map8(y, y, n, [&](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA {
+        const V8f t = divides ? v / k : v * k;
+        // Each step stored to a variable: one rounding per node, never fused across nodes.
+        const V8f e = Erf8(t);
+        const V8f u = e + one;
+        if (gate_half) {
+          const V8f g = u * half;
+          return v * g;
+        }
+        const V8f w = v * u;
+        return w * half;
+      });
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace porttool::runtime::kernels
