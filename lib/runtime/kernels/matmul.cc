@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
@@ -101,15 +102,35 @@ GemmTiles TileGemm(int64_t gemms, int64_t rows, int64_t n) {
   return t;
 }
 
+// Operands packed ahead of the tiles: B at plan time, A once per call (for column pieces).
+struct PackedOperands {
+  const kernels::PackedB* b = nullptr;
+  const kernels::PackedA* a = nullptr;  // only with b; rows from 0
+};
+
+// Column pieces over a packed B would each pack all of A again (the transformer block's MatMuls
+// spent 12% of the block's time in PackA): A is packed once for all of them.
+std::optional<kernels::PackedA> PackAOnceForColumnPieces(const kernels::PackedB* b,
+                                                         const GemmTiles& tiles, bool ta,
+                                                         const float* a, int64_t lda, int64_t k) {
+  if (b == nullptr || tiles.col_blocks < 2 || tiles.row_blocks != 1) return std::nullopt;
+  return kernels::PackMatrixA(ta, tiles.rows, k, a, lda);
+}
+
 // One tile: C[r x w] (c at its first element) = alpha op(A) op(B)[:, c0:c0+w] + beta C, from
-// the plan-time B when there is one (alpha 1 only: the packed GEMM has no alpha).
+// the packed operands when there are (alpha 1 only: the packed GEMM has no alpha). a is A at row
+// r0.
 template <typename T>
-void GemmTile(const kernels::PackedB* packed, bool ta, bool tb, int64_t r, int64_t c0, int64_t w,
-              int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
-              int64_t ldc) {
+void GemmTile(const PackedOperands& packed, bool ta, bool tb, int64_t r0, int64_t r, int64_t c0,
+              int64_t w, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+              T beta, T* c, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
-    if (packed != nullptr && alpha == 1.f) {
-      kernels::SgemmPackedB(ta, r, c0, w, a, lda, *packed, beta, c, ldc);
+    if (packed.b != nullptr && alpha == 1.f) {
+      if (packed.a != nullptr) {
+        kernels::SgemmPackedAB(*packed.a, r0, r, *packed.b, c0, w, beta, c, ldc);
+      } else {
+        kernels::SgemmPackedB(ta, r, c0, w, a, lda, *packed.b, beta, c, ldc);
+      }
       return;
     }
   }
@@ -158,6 +179,11 @@ void MatMulKernel(KernelContext& ctx) {
   const float* residual =
       epilogue && epilogue->residual ? epilogue->residual->data<float>() : nullptr;
   if (epilogue) ctx.mark_epilogue_applied();
+  std::optional<kernels::PackedA> packed_a;
+  if (gemms == 1 && a.dtype() == TP::FLOAT) {
+    packed_a = PackAOnceForColumnPieces(packed, tiles, false, a.data<float>(), k, k);
+  }
+  const PackedOperands operands{packed, packed_a ? &*packed_a : nullptr};
   DispatchMatMulTypes(ctx, a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* pa = a.data<T>();
@@ -170,7 +196,7 @@ void MatMulKernel(KernelContext& ctx) {
             int64_t r0, c0, r, w;
             tiles.Locate(item % blocks, r0, c0, r, w);
             const int64_t offset = g * m * n + r0 * n + c0;
-            GemmTile<T>(packed, false, false, r, c0, w, k, T(1), pa + a_off[g] + r0 * k, k,
+            GemmTile<T>(operands, false, false, r0, r, c0, w, k, T(1), pa + a_off[g] + r0 * k, k,
                         pb + b_off[g], n, T(0), py + offset, n);
             if constexpr (std::is_same_v<T, float>) {
               if (epilogue) {
@@ -224,6 +250,11 @@ void GemmKernel(KernelContext& ctx) {
   if (y.size() == 0) return;
   const kernels::PackedB* packed = UsablePackedB(ctx, k, n);
   const GemmTiles tiles = TileGemm(1, m, n);
+  std::optional<kernels::PackedA> packed_a;
+  if (a.dtype() == TP::FLOAT && alpha == 1.0) {
+    packed_a = PackAOnceForColumnPieces(packed, tiles, ta, a.data<float>(), a.dim(1), k);
+  }
+  const PackedOperands operands{packed, packed_a ? &*packed_a : nullptr};
   DispatchMatMulTypes(ctx, a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* py = y.mutable_data<T>();
@@ -240,7 +271,7 @@ void GemmKernel(KernelContext& ctx) {
                             for (int64_t t = begin; t < end; ++t) {
                               int64_t r0, c0, r, w;
                               tiles.Locate(t, r0, c0, r, w);
-                              GemmTile<T>(packed, ta, tb, r, c0, w, k, static_cast<T>(alpha),
+                              GemmTile<T>(operands, ta, tb, r0, r, c0, w, k, static_cast<T>(alpha),
                                           pa + (ta ? r0 : r0 * lda), lda, b.data<T>(), b.dim(1),
                                           use_c ? static_cast<T>(beta) : T(0), py + r0 * n + c0, n);
                             }

@@ -246,15 +246,38 @@ PackedA PackMatrixA(bool trans, int64_t m, int64_t k, const float* a, int64_t ld
   return packed;
 }
 
+namespace {
+
+// A PackedA's blocks for rows from row0, and a PackedB's for columns from col0.
+struct PackedABlocks {
+  const PackedA& a;
+  int64_t row0;
+  PORTTOOL_ALWAYS_INLINE const float* operator()(int64_t ic, int64_t, int64_t pc,
+                                                 int64_t kc) const {
+    const int64_t panels = (a.m + kMr - 1) / kMr;
+    return a.data.data() + (pc / kKc) * panels * kKc * kMr + (row0 + ic) / kMr * kc * kMr;
+  }
+};
+struct PackedBBlocks {
+  const PackedB& b;
+  int64_t col0;
+  PORTTOOL_ALWAYS_INLINE BBlock operator()(int64_t pc, int64_t kc, int64_t jc, int64_t) const {
+    const int64_t panels = (b.n + kNr - 1) / kNr;
+    return BBlock{b.data.data() + (pc / kKc) * panels * kKc * kNr + (col0 + jc) / kNr * kc * kNr};
+  }
+};
+
+}  // namespace
+
 void SgemmPacked(const PackedA& a, int64_t row0, int64_t rows, bool trans_b, int64_t n,
                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  const int64_t panels = (a.m + kMr - 1) / kMr;
-  GemmLoop(
-      rows, n, a.k, 1.f, beta, c, ldc,
-      [&](int64_t ic, int64_t, int64_t pc, int64_t kc) {
-        return a.data.data() + (pc / kKc) * panels * kKc * kMr + (row0 + ic) / kMr * kc * kMr;
-      },
-      PackOnTheFlyB{{b, ldb, trans_b}, a.k});
+  GemmLoop(rows, n, a.k, 1.f, beta, c, ldc, PackedABlocks{a, row0},
+           PackOnTheFlyB{{b, ldb, trans_b}, a.k});
+}
+
+void SgemmPackedAB(const PackedA& a, int64_t row0, int64_t rows, const PackedB& b, int64_t col0,
+                   int64_t cols, float beta, float* c, int64_t ldc) {
+  GemmLoop(rows, cols, a.k, 1.f, beta, c, ldc, PackedABlocks{a, row0}, PackedBBlocks{b, col0});
 }
 
 PackedB PackMatrixB(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb) {
@@ -274,12 +297,8 @@ PackedB PackMatrixB(bool trans, int64_t k, int64_t n, const float* b, int64_t ld
 
 void SgemmPackedB(bool trans_a, int64_t m, int64_t col0, int64_t cols, const float* a, int64_t lda,
                   const PackedB& b, float beta, float* c, int64_t ldc) {
-  const int64_t panels = (b.n + kNr - 1) / kNr;
   GemmLoop(m, cols, b.k, 1.f, beta, c, ldc, PackOnTheFlyA{{a, lda, trans_a}},
-           [&](int64_t pc, int64_t kc, int64_t jc, int64_t) {
-             return BBlock{b.data.data() + (pc / kKc) * panels * kKc * kNr +
-                           (col0 + jc) / kNr * kc * kNr};
-           });
+           PackedBBlocks{b, col0});
 }
 
 }  // namespace porttool::runtime::kernels

@@ -41,4 +41,10 @@ inline constexpr int64_t kSgemmColAlign = 16;
 void SgemmPackedB(bool trans_a, int64_t m, int64_t col0, int64_t cols, const float* a, int64_t lda,
                   const PackedB& b, float beta, float* c, int64_t ldc);
 
+// Both packed: rows [row0, row0 + rows) and columns [col0, col0 + cols) of C = A B + beta C (row0
+// and col0 aligned as above; c points at element (row0, col0)). A caller cutting C into column
+// pieces packs A once for all of them instead of once per piece. The same bits as Sgemm.
+void SgemmPackedAB(const PackedA& a, int64_t row0, int64_t rows, const PackedB& b, int64_t col0,
+                   int64_t cols, float beta, float* c, int64_t ldc);
+
 }  // namespace porttool::runtime::kernels

@@ -94,6 +94,19 @@ TEST(Sgemm, SplittingCGivesTheSameBits) {
     }
     EXPECT_EQ(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)), 0)
         << "depth " << k;
+    // Both operands packed once, C in aligned pieces (12 rows, 80 columns), as MatMul's column
+    // pieces over a constant B run it.
+    const PackedA pa = PackMatrixA(false, m, k, a.data(), k);
+    const PackedB pb = PackMatrixB(false, k, n, b.data(), n);
+    std::vector<float> packed(m * n);
+    for (int64_t r0 = 0; r0 < m; r0 += 12) {
+      for (int64_t c0 = 0; c0 < n; c0 += 80) {
+        const int64_t r = std::min<int64_t>(12, m - r0), w = std::min<int64_t>(80, n - c0);
+        SgemmPackedAB(pa, r0, r, pb, c0, w, 0.f, packed.data() + r0 * n + c0, n);
+      }
+    }
+    EXPECT_EQ(std::memcmp(whole.data(), packed.data(), whole.size() * sizeof(float)), 0)
+        << "packed A and B, depth " << k;
   }
 }
 
