@@ -5,7 +5,7 @@
 // tile while it is still in cache, and the intermediate tensors are never allocated.
 //
 // The value of one output element of channel c becomes
-//   v = act((v * scale[c] + shift[c]) + residual)
+//   v = act((v * scale[c] + shift[c]) + residual) * post_scale + post_shift
 // with every part optional. A MatMul's tail (bias Add, residual Add, activation) is the same
 // with c the output's last axis (`per_column`): a linear layer's bias is one value per column. The
 // kernel applies it and calls ctx.mark_epilogue_applied(); a kernel that cannot (a residual whose
@@ -44,6 +44,10 @@ struct EpilogueSpec {
   float alpha = 0, beta = 0, lo = 0, hi = 0, add = 0, div = 1;
   float gelu_k = 0, gelu_one = 1, gelu_half = 0.5f;
   bool gelu_divides = false, gelu_gate_half = false;
+  // A scalar Mul and/or Add after the activation (-0 is the identity of addition: +0 would turn
+  // a -0 result into +0).
+  bool post_affine = false;
+  float post_scale = 1, post_shift = -0.f;
   std::string residual;     // name of the tensor added after the affine part; empty: none
   bool per_column = false;  // scale/shift index the last axis (a MatMul's output), not axis 1
 };

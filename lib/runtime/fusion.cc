@@ -94,6 +94,7 @@ class TailMatcher {
   std::optional<std::vector<size_t>> MatchGelu(const std::string& value,
                                                const std::vector<size_t>& readers,
                                                EpilogueSpec& spec, std::string& output) const;
+  void MatchPostAffine(std::string& value, EpilogueSpec& spec, std::vector<size_t>& absorbed) const;
   // The single private reader of `value` if it is a plain one-output node taking no attribute.
   std::optional<size_t> SoleSimpleReader(const std::string& value) const;
   // Whether node `n` is `op` of `value` and a scalar constant (either order), giving the scalar.
@@ -377,6 +378,23 @@ std::optional<std::vector<size_t>> TailMatcher::MatchGelu(const std::string& val
   return std::nullopt;
 }
 
+// After the activation, a Mul and then an Add by scalar constants (either optional): PP-OCRv4's
+// learnable affine blocks follow the activation so. Kept as the two nodes round (v * k + t, two
+// roundings), so only in that order.
+void TailMatcher::MatchPostAffine(std::string& value, EpilogueSpec& spec,
+                                  std::vector<size_t>& absorbed) const {
+  for (const char* op : {"Mul", "Add"}) {
+    const auto step = SoleSimpleReader(value);
+    if (!step) return;
+    const std::optional<float> k = ScalarOperand(Node(*step), op, value);
+    if (!k) continue;
+    (std::string(op) == "Mul" ? spec.post_scale : spec.post_shift) = *k;
+    spec.post_affine = true;
+    absorbed.push_back(*step);
+    value = Node(*step).output(0);
+  }
+}
+
 // The head: a Conv with constant weights (channels on axis 1) or a MatMul with a constant 2-D B
 // (a linear layer: channels on the last axis).
 bool TailMatcher::StartAt(const onnx::NodeProto& head) {
@@ -416,6 +434,7 @@ std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
         if (auto steps = (this->*match)(value, *readers, tail->spec, out)) {
           tail->absorbed.insert(tail->absorbed.end(), steps->begin(), steps->end());
           value = out;
+          MatchPostAffine(value, tail->spec, tail->absorbed);
           break;
         }
       }
@@ -436,6 +455,7 @@ std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
     } else if (n.input(0) == value && ApplyActivation(n, tail->spec)) {
       tail->absorbed.push_back(step);
       value = n.output(0);
+      MatchPostAffine(value, tail->spec, tail->absorbed);
       break;
     } else {
       break;

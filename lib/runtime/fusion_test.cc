@@ -309,6 +309,33 @@ TEST(ConvFusion, ResidualOfAnotherShapeFallsBackToTheNodes) {
   EXPECT_EQ(MaxAbsDiff(a[0].value, b[0].value), 0.f);
 }
 
+// PP-OCRv4 det's learnable affine block after the activation: Conv, Paddle's hard_swish, then
+// Mul and Add by scalars (each optional, in that order), bitwise as the nodes.
+TEST(ConvFusion, ScalarAffineAfterTheActivation) {
+  for (const bool mul : {false, true})
+    for (const bool add : {false, true}) {
+      if (!mul && !add) continue;
+      SCOPED_TRACE(std::string(mul ? "Mul" : "") + (add ? "Add" : ""));
+      Graph g({1, 4, 10, 10});
+      const std::string c = g.Conv("x", 4, 8, 3, "conv");
+      g.Node("Add", {c, g.Const("three", {}, {3.f})}, "a3");
+      g.Node("Clip", {"a3", g.Const("zero", {}, {0.f}), g.Const("six", {}, {6.f})}, "clip");
+      g.Node("Mul", {c, "clip"}, "hs");
+      std::string v = g.Node("Div", {"hs", g.Const("six_d", {}, {6.f})}, "act")->output(0);
+      if (mul) v = g.Node("Mul", {g.Const("k", {1}, {1.7f}), v}, "lab_mul")->output(0);
+      if (add) v = g.Node("Add", {v, g.Const("t", {1}, {-0.3f})}, "lab_add")->output(0);
+      g.Output(v);
+      ExpectFusedLikeUnfused(g, 4 + mul + add, true, true);
+    }
+  {
+    Graph g({1, 3, 8, 8});  // after a one-node activation, and a Relu's -0 survives the Mul
+    g.Node("Relu", {g.Conv("x", 3, 5, 3, "conv")}, "r");
+    g.Node("Mul", {"r", g.Const("k", {}, {-2.f})}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 2, true, true);
+  }
+}
+
 // SiLU (x * Sigmoid(x)) and both erf forms of GELU after a conv: two readers of the conv output.
 TEST(ConvFusion, SiluAndGeluFuseBitwise) {
   {

@@ -33,6 +33,19 @@ PORTTOOL_ALWAYS_INLINE V8f Activate(V8f v, const EpilogueSpec& s) {
   }
 }
 
+// v * post_scale + post_shift over n values, rounded twice as the Mul and Add nodes do.
+PORTTOOL_SIMD_CLONES void PostAffine(const EpilogueSpec& s, float* y, int64_t n) {
+  const float k = s.post_scale, t = s.post_shift;
+  Map8(y, y, n, [&](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return v * k + t; });
+}
+
+// The parts applied in further passes over a finished row: the transcendental activations
+// (compiled apart, epilogue_act.cc) and the affine after the activation.
+void FinishRowPasses(const EpilogueSpec& s, float* y, int64_t n) {
+  if (IsTranscendental(s.act)) ActivateTranscendental(s, y, n);
+  if (s.post_affine) PostAffine(s, y, n);
+}
+
 struct RowArgs {
   float bias, scale, shift;
   const EpilogueSpec* spec;
@@ -70,7 +83,7 @@ PORTTOOL_ALWAYS_INLINE void Rows(const float* bias, const EpilogueSpec& spec, in
     const RowArgs a{bias ? bias[row] : -0.f, spec.scale.empty() ? 1.f : spec.scale[c],
                     spec.shift.empty() ? -0.f : spec.shift[c], &spec};
     Row<A, kResidual>(y + row * ld, kResidual ? residual + row * ld : nullptr, cols, a);
-    if (IsTranscendental(spec.act)) ActivateTranscendental(spec, y + row * ld, cols);
+    FinishRowPasses(spec, y + row * ld, cols);
   }
 }
 
@@ -107,7 +120,7 @@ PORTTOOL_ALWAYS_INLINE void Columns(const EpilogueSpec& spec, int64_t col0, int6
       if constexpr (kResidual) res = LoadPartial(res_row + i, rest, 0.f);
       StorePartial(out + i, rest, f(LoadPartial(out + i, rest, 0.f), k, t, res));
     }
-    if (IsTranscendental(spec.act)) ActivateTranscendental(spec, out, cols);
+    FinishRowPasses(spec, out, cols);
   }
 }
 
