@@ -129,6 +129,8 @@ TEST_P(RealModelsAcrossThreads, SameBitsAtOneAndTwoThreadsAndFusedMatchesUnfused
       range = std::max<double>(range, std::abs(u[k]));
       worst = std::max<double>(worst, std::abs(double(f[k]) - u[k]));
     }
+    std::printf("%s output %s: fused vs unfused max abs difference %.3g (range %.3g)\n", rm.file,
+                one[i].name.c_str(), worst, range);
     EXPECT_LE(worst, 1e-6 * range) << rm.file << " output " << one[i].name;
   }
 }
