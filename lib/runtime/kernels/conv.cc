@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
@@ -329,12 +330,22 @@ void RunSmallImageBatch(const ConvProblem& p) {
   const int64_t align = kernels::kSgemmRowAlign;
   const int64_t block = (kernels::PieceSize(p.c_out, 16) + align - 1) / align * align;
   const int64_t blocks = (p.c_out + block - 1) / block;
+  // The columns packed once for every row piece, which otherwise each packed all of them again
+  // (13% of the LeakyRelu conv net's time). The same bits either way.
+  std::optional<kernels::PackedB> packed_cols;
+  if (p.packed && !kernels::GemmUsesOpenBlas() && blocks > 1 && rows > 0) {
+    packed_cols = kernels::PackMatrixB(false, rows, cols, col.get(), cols);
+  }
   kernels::ParallelMacs(
       blocks, block * cols * std::max<int64_t>(rows, 1), [&](int64_t begin, int64_t end) {
         for (int64_t b = begin; b < end; ++b) {
           const int64_t r0 = b * block, r = std::min(block, p.c_out - r0);
           float* c = out.get() + r0 * cols;
-          p.WeightsTimes(0, r0, r, cols, col.get(), cols, c, cols);
+          if (packed_cols) {
+            kernels::SgemmPackedAB((*p.packed)[0], r0, r, *packed_cols, 0, cols, 0.f, c, cols);
+          } else {
+            p.WeightsTimes(0, r0, r, cols, col.get(), cols, c, cols);
+          }
           for (int64_t n = 0; n < p.batch; ++n) {
             for (int64_t i = 0; i < r; ++i) {
               std::memcpy(p.y + (n * p.c_out + r0 + i) * positions, c + i * cols + n * positions,
