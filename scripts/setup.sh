@@ -8,6 +8,10 @@
 #                             sanitizer builds only; the normal build and tests use g++)
 #   scripts/setup.sh --browser also Debian's chromium, for the test that renders port's
 #                             report.html headless (skipped with a reason without it)
+#   scripts/setup.sh --aarch64 also the arm64 architecture, g++-aarch64-linux-gnu, qemu-user-static
+#                             and the :arm64 libraries, for scripts/test-aarch64.sh (ctest
+#                             runtime_aarch64: the executor's tests cross-built and run under
+#                             qemu; skipped with a reason without them)
 # Flags combine: scripts/setup.sh --ort --browser (what scripts/test.sh runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +30,24 @@ FLAGS=("$@")
 # scripts/fuzz.sh and scripts/test-sanitizers.sh also need clang's sanitizer/libFuzzer runtimes.
 if want --fuzz; then PACKAGES+=(clang-14 libclang-rt-14-dev); fi
 if want --browser; then PACKAGES+=(chromium); fi
+# The cross build links Debian's arm64 libraries (multiarch, beside the amd64 ones); protoc and
+# the ONNX headers stay the host's (same versions). libonnx1:arm64 rather than libonnx-dev:arm64,
+# which cannot be installed beside the amd64 libonnx-dev (both ship /usr/lib/libonnxifi.so):
+# cmake/aarch64/ONNXConfig.cmake stands in for its CMake package.
+if want --aarch64; then
+  PACKAGES+=(g++-aarch64-linux-gnu qemu-user-static ninja-build libonnx1:arm64 libprotobuf-dev:arm64
+             libopenblas-dev:arm64 libgtest-dev:arm64 libfmt-dev:arm64 libspdlog-dev:arm64)
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# The :arm64 packages need the architecture known to dpkg (the apt-get update below then fetches
+# its package lists, since those packages are missing).
+if want --aarch64 && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "setup: adding the arm64 architecture" >&2
+  $SUDO dpkg --add-architecture arm64
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
