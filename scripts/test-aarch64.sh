@@ -11,17 +11,18 @@
 # Exit 0: all passed; 77: skipped (a cross tool or an arm64 library absent: the reason is
 # printed; scripts/setup.sh --aarch64 installs them); anything else: a failure.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-SRC=$PWD
-BUILD=$SRC/build-aarch64
+BUILD=""
 PORTTOOL=""
-while [ $# -gt 0 ]; do
+while [ $# -gt 0 ]; do  # paths relative to the caller's directory
   case "$1" in
     --porttool) PORTTOOL=$(realpath "$2"); shift 2 ;;
     --build-dir) BUILD=$(realpath -m "$2"); shift 2 ;;
     *) echo "usage: scripts/test-aarch64.sh [--porttool HOST_PORTTOOL] [--build-dir DIR]" >&2; exit 2 ;;
   esac
 done
+cd "$(dirname "$0")/.."
+SRC=$PWD
+BUILD=${BUILD:-$SRC/build-aarch64}
 
 skip() {
   echo "runtime_aarch64: skipped, $1 (scripts/setup.sh --aarch64)"
