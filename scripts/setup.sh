@@ -71,7 +71,8 @@ if want --aarch64; then
     { $SUDO apt-get update -qq &&
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
         "${missing[@]}" >/dev/null; } ||
-      echo "setup: could not install the aarch64 tools; runtime_aarch64 will be skipped" >&2
+      { echo "setup: could not install the aarch64 tools; runtime_aarch64 will be skipped" >&2
+        $SUDO dpkg --configure -a >/dev/null 2>&1 || true; }  # a half-done install must not block apt
   fi
 fi
 
