@@ -9,6 +9,7 @@
 // case of two resized axes (H, W) gets a dedicated loop.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -61,6 +62,7 @@ struct AxisTaps {
   std::vector<double> weight64;  // the same weights for double and int64 data
   std::vector<uint8_t> outside;  // tf_crop_and_resize: the output takes extrapolation_value
   bool identity = false;
+  int64_t replication = 0;  // f > 0: output i reads input i / f (ReplicationFactor)
 };
 
 template <typename E>
@@ -137,6 +139,18 @@ void CubicWeights(double t, double a, double w[4]) {
   }
 }
 
+// Whether output column ox reads input column ox / factor for every ox (an integer upsampling,
+// as FPN necks do with nearest/asymmetric/floor): else 0.
+int64_t ReplicationFactor(const AxisTaps& t, int64_t in) {
+  const int64_t out = static_cast<int64_t>(t.index.size());
+  if (t.count != 1 || in <= 0 || out % in != 0) return 0;
+  const int64_t f = out / in;
+  for (int64_t o = 0; o < out; ++o) {
+    if (t.outside[o] || t.index[o] != o / f) return 0;
+  }
+  return f;
+}
+
 AxisTaps ComputeTaps(const ResizeSpec& s, int axis, int64_t in) {
   const int64_t out = s.out[axis];
   AxisTaps t;
@@ -183,6 +197,7 @@ AxisTaps ComputeTaps(const ResizeSpec& s, int axis, int64_t in) {
     }
     if (t.outside[i]) t.identity = false;
   }
+  t.replication = ReplicationFactor(t, in);
   return t;
 }
 
@@ -199,6 +214,33 @@ const std::vector<Acc>& Weights(const AxisTaps& t) {
   } else {
     return t.weight;
   }
+}
+
+// One output row of a nearest resize over the last two axes. It is a pure copy, exact for every
+// element type, and the hot case (FPN upsampling): a row whose source row is the previous
+// row's (`prev_written`: that row is this thread's) is a memcpy of it, and an integer width
+// factor writes each input element f times without the index table (det's six Resizes took
+// 2x ONNX Runtime's time as one gather per element).
+template <typename T>
+void NearestRow(const T* in, int64_t width, const AxisTaps& th, const AxisTaps& tw, int64_t oy,
+                bool prev_written, T extrapolation, T* out) {
+  const int64_t out_w = static_cast<int64_t>(tw.outside.size());
+  if (prev_written && oy > 0 && th.index[oy] == th.index[oy - 1] &&
+      th.outside[oy] == th.outside[oy - 1]) {
+    std::memcpy(out, out - out_w, out_w * sizeof(T));
+    return;
+  }
+  if (th.outside[oy]) {
+    std::fill(out, out + out_w, extrapolation);
+    return;
+  }
+  const T* row = in + th.index[oy] * width;
+  if (const int64_t f = tw.replication; f > 0) {
+    for (int64_t ix = 0; ix < width; ++ix, out += f) std::fill(out, out + f, row[ix]);
+    return;
+  }
+  for (int64_t ox = 0; ox < out_w; ++ox)
+    out[ox] = tw.outside[ox] ? extrapolation : row[tw.index[ox]];
 }
 
 // Writes the resized planes: `outer` planes of the trailing axes, which start at axis `first`.
@@ -246,11 +288,7 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
         T* out = py + plane * out_plane + oy * s.out[rank - 1];
         const int64_t width = x.dim(rank - 1);
         if (s.mode == Mode::kNearest) {
-          // A pure copy: exact for every element type, and the hot case (FPN upsampling).
-          const T* row = in + th.index[oy] * width;
-          for (int64_t ox = 0; ox < s.out[rank - 1]; ++ox) {
-            out[ox] = th.outside[oy] || tw.outside[ox] ? extrapolation : row[tw.index[ox]];
-          }
+          NearestRow(in, width, th, tw, oy, item > begin, extrapolation, out);
           continue;
         }
         for (int64_t ox = 0; ox < s.out[rank - 1]; ++ox) {

@@ -1,11 +1,16 @@
 // Resize / Upsample on hand-checked cases (the ONNX backend node tests cover the mode x
 // coordinate-transformation matrix against the reference implementation), DepthToSpace in both
 // modes round-tripping through SpaceToDepth, and the opset-18 rejections.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
+#include <string>
 
 #include "lib/runtime/kernels/kernel_test_util.h"
+#include "lib/runtime/parallel.h"
 #include "lib/util/error.h"
 
 namespace porttool::runtime {
@@ -25,6 +30,49 @@ TEST(ResizeKernel, NearestUpsampleByScales) {
                    13, {&x, nullptr, &scales});
   testing_util::ExpectClose(out[0], {1, 1, 4, 4}, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4},
                             "nearest x2");
+}
+
+// The nearest fast paths (a row repeating the previous one is copied, an integer width factor
+// replicates) against the index formula, for integer and fractional factors, both nearest
+// rounding rules and 1 and 2 threads (a copied row must never be another thread's).
+TEST(ResizeKernel, NearestUpsamplingMatchesTheIndexFormula) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  const int64_t c = 5, h = 7, w = 9;
+  std::vector<float> values(c * h * w);
+  for (float& v : values) v = dist(rng);
+  Tensor x = FloatTensor({1, c, h, w}, values);
+  for (const float scale : {2.f, 3.f, 1.5f, 0.5f}) {
+    for (const char* rounding : {"floor", "round_prefer_ceil"}) {
+      const int64_t oh = static_cast<int64_t>(h * scale), ow = static_cast<int64_t>(w * scale);
+      std::vector<float> expected;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t y = 0; y < oh; ++y) {
+          for (int64_t xo = 0; xo < ow; ++xo) {
+            auto src = [&](int64_t o, int64_t in) {
+              const double v = o / static_cast<double>(scale);  // asymmetric
+              const double r =
+                  std::string(rounding) == "floor" ? std::floor(v) : std::floor(v + 0.5);
+              return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+            };
+            expected.push_back(values[(ch * h + src(y, h)) * w + src(xo, w)]);
+          }
+        }
+      }
+      Tensor scales = FloatTensor({4}, {1, 1, scale, scale});
+      for (int threads : {1, 2}) {
+        SetNumThreads(threads);
+        auto out = RunOp(NodeBuilder("Resize", 3)
+                             .Str("coordinate_transformation_mode", "asymmetric")
+                             .Str("nearest_mode", rounding)
+                             .node(),
+                         13, {&x, nullptr, &scales});
+        testing_util::ExpectClose(out[0], {1, c, oh, ow}, expected,
+                                  fmt::format("x{} {} at {} threads", scale, rounding, threads));
+      }
+      SetNumThreads(0);
+    }
+  }
 }
 
 TEST(ResizeKernel, LinearHalfPixelBySizes) {
