@@ -381,6 +381,40 @@ TEST(ConvTransposeKernel, MatchesNaiveOverRandomConfigurations) {
   }
 }
 
+// Stride equal to kernel and no padding (the 2x2 stride-2 upsampling of FPN/DB heads): each
+// output element takes exactly one tap, which the kernel writes in one pass (Col2ImTiles).
+TEST(ConvTransposeKernel, KernelSizedStridesMatchNaive) {
+  std::mt19937 rng(12);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 30; ++trial) {
+    TransposeCase c;
+    const int rank = static_cast<int>(pick(1, 3));
+    c.batch = pick(1, 2);
+    c.group = pick(1, 2);
+    c.c_in = c.group * pick(1, 3);
+    c.c_out = c.group * pick(1, 3);
+    for (int i = 0; i < rank; ++i) {
+      c.in.push_back(pick(1, rank == 3 ? 4 : 9));
+      c.kernel.push_back(pick(1, 3));
+      c.strides.push_back(c.kernel.back());
+    }
+    std::vector<int64_t> xs = {c.batch, c.c_in}, ws = {c.c_in, c.c_out / c.group};
+    xs.insert(xs.end(), c.in.begin(), c.in.end());
+    ws.insert(ws.end(), c.kernel.begin(), c.kernel.end());
+    Tensor x = RandomFloats(xs, rng), w = RandomFloats(ws, rng), b = RandomFloats({c.c_out}, rng);
+    const bool with_bias = trial % 2 == 0;
+    std::vector<int64_t> shape;
+    auto expected = NaiveConvTranspose(c, x, w, with_bias ? b.data<float>() : nullptr, shape);
+    NodeBuilder node("ConvTranspose", with_bias ? 3 : 2);
+    node.Ints("strides", c.strides).Int("group", c.group);
+    auto out = with_bias ? RunOp(node.node(), 11, {&x, &w, &b}) : RunOp(node.node(), 11, {&x, &w});
+    testing_util::ExpectClose(out[0], shape, expected, "trial " + std::to_string(trial));
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST(ConvTransposeKernel, OutputShapeAndSameUpperResolvePads) {
   std::mt19937 rng(13);
   Tensor x = RandomFloats({1, 1, 3, 3}, rng), w = RandomFloats({1, 2, 3, 3}, rng);
