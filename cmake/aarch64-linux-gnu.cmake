@@ -4,7 +4,7 @@
 #         -DPORTTOOL_RUNTIME_ONLY=ON
 # Libraries come from two places: the cross compiler's own libc/libstdc++ under
 # /usr/aarch64-linux-gnu, and Debian's :arm64 multiarch packages (libprotobuf, libfmt, gtest,
-# OpenBLAS, ...) under /usr/lib/aarch64-linux-gnu with their headers in /usr/include, shared with
+# ...) under /usr/lib/aarch64-linux-gnu with their headers in /usr/include, shared with
 # the host. Programs (protoc) are the host's: the amd64 protobuf-compiler is the same version as
 # the arm64 libprotobuf.
 set(CMAKE_SYSTEM_NAME Linux)

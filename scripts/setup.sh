@@ -20,7 +20,7 @@ PACKAGES=(
   cmake make g++ pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
-  libopenblas-dev libstb-dev libgraphviz-dev
+  libstb-dev libgraphviz-dev
   clang  # the scaffolded kernels' NEON paths are syntax-checked for Arm by clang in the tests
   python3-onnx python3-numpy libonnx-testdata
 )
@@ -35,7 +35,7 @@ if want --browser; then PACKAGES+=(chromium); fi
 # which cannot be installed beside the amd64 libonnx-dev (both ship /usr/lib/libonnxifi.so):
 # cmake/aarch64/ONNXConfig.cmake stands in for its CMake package.
 AARCH64_PACKAGES=(g++-aarch64-linux-gnu qemu-user-static ninja-build libonnx1:arm64
-                  libprotobuf-dev:arm64 libopenblas-dev:arm64 libgtest-dev:arm64 libfmt-dev:arm64
+                  libprotobuf-dev:arm64 libgtest-dev:arm64 libfmt-dev:arm64
                   libspdlog-dev:arm64)
 
 SUDO=""

@@ -33,7 +33,7 @@ for tool in aarch64-linux-gnu-g++ aarch64-linux-gnu-gcc qemu-aarch64-static; do
 done
 # The :arm64 libraries the runtime and its tests link (libonnx1 and not libonnx-dev: see
 # cmake/aarch64/ONNXConfig.cmake), and the libraries only the configure step looks for.
-for pkg in libonnx1:arm64 libprotobuf-dev:arm64 libopenblas-dev:arm64 libgtest-dev:arm64 \
+for pkg in libonnx1:arm64 libprotobuf-dev:arm64 libgtest-dev:arm64 \
   libfmt-dev:arm64 libspdlog-dev:arm64; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
     skip "$pkg absent"

@@ -17,9 +17,6 @@
 
 #include "lib/runtime/execution.h"
 
-// OpenBLAS's own thread control. Declared weak so a different CBLAS (no such symbol) still links.
-extern "C" void openblas_set_num_threads(int num_threads) __attribute__((weak));
-
 namespace porttool::runtime {
 namespace {
 
@@ -51,10 +48,6 @@ bool SpinUntil(Ready&& ready, std::chrono::steady_clock::duration budget) {
 int DefaultThreadCount() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
-}
-
-void PinBlasToOneThread() {
-  if (openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
 }
 
 class ThreadPool {
@@ -196,17 +189,14 @@ class ThreadPool {
 };
 
 ThreadPool& Pool() {
-  static ThreadPool* pool = [] {
-    PinBlasToOneThread();
-    return new ThreadPool(DefaultThreadCount());  // leaked: workers must outlive static dtors
-  }();
+  // Leaked: workers must outlive static destructors.
+  static ThreadPool* pool = new ThreadPool(DefaultThreadCount());
   return *pool;
 }
 
 }  // namespace
 
 void SetNumThreads(int n) {
-  PinBlasToOneThread();
   ExecutionEnv env = DefaultExecution();
   env.threads = n <= 0 ? DefaultThreadCount() : n;
   SetDefaultExecution(env);

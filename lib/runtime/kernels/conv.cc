@@ -50,7 +50,7 @@ struct ConvProblem {
   // ldb), through the weights packed at plan time when there are some.
   void WeightsTimes(int64_t g, int64_t row0, int64_t rows, int64_t n, const float* b, int64_t ldb,
                     float* c, int64_t ldc) const {
-    if (packed && !kernels::GemmUsesOpenBlas()) {
+    if (packed) {
       kernels::SgemmPacked((*packed)[g], row0, rows, false, n, b, ldb, 0.f, c, ldc);
       return;
     }
@@ -367,7 +367,7 @@ void RunSmallImageBatch(const ConvProblem& p) {
   // The columns packed once for every row piece, which otherwise each packed all of them again
   // (13% of the LeakyRelu conv net's time). The same bits either way.
   std::optional<kernels::PackedB> packed_cols;
-  if (p.packed && !kernels::GemmUsesOpenBlas() && blocks > 1 && rows > 0) {
+  if (p.packed && blocks > 1 && rows > 0) {
     packed_cols = kernels::PackMatrixB(false, rows, cols, col.get(), cols);
   }
   kernels::ParallelMacs(

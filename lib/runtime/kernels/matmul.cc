@@ -68,7 +68,7 @@ std::shared_ptr<const void> PrepareGemm(const KernelContext& ctx) {
 // The plan-time B when it is usable for this call (shapes as packed, porttool's own GEMM).
 const kernels::PackedB* UsablePackedB(const KernelContext& ctx, int64_t k, int64_t n) {
   const auto* packed = ctx.prepared<kernels::PackedB>();
-  if (packed && (packed->k != k || packed->n != n || kernels::GemmUsesOpenBlas())) return nullptr;
+  if (packed && (packed->k != k || packed->n != n)) return nullptr;
   return packed;
 }
 

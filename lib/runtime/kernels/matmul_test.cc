@@ -153,6 +153,42 @@ TEST(GemmKernel, TransposesAlphaBetaAndBroadcastCWithAndWithoutPackedB) {
           }
 }
 
+// Double data takes its own loop (gemm.cc), not the float SGEMM: transposes, alpha and beta
+// against a long-double reference, to double precision.
+TEST(GemmKernel, DoubleDataKeepsDoublePrecision) {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  auto random = [&](std::vector<int64_t> shape) {
+    Tensor t(onnx::TensorProto::DOUBLE, shape);
+    for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<double>()[i] = dist(rng);
+    return t;
+  };
+  const int64_t m = 9, k = 31, n = 17;
+  for (int ta = 0; ta < 2; ++ta) {
+    for (int tb = 0; tb < 2; ++tb) {
+      Tensor a = random(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
+      Tensor b = random(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+      Tensor c = random({m, n});
+      NodeBuilder node("Gemm", 3);
+      node.Int("transA", ta).Int("transB", tb).Float("alpha", 0.5f).Float("beta", 2.f);
+      auto out = RunOp(node.node(), 13, {&a, &b, &c});
+      ASSERT_EQ(out[0].dtype(), onnx::TensorProto::DOUBLE);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          long double acc = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            acc += static_cast<long double>(a.data<double>()[ta ? p * m + i : i * k + p]) *
+                   b.data<double>()[tb ? j * k + p : p * n + j];
+          }
+          const long double expected = 0.5L * acc + 2.0L * c.data<double>()[i * n + j];
+          EXPECT_NEAR(out[0].data<double>()[i * n + j], static_cast<double>(expected), 1e-13)
+              << "transA " << ta << " transB " << tb << " at " << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmKernel, RejectsBadShapesAndUnknownAttributes) {
   std::mt19937 rng(2);
   Tensor a = RandomFloats({2, 3}, rng), b = RandomFloats({3, 4}, rng), c = RandomFloats({3}, rng);
