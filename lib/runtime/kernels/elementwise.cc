@@ -126,12 +126,19 @@ using ReadParams = UnaryParams (*)(const KernelContext&);
 #define PORTTOOL_EXACT_UNARY_SPAN_BODY(NAME, ...) \
   PORTTOOL_UNARY_SPAN_WITH(NAME, PORTTOOL_NO_FP_CONTRACT, __VA_ARGS__)
 
+// The same over 16 lanes (vector_math.h's Map16), for the transcendental ops written for both
+// widths: the same bits as 8 lanes, twice the throughput on 512-bit pipes.
+#define PORTTOOL_WIDE_UNARY_SPAN(NAME, EXPR)                                                \
+  PORTTOOL_SIMD_CLONES void NAME(const float* x, float* y, int64_t n, const UnaryParams&) { \
+    Map16(x, y, n, [](V16f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return EXPR; });              \
+  }
+
 const V8f kZero8{};
 
-PORTTOOL_UNARY_SPAN(ErfSpan, Erf8(v))
-PORTTOOL_UNARY_SPAN(SigmoidSpan, Sigmoid8(v))
-PORTTOOL_UNARY_SPAN(TanhSpan, Tanh8(v))
-PORTTOOL_UNARY_SPAN(ExpSpan, Exp8(v))
+PORTTOOL_WIDE_UNARY_SPAN(ErfSpan, ErfV(v))
+PORTTOOL_WIDE_UNARY_SPAN(SigmoidSpan, SigmoidV(v))
+PORTTOOL_WIDE_UNARY_SPAN(TanhSpan, TanhV(v))
+PORTTOOL_WIDE_UNARY_SPAN(ExpSpan, ExpV(v))
 PORTTOOL_UNARY_SPAN(LogSpan, Log8(v))
 PORTTOOL_EXACT_UNARY_SPAN(SqrtSpan, Sqrt8(v))
 PORTTOOL_EXACT_UNARY_SPAN(ReciprocalSpan, 1.0f / v)

@@ -15,24 +15,24 @@ bool IsTranscendental(EpilogueAct act) {
 PORTTOOL_SIMD_CLONES void ActivateTranscendental(const EpilogueSpec& s, float* y, int64_t n) {
   switch (s.act) {
     case EpilogueAct::kSigmoid:
-      Map8(y, y, n, [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return Sigmoid8(v); });
+      Map16(y, y, n, [](V16f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return SigmoidV(v); });
       break;
     case EpilogueAct::kSilu:
-      Map8(y, y, n, [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return v * Sigmoid8(v); });
+      Map16(y, y, n, [](V16f v) PORTTOOL_ALWAYS_INLINE_LAMBDA { return v * SigmoidV(v); });
       break;
     case EpilogueAct::kGelu: {
       const float k = s.gelu_k, one = s.gelu_one, half = s.gelu_half;
       const bool divides = s.gelu_divides, gate_half = s.gelu_gate_half;
-      Map8(y, y, n, [&](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA {
-        const V8f t = divides ? v / k : v * k;
+      Map16(y, y, n, [&](V16f v) PORTTOOL_ALWAYS_INLINE_LAMBDA {
+        const V16f t = divides ? v / k : v * k;
         // Each step stored to a variable: one rounding per node, never fused across nodes.
-        const V8f e = Erf8(t);
-        const V8f u = e + one;
+        const V16f e = ErfV(t);
+        const V16f u = e + one;
         if (gate_half) {
-          const V8f g = u * half;
+          const V16f g = u * half;
           return v * g;
         }
-        const V8f w = v * u;
+        const V16f w = v * u;
         return w * half;
       });
       break;

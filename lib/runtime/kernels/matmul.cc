@@ -76,7 +76,10 @@ const kernels::PackedB* UsablePackedB(const KernelContext& ctx, int64_t k, int64
 // each along its longer side of C, so each piece packs the smaller share of the operands (a
 // 256 x 1536 output in column pieces packs B once, not once per row piece). Even with B packed at
 // plan time: row pieces of 32 rows streamed all of B from memory for each piece (the transformer
-// block's MLP took twice as long). The cut depends on the shape alone (kernels::PieceSize).
+// block's MLP took twice as long). With one thread there is no cut: every piece re-streams the
+// packed A, which for the MLP's down projection (256 x 1536) does not fit in L2 (1.77 ms as six
+// pieces, 1.53 ms whole). The cut never changes a bit of C: sgemm.cc sums each element in one
+// order whatever the tile.
 struct GemmTiles {
   int64_t rows = 0, n = 0, row_block = 0, col_block = 0, row_blocks = 0, col_blocks = 0;
   int64_t count() const { return row_blocks * col_blocks; }
@@ -90,7 +93,7 @@ struct GemmTiles {
 };
 GemmTiles TileGemm(int64_t gemms, int64_t rows, int64_t n) {
   GemmTiles t{rows, n, rows, n, 1, 1};
-  const bool split = gemms < kernels::kWorkPieces;
+  const bool split = gemms < kernels::kWorkPieces && NumThreads() > 1;
   constexpr int64_t kAlign = kernels::kSgemmColAlign;
   if (split && n > rows) {
     t.col_block = (kernels::PieceSize(n, 64) + kAlign - 1) / kAlign * kAlign;
@@ -109,11 +112,12 @@ struct PackedOperands {
 };
 
 // Column pieces over a packed B would each pack all of A again (the transformer block's MatMuls
-// spent 12% of the block's time in PackA): A is packed once for all of them.
+// spent 12% of the block's time in PackA): A is packed once for all of them. So is a single
+// piece wider than one B block (sgemm.cc's kNc), which packs A once per block.
 std::optional<kernels::PackedA> PackAOnceForColumnPieces(const kernels::PackedB* b,
                                                          const GemmTiles& tiles, bool ta,
                                                          const float* a, int64_t lda, int64_t k) {
-  if (b == nullptr || tiles.col_blocks < 2 || tiles.row_blocks != 1) return std::nullopt;
+  if (b == nullptr || tiles.row_blocks != 1) return std::nullopt;
   return kernels::PackMatrixA(ta, tiles.rows, k, a, lda);
 }
 
@@ -157,7 +161,9 @@ void MatMulKernel(KernelContext& ctx) {
   std::vector<int64_t> out_shape = out_batch;
   if (!a_vec) out_shape.push_back(m);
   if (!b_vec) out_shape.push_back(n);
-  Tensor& y = ctx.output(0) = Tensor(a.dtype(), out_shape);
+  // Float products write every element (beta = 0); the zero fill cost 3% of a transformer block.
+  Tensor& y = ctx.output(0) = a.dtype() == TP::FLOAT ? Tensor::Uninitialized(TP::FLOAT, out_shape)
+                                                     : Tensor(a.dtype(), out_shape);
   if (y.size() == 0) return;
   const std::vector<int64_t> a_off = BatchOffsets(out_batch, a_batch, m * k);
   const std::vector<int64_t> b_off = BatchOffsets(out_batch, b_batch, k * n);

@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/kernels/simd.h"
+#include "lib/runtime/kernels/vector_math.h"
 #include "lib/runtime/parallel.h"
 
 namespace porttool::runtime {
@@ -29,6 +33,49 @@ void Moments(const T* x, int64_t n, double epsilon, double& mean, double& inv_st
   double sq = 0;
   for (int64_t i = 0; i < n; ++i) sq += (x[i] - mean) * (x[i] - mean);
   inv_std = 1.0 / std::sqrt((n ? sq / n : 0) + epsilon);
+}
+
+using V8d = double __attribute__((vector_size(64)));
+
+// One float row of LayerNormalization, 8 lanes at a time: the moments summed in double lanes
+// (the sequential double sums could not vectorise: a transformer block's LayerNorms ran at 2.5x
+// ONNX Runtime's time), the centring and scaling in double as in the scalar path, then the
+// float affine.
+PORTTOOL_SIMD_CLONES void LayerNormRowFloat(const float* in, float* out, int64_t n,
+                                            const float* scale, const float* bias, double epsilon,
+                                            double& mean, double& inv_std) {
+  auto load = [](const float* p) PORTTOOL_ALWAYS_INLINE_LAMBDA {
+    V8f v;
+    std::memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, V8d);
+  };
+  const int64_t whole = n / 8 * 8;
+  V8d sum8{};
+  for (int64_t i = 0; i < whole; i += 8) sum8 += load(in + i);
+  double sum = 0;
+  for (int j = 0; j < 8; ++j) sum += sum8[j];
+  for (int64_t i = whole; i < n; ++i) sum += in[i];
+  mean = n ? sum / n : 0;
+  V8d sq8{};
+  for (int64_t i = 0; i < whole; i += 8) {
+    const V8d d = load(in + i) - mean;
+    sq8 += d * d;
+  }
+  double sq = 0;
+  for (int j = 0; j < 8; ++j) sq += sq8[j];
+  for (int64_t i = whole; i < n; ++i) sq += (in[i] - mean) * (in[i] - mean);
+  inv_std = 1.0 / std::sqrt((n ? sq / n : 0) + epsilon);
+  for (int64_t i = 0; i < whole; i += 8) {
+    const V8f normed = __builtin_convertvector((load(in + i) - mean) * inv_std, V8f);
+    V8f s, b;
+    std::memcpy(&s, scale + i, sizeof s);
+    std::memcpy(&b, bias + i, sizeof b);
+    const V8f v = normed * s + b;
+    std::memcpy(out + i, &v, sizeof v);
+  }
+  for (int64_t i = whole; i < n; ++i) {
+    out[i] = static_cast<float>((in[i] - mean) * inv_std) * scale[i] + bias[i];
+  }
 }
 
 void BatchNormKernel(KernelContext& ctx) {
@@ -152,6 +199,13 @@ void LayerNormKernel(KernelContext& ctx) {
     kernels::ParallelRows(rows, 2 * inner, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         double mean, inv_std;
+        if constexpr (std::is_same_v<T, float>) {
+          LayerNormRowFloat(px + r * inner, py + r * inner, inner, scale.data(), bias.data(),
+                            epsilon, mean, inv_std);
+          if (mean_out) mean_out[r] = static_cast<float>(mean);
+          if (inv_out) inv_out[r] = static_cast<float>(inv_std);
+          continue;
+        }
         Moments(px + r * inner, inner, epsilon, mean, inv_std);
         if (mean_out) mean_out[r] = static_cast<float>(mean);
         if (inv_out) inv_out[r] = static_cast<float>(inv_std);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -32,6 +33,14 @@ namespace porttool::runtime::kernels {
 
 using V8f = float __attribute__((vector_size(32)));
 using V8i = int32_t __attribute__((vector_size(32)));
+// 16 lanes: one zmm register in an AVX-512 clone, two ymm or four xmm ones elsewhere. The
+// transcendental ops (exp, sigmoid, tanh, erf) are written once for either width (ExpV etc.):
+// per lane the same operations, so both give the same bits; 16 lanes doubled their throughput
+// on a core with 512-bit pipes.
+using V16f = float __attribute__((vector_size(64)));
+using V16i = int32_t __attribute__((vector_size(64)));
+template <typename V>
+using IntLanes = std::conditional_t<sizeof(V) == sizeof(V8f), V8i, V16i>;
 
 PORTTOOL_ALWAYS_INLINE V8f Splat(float v) { return V8f{} + v; }
 
@@ -41,57 +50,68 @@ PORTTOOL_ALWAYS_INLINE V8f ClampNanLow(V8f x, float lo, float hi) {
   return x > Splat(hi) ? Splat(hi) : x;
 }
 
-PORTTOOL_ALWAYS_INLINE V8f Exp8(V8f x) {
+template <typename V>
+PORTTOOL_ALWAYS_INLINE V ExpV(V x) {
+  using VI = IntLanes<V>;
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
   constexpr float kMax = 88.7228317f, kMin = -87.3365479f;
-  const V8f c = ClampNanLow(x, kMin, kMax);
+  const V lo = V{} + kMin, hi = V{} + kMax;
+  V c = !(x >= lo) ? lo : x;  // NaN becomes kMin, so the conversions below are defined
+  c = c > hi ? hi : c;
   // x = n ln2 + r with |r| <= ln2 / 2; the split constant keeps n ln2 exact. n = floor(...)
   // from a truncating conversion, one less where that rounded up (negative values).
-  const V8f t = c * kLog2e + 0.5f;
-  V8f n = __builtin_convertvector(__builtin_convertvector(t, V8i), V8f);
+  const V t = c * kLog2e + 0.5f;
+  V n = __builtin_convertvector(__builtin_convertvector(t, VI), V);
   n = n > t ? n - 1.0f : n;
-  const V8f r = c - n * kLn2Hi - n * kLn2Lo;
-  V8f p = Splat(1.9875691500e-4f);
+  const V r = c - n * kLn2Hi - n * kLn2Lo;
+  V p = V{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  V8f er = p * r * r + r + 1.0f;
+  V er = p * r * r + r + 1.0f;
   // 2^n from its exponent bits. n is in [-126, 128]; 2^128 is not a float, so that end takes
   // 2^127 times 2.
-  const V8f top = n > 127.0f ? Splat(2.0f) : Splat(1.0f);
-  const V8i biased = __builtin_convertvector(n - (top - 1.0f), V8i) + 127;
-  V8f pow2;
-  const V8i bits = biased << 23;
+  const V top = n > 127.0f ? V{} + 2.0f : V{} + 1.0f;
+  const VI biased = __builtin_convertvector(n - (top - 1.0f), VI) + 127;
+  V pow2;
+  const VI bits = biased << 23;
   std::memcpy(&pow2, &bits, sizeof pow2);
   er = er * top * pow2;
-  er = x < Splat(kMin) ? Splat(0.0f) : er;
-  er = x > Splat(kMax) ? Splat(__builtin_inff()) : er;
+  er = x < lo ? V{} : er;
+  er = x > hi ? V{} + __builtin_inff() : er;
   return x != x ? x : er;
 }
+PORTTOOL_ALWAYS_INLINE V8f Exp8(V8f x) { return ExpV(x); }
 
-PORTTOOL_ALWAYS_INLINE V8f Erf8(V8f x) {
-  V8f c = x < Splat(-4.0f) ? Splat(-4.0f) : x;
-  c = c > Splat(4.0f) ? Splat(4.0f) : c;  // NaN passes through both and stays NaN
-  const V8f c2 = c * c;
-  V8f p = Splat(-2.72614225801306e-10f);
+template <typename V>
+PORTTOOL_ALWAYS_INLINE V ErfV(V x) {
+  V c = x < -4.0f ? V{} - 4.0f : x;
+  c = c > 4.0f ? V{} + 4.0f : c;  // NaN passes through both and stays NaN
+  const V c2 = c * c;
+  V p = V{} + -2.72614225801306e-10f;
   p = p * c2 + 2.77068142495902e-08f;
   p = p * c2 + -2.10102402082508e-06f;
   p = p * c2 + -5.69250639462346e-05f;
   p = p * c2 + -7.34990630326855e-04f;
   p = p * c2 + -2.95459980854025e-03f;
   p = p * c2 + -1.60960333262415e-02f;
-  V8f q = Splat(-1.45660718464996e-05f);
+  V q = V{} + -1.45660718464996e-05f;
   q = q * c2 + -2.13374055278905e-04f;
   q = q * c2 + -1.68282697438203e-03f;
   q = q * c2 + -7.37332916720468e-03f;
   q = q * c2 + -1.42647390514189e-02f;
   return c * p / q;
 }
+PORTTOOL_ALWAYS_INLINE V8f Erf8(V8f x) { return ErfV(x); }
 
-PORTTOOL_ALWAYS_INLINE V8f Sigmoid8(V8f x) { return 1.0f / (1.0f + Exp8(-x)); }
+template <typename V>
+PORTTOOL_ALWAYS_INLINE V SigmoidV(V x) {
+  return 1.0f / (1.0f + ExpV(-x));
+}
+PORTTOOL_ALWAYS_INLINE V8f Sigmoid8(V8f x) { return SigmoidV(x); }
 
 // The first `count` (< 8) floats of x, the other lanes `pad`.
 PORTTOOL_ALWAYS_INLINE V8f LoadPartial(const float* x, int64_t count, float pad) {
@@ -106,6 +126,28 @@ PORTTOOL_ALWAYS_INLINE void StorePartial(float* y, int64_t count, V8f v) {
   float block[8];
   std::memcpy(block, &v, sizeof v);
   std::memcpy(y, block, count * sizeof(float));
+}
+
+// y[i] = f(x[i]) for n floats, 16 at a time (f takes a V16f): the wide form for the
+// transcendental ops. x and y may be the same array.
+template <typename F>
+PORTTOOL_ALWAYS_INLINE void Map16(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    V16f v;
+    std::memcpy(&v, x + i, sizeof v);
+    v = f(v);
+    std::memcpy(y + i, &v, sizeof v);
+  }
+  if (i < n) {
+    float block[16] = {};
+    std::memcpy(block, x + i, (n - i) * sizeof(float));
+    V16f v;
+    std::memcpy(&v, block, sizeof v);
+    v = f(v);
+    std::memcpy(block, &v, sizeof v);
+    std::memcpy(y + i, block, (n - i) * sizeof(float));
+  }
 }
 
 // y[i] = f(x[i]) for n floats, 8 at a time. x and y may be the same array.
@@ -226,11 +268,12 @@ PORTTOOL_ALWAYS_INLINE V8f Expm1_8(V8f x) {
 
 // tanh: the odd 13/6 rational approximation ONNX Runtime (MLAS) and Eigen use, on x clamped to
 // [-9, 9]; x itself where |x| < 0.0004 (Eigen). NaN stays NaN.
-PORTTOOL_ALWAYS_INLINE V8f Tanh8(V8f x) {
-  V8f c = x < Splat(-9.0f) ? Splat(-9.0f) : x;
-  c = c > Splat(9.0f) ? Splat(9.0f) : c;
-  const V8f c2 = c * c;
-  V8f p = Splat(-2.76076847742355e-16f);
+template <typename V>
+PORTTOOL_ALWAYS_INLINE V TanhV(V x) {
+  V c = x < -9.0f ? V{} - 9.0f : x;
+  c = c > 9.0f ? V{} + 9.0f : c;
+  const V c2 = c * c;
+  V p = V{} + -2.76076847742355e-16f;
   p = p * c2 + 2.00018790482477e-13f;
   p = p * c2 + -8.60467152213735e-11f;
   p = p * c2 + 5.12229709037114e-08f;
@@ -238,13 +281,15 @@ PORTTOOL_ALWAYS_INLINE V8f Tanh8(V8f x) {
   p = p * c2 + 6.37261928875436e-04f;
   p = p * c2 + 4.89352455891786e-03f;
   p = p * c;
-  V8f q = Splat(1.19825839466702e-06f);
+  V q = V{} + 1.19825839466702e-06f;
   q = q * c2 + 1.18534705686654e-04f;
   q = q * c2 + 2.26843463243900e-03f;
   q = q * c2 + 4.89352518554385e-03f;
-  const V8f r = p / q;
-  return Abs8(x) < Splat(0.0004f) ? x : r;
+  const V r = p / q;
+  const V ax = x < 0.0f ? -x : x;  // NaN fails the test below and takes r, which is NaN
+  return ax < 0.0004f ? x : r;
 }
+PORTTOOL_ALWAYS_INLINE V8f Tanh8(V8f x) { return TanhV(x); }
 
 // o[i] = f(a[i], b[i]) for n floats, 8 at a time; an operand whose `*_step` is 0 is the single
 // value a[0] (or b[0]) for every i (a broadcast scalar run). o may alias a or b.
