@@ -8,10 +8,6 @@
 
 namespace porttool::runtime::kernels {
 
-bool IsTranscendental(EpilogueAct act) {
-  return act == EpilogueAct::kSigmoid || act == EpilogueAct::kSilu || act == EpilogueAct::kGelu;
-}
-
 PORTTOOL_SIMD_CLONES void ActivateTranscendental(const EpilogueSpec& s, float* y, int64_t n) {
   switch (s.act) {
     case EpilogueAct::kSigmoid:

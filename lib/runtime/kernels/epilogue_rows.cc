@@ -41,7 +41,7 @@ PORTTOOL_SIMD_CLONES void PostAffine(const EpilogueSpec& s, float* y, int64_t n)
 
 // The parts applied in further passes over a finished row: the transcendental activations
 // (compiled apart, epilogue_act.cc) and the affine after the activation.
-void FinishRowPasses(const EpilogueSpec& s, float* y, int64_t n) {
+PORTTOOL_ALWAYS_INLINE void FinishRowPasses(const EpilogueSpec& s, float* y, int64_t n) {
   if (IsTranscendental(s.act)) ActivateTranscendental(s, y, n);
   if (s.post_affine) PostAffine(s, y, n);
 }

@@ -27,7 +27,9 @@ void FinishColumns(const Epilogue& epilogue, int64_t col0, int64_t rows, int64_t
 
 // Sigmoid, SiLU and GELU (epilogue_act.cc): applied in place over n values after the affine
 // part and the residual, compiled as the unfused nodes' kernels are.
-bool IsTranscendental(EpilogueAct act);
+inline bool IsTranscendental(EpilogueAct act) {
+  return act == EpilogueAct::kSigmoid || act == EpilogueAct::kSilu || act == EpilogueAct::kGelu;
+}
 void ActivateTranscendental(const EpilogueSpec& spec, float* y, int64_t n);
 
 }  // namespace porttool::runtime::kernels

@@ -104,6 +104,28 @@ TEST(PoolKernels, MatchNaiveOverRandomConfigurations) {
   }
 }
 
+// [k, 1] windows over [N, C, T, 1] (sequence nets written as 2-D) take the tiled 1-D path when
+// they tile T exactly, and the general one when they do not; both against the naive walk, with
+// no Indices output (the path that asks for them is the general one).
+TEST(PoolKernels, HeightOnlyWindowsMatchNaive) {
+  std::mt19937 rng(32);
+  for (const int64_t h : {12, 13}) {
+    for (const int64_t k : {1, 2, 3, 4}) {
+      PoolCase c{h, 1, k, 1, k, 1, 1, 1, 0, 0, 0, 0};
+      Tensor x = RandomFloats({1, 2, h, 1}, rng);
+      // Skipped by max (a window of the NaN alone would give -inf, which ExpectClose cannot
+      // compare).
+      if (k > 1) x.mutable_data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+      NaivePool expected = RunNaive(c, x);
+      NodeBuilder mp("MaxPool", 1);
+      mp.Ints("kernel_shape", {k, 1}).Ints("strides", {k, 1});
+      auto out = RunOp(mp.node(), 12, {&x});
+      testing_util::ExpectClose(out[0], {1, 2, expected.oh, 1}, expected.max,
+                                "h " + std::to_string(h) + " k " + std::to_string(k));
+    }
+  }
+}
+
 TEST(PoolKernels, StorageOrderColumnMajorIndices) {
   // 2x3 input, 2x2 window stride 1: max of each window, index in column-major order h + w * H.
   Tensor x = testing_util::FloatTensor({1, 1, 2, 3}, {1, 6, 2, 5, 3, 4});

@@ -113,10 +113,19 @@ PORTTOOL_ALWAYS_INLINE V SigmoidV(V x) {
 }
 PORTTOOL_ALWAYS_INLINE V8f Sigmoid8(V8f x) { return SigmoidV(x); }
 
+// Copies count (< 8) floats as fixed-size moves of 4, 2 and 1: a memcpy of a variable length
+// is a library call, which dominated the epilogue of convs with rows of 2-8 positions.
+PORTTOOL_ALWAYS_INLINE void CopyUnder8(float* dst, const float* src, int64_t count) {
+  int64_t i = 0;
+  if (count & 4) std::memcpy(dst, src, 4 * sizeof(float)), i = 4;
+  if (count & 2) std::memcpy(dst + i, src + i, 2 * sizeof(float)), i += 2;
+  if (count & 1) dst[i] = src[i];
+}
+
 // The first `count` (< 8) floats of x, the other lanes `pad`.
 PORTTOOL_ALWAYS_INLINE V8f LoadPartial(const float* x, int64_t count, float pad) {
   float block[8] = {pad, pad, pad, pad, pad, pad, pad, pad};
-  std::memcpy(block, x, count * sizeof(float));
+  CopyUnder8(block, x, count);
   V8f v;
   std::memcpy(&v, block, sizeof v);
   return v;
@@ -125,7 +134,7 @@ PORTTOOL_ALWAYS_INLINE V8f LoadPartial(const float* x, int64_t count, float pad)
 PORTTOOL_ALWAYS_INLINE void StorePartial(float* y, int64_t count, V8f v) {
   float block[8];
   std::memcpy(block, &v, sizeof v);
-  std::memcpy(y, block, count * sizeof(float));
+  CopyUnder8(y, block, count);
 }
 
 // y[i] = f(x[i]) for n floats, 16 at a time (f takes a V16f): the wide form for the
