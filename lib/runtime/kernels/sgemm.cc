@@ -77,6 +77,32 @@ struct Store {
   }
 };
 
+// Writes a finished tile's sums (kMr rows of two vectors V, the first kVectors of them used) to
+// C: whole vectors when the tile is full width, else element by element through a copy.
+template <typename V, int kVectors>
+PORTTOOL_ALWAYS_INLINE void StoreTile(const V (&all)[kMr][2], float* c, int64_t ldc, int64_t rows,
+                                      int64_t cols, const Store& s) {
+  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
+  if (cols == kVectors * kLanes) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int h = 0; h < kVectors; ++h) {
+        float* dst = c + i * ldc + kLanes * h;
+        V v;
+        std::memcpy(&v, dst, sizeof v);
+        v = s.Apply(all[i][h], v);
+        std::memcpy(dst, &v, sizeof v);
+      }
+    }
+    return;
+  }
+  float tile[kMr][2 * kLanes];
+  std::memcpy(tile, all, sizeof tile);
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < cols; ++j) row[j] = s.Apply(tile[i][j], row[j]);
+  }
+}
+
 // The 6x16 tile as twelve named 8-float accumulators: an array of vectors indexed in a loop
 // made GCC keep them on the stack (5-10x slower); named ones stay in the 16 AVX registers.
 PORTTOOL_ALWAYS_INLINE void MicroTile(int64_t kc, const float* ap, const float* bp, int64_t b_step,
@@ -102,24 +128,7 @@ PORTTOOL_ALWAYS_INLINE void MicroTile(int64_t kc, const float* ap, const float* 
     c51 += b1 * ap[5];
   }
   const V8f all[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  if (cols == kNr) {
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int h = 0; h < 2; ++h) {
-        float* dst = c + i * ldc + 8 * h;
-        V8f v;
-        std::memcpy(&v, dst, sizeof v);
-        v = s.Apply(all[i][h], v);
-        std::memcpy(dst, &v, sizeof v);
-      }
-    }
-    return;
-  }
-  float tile[kMr][kNr];
-  std::memcpy(tile, all, sizeof tile);
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = c + i * ldc;
-    for (int64_t j = 0; j < cols; ++j) row[j] = s.Apply(tile[i][j], row[j]);
-  }
+  StoreTile<V8f, 2>(all, c, ldc, rows, cols, s);
 }
 
 // The B block of one (depth, columns) step: packed panels of kNr columns, or, for a shallow B
@@ -171,24 +180,7 @@ PORTTOOL_AVX512 PORTTOOL_ALWAYS_INLINE void MicroTile512(int64_t kc, const float
     }
   }
   const V16f all[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  if (cols == kPanels * kNr) {
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int h = 0; h < kPanels; ++h) {
-        float* dst = c + i * ldc + kNr * h;
-        V16f v;
-        std::memcpy(&v, dst, sizeof v);
-        v = s.Apply(all[i][h], v);
-        std::memcpy(dst, &v, sizeof v);
-      }
-    }
-    return;
-  }
-  float tile[kMr][2 * kNr];
-  std::memcpy(tile, all, sizeof tile);
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = c + i * ldc;
-    for (int64_t j = 0; j < cols; ++j) row[j] = s.Apply(tile[i][j], row[j]);
-  }
+  StoreTile<V16f, kPanels>(all, c, ldc, rows, cols, s);
 }
 
 PORTTOOL_AVX512 void MacroTile512(int64_t mc, int64_t nc, int64_t kc, const float* ap,

@@ -137,39 +137,39 @@ PORTTOOL_ALWAYS_INLINE void StorePartial(float* y, int64_t count, V8f v) {
   CopyUnder8(y, block, count);
 }
 
-// y[i] = f(x[i]) for n floats, 16 at a time (f takes a V16f): the wide form for the
-// transcendental ops. x and y may be the same array.
-template <typename F>
-PORTTOOL_ALWAYS_INLINE void Map16(const float* x, float* y, int64_t n, F f) {
+// y[i] = f(x[i]) for n floats, a vector V (V8f or V16f) at a time; the tail goes through a
+// zero-padded block. x and y may be the same array.
+template <typename V, typename F>
+PORTTOOL_ALWAYS_INLINE void MapLanes(const float* x, float* y, int64_t n, F f) {
+  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    V16f v;
+  for (; i + kLanes <= n; i += kLanes) {
+    V v;
     std::memcpy(&v, x + i, sizeof v);
     v = f(v);
     std::memcpy(y + i, &v, sizeof v);
   }
-  if (i < n) {
-    float block[16] = {};
-    std::memcpy(block, x + i, (n - i) * sizeof(float));
-    V16f v;
-    std::memcpy(&v, block, sizeof v);
-    v = f(v);
-    std::memcpy(block, &v, sizeof v);
-    std::memcpy(y + i, block, (n - i) * sizeof(float));
-  }
+  if (i == n) return;
+  float block[kLanes] = {};
+  const int64_t rest = n - i, eight = rest & 8;  // rest < 16
+  if (eight) std::memcpy(block, x + i, 8 * sizeof(float));
+  CopyUnder8(block + eight, x + i + eight, rest - eight);
+  V v;
+  std::memcpy(&v, block, sizeof v);
+  v = f(v);
+  std::memcpy(block, &v, sizeof v);
+  if (eight) std::memcpy(y + i, block, 8 * sizeof(float));
+  CopyUnder8(y + i + eight, block + eight, rest - eight);
 }
 
-// y[i] = f(x[i]) for n floats, 8 at a time. x and y may be the same array.
+// 8 lanes at a time (f takes a V8f), and 16 (a V16f: the transcendental ops' wide form).
 template <typename F>
 PORTTOOL_ALWAYS_INLINE void Map8(const float* x, float* y, int64_t n, F f) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    V8f v;
-    std::memcpy(&v, x + i, sizeof v);
-    v = f(v);
-    std::memcpy(y + i, &v, sizeof v);
-  }
-  if (i < n) StorePartial(y + i, n - i, f(LoadPartial(x + i, n - i, 0.0f)));
+  MapLanes<V8f>(x, y, n, f);
+}
+template <typename F>
+PORTTOOL_ALWAYS_INLINE void Map16(const float* x, float* y, int64_t n, F f) {
+  MapLanes<V16f>(x, y, n, f);
 }
 
 // ---- more lanewise helpers (the elementwise kernels' float32 paths) ----
