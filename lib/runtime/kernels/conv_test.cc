@@ -389,6 +389,28 @@ TEST(ConvTransposeKernel, MatchesNaiveOverRandomConfigurations) {
   }
 }
 
+// A stride-equal-to-kernel ConvTranspose wide enough to run in several pieces of input rows
+// (conv.cc: about 2048 input positions each), at 1 and 2 threads: a row at a piece boundary
+// must land where the naive transpose puts it.
+TEST(ConvTransposeKernel, KernelSizedStridesAcrossRowPieces) {
+  std::mt19937 rng(13);
+  TransposeCase c;
+  c.c_in = 3, c.c_out = 2;
+  c.in = {13, 300};
+  c.kernel = c.strides = {2, 2};
+  Tensor x = RandomFloats({1, 3, 13, 300}, rng), w = RandomFloats({3, 2, 2, 2}, rng);
+  Tensor b = RandomFloats({2}, rng);
+  std::vector<int64_t> shape;
+  const auto expected = NaiveConvTranspose(c, x, w, b.data<float>(), shape);
+  for (int threads : {1, 2}) {
+    SetNumThreads(threads);
+    auto out =
+        RunOp(NodeBuilder("ConvTranspose", 3).Ints("strides", {2, 2}).node(), 11, {&x, &w, &b});
+    testing_util::ExpectClose(out[0], shape, expected, std::to_string(threads) + " threads");
+  }
+  SetNumThreads(0);
+}
+
 TEST(ConvTransposeKernel, OutputShapeAndSameUpperResolvePads) {
   std::mt19937 rng(13);
   Tensor x = RandomFloats({1, 1, 3, 3}, rng), w = RandomFloats({1, 2, 3, 3}, rng);
