@@ -695,10 +695,8 @@ void ConvTransposeKernel(KernelContext& ctx) {
       ParallelFor(cout_g, 1, [&](int64_t begin, int64_t end) {
         for (int64_t co = begin; co < end; ++co) {
           float* plane = py + (n * c_out + g * cout_g + co) * out_positions;
-          const float b = bias ? bias[g * cout_g + co] : 0.f;
-          const float* channel_col = col.get() + co * w.kernel_size() * in_positions;
-          std::fill(plane, plane + out_positions, b);
-          Col2ImChannel(channel_col, w, plane);
+          std::fill(plane, plane + out_positions, bias ? bias[g * cout_g + co] : 0.f);
+          Col2ImChannel(col.get() + co * w.kernel_size() * in_positions, w, plane);
         }
       });
     }

@@ -199,21 +199,18 @@ void LayerNormKernel(KernelContext& ctx) {
     kernels::ParallelRows(rows, 2 * inner, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         double mean, inv_std;
-        if constexpr (std::is_same_v<T, float>) {
-          LayerNormRowFloat(px + r * inner, py + r * inner, inner, scale.data(), bias.data(),
-                            epsilon, mean, inv_std);
-          if (mean_out) mean_out[r] = static_cast<float>(mean);
-          if (inv_out) inv_out[r] = static_cast<float>(inv_std);
-          continue;
-        }
-        Moments(px + r * inner, inner, epsilon, mean, inv_std);
-        if (mean_out) mean_out[r] = static_cast<float>(mean);
-        if (inv_out) inv_out[r] = static_cast<float>(inv_std);
         const T* in = px + r * inner;
         T* out = py + r * inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          out[i] = static_cast<T>((in[i] - mean) * inv_std) * scale[i] + bias[i];
+        if constexpr (std::is_same_v<T, float>) {
+          LayerNormRowFloat(in, out, inner, scale.data(), bias.data(), epsilon, mean, inv_std);
+        } else {
+          Moments(in, inner, epsilon, mean, inv_std);
+          for (int64_t i = 0; i < inner; ++i) {
+            out[i] = static_cast<T>((in[i] - mean) * inv_std) * scale[i] + bias[i];
+          }
         }
+        if (mean_out) mean_out[r] = static_cast<float>(mean);
+        if (inv_out) inv_out[r] = static_cast<float>(inv_std);
       }
     });
   });
