@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <limits>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <type_traits>
 
 #include "lib/ir/dtype.h"
@@ -139,6 +142,42 @@ PORTTOOL_WIDE_UNARY_SPAN(ErfSpan, ErfV(v))
 PORTTOOL_WIDE_UNARY_SPAN(SigmoidSpan, SigmoidV(v))
 PORTTOOL_WIDE_UNARY_SPAN(TanhSpan, TanhV(v))
 PORTTOOL_WIDE_UNARY_SPAN(ExpSpan, ExpV(v))
+
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+// Exp with AVX-512's vscalefps for the e^r * 2^n step: one instruction that overflows to inf,
+// underflows through the subnormals to 0 and passes NaN, where ExpV spends eight on bits and
+// blends (the op ran at 1.3-1.8x ONNX Runtime's, whose kernel does the same).
+// (Generic vector forms where they compile to the same instruction: GCC 12's unmasked
+// _mm512_max_ps and _mm512_scalef_ps trip -Wmaybe-uninitialized inside its own header.)
+PORTTOOL_AVX512 V16f Exp16Scalef(V16f x) {
+  const V16f lo = V16f{} - 104.0f, hi = V16f{} + 88.7762626f;  // hi: just past ln(FLT_MAX)
+  V16f c = lo > x ? lo : x;  // maxps/minps forms: NaN passes through
+  c = hi < c ? hi : c;
+  V16f t;
+  const V16f p = ExpOfReduced(c, t);
+  return _mm512_maskz_scalef_ps(0xffff, p, t - kExpRound);
+}
+
+PORTTOOL_AVX512 void ExpSpanAvx512(const float* x, float* y, int64_t n, const UnaryParams&) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    V16f v;
+    std::memcpy(&v, x + i, sizeof v);
+    v = Exp16Scalef(v);
+    std::memcpy(y + i, &v, sizeof v);
+  }
+  if (i == n) return;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1);
+  _mm512_mask_storeu_ps(y + i, tail, Exp16Scalef(_mm512_maskz_loadu_ps(tail, x + i)));
+}
+#endif
+
+FloatSpan ExpSpanForCpu() {
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+  if (HasAvx512()) return ExpSpanAvx512;
+#endif
+  return ExpSpan;
+}
 PORTTOOL_UNARY_SPAN(LogSpan, Log8(v))
 PORTTOOL_EXACT_UNARY_SPAN(SqrtSpan, Sqrt8(v))
 PORTTOOL_EXACT_UNARY_SPAN(ReciprocalSpan, 1.0f / v)
@@ -202,7 +241,7 @@ void RegisterUnaryOps(KernelRegistry& r) {
   RegisterVectorisedUnary(r, "Tanh", TanhSpan, [](auto v) { return std::tanh(v); });
   RegisterVectorisedUnary(r, "Erf", ErfSpan, [](auto v) { return std::erf(v); });
   RegisterVectorisedUnary(r, "Sqrt", SqrtSpan, [](auto v) { return std::sqrt(v); });
-  RegisterVectorisedUnary(r, "Exp", ExpSpan, [](auto v) { return std::exp(v); });
+  RegisterVectorisedUnary(r, "Exp", ExpSpanForCpu(), [](auto v) { return std::exp(v); });
   RegisterVectorisedUnary(r, "Log", LogSpan, [](auto v) { return std::log(v); });
   RegisterVectorisedUnary(r, "Reciprocal", ReciprocalSpan, [](auto v) { return 1 / v; });
   RegisterFloatUnary(r, "Floor", [](auto v) { return std::floor(v); });

@@ -142,9 +142,7 @@ struct BBlock {
   int64_t ld = 0;
 };
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PORTTOOL_SGEMM_AVX512 1
-#define PORTTOOL_AVX512 __attribute__((target("arch=x86-64-v4")))
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
 using V16f = float __attribute__((vector_size(64)));
 
 // The AVX-512 tile: 6 rows x `kPanels` B panels (16 or 32 columns) as 6 x kPanels zmm
@@ -211,16 +209,12 @@ PORTTOOL_AVX512 void MacroTile512(int64_t mc, int64_t nc, int64_t kc, const floa
   }
 }
 
-bool HasAvx512() {
-  static const bool has = __builtin_cpu_supports("x86-64-v4");
-  return has;
-}
 #endif
 
 // One packed A block times one B block into C.
 PORTTOOL_SIMD_CLONES void MacroTile(int64_t mc, int64_t nc, int64_t kc, const float* ap,
                                     const BBlock& b, float* c, int64_t ldc, const Store& s) {
-#ifdef PORTTOOL_SGEMM_AVX512
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
   if (HasAvx512()) return MacroTile512(mc, nc, kc, ap, b, c, ldc, s);
 #endif
   const int64_t whole = b.direct ? nc / kNr * kNr : 0;

@@ -10,6 +10,11 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PORTTOOL_SIMD_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// The few AVX-512 kernels written with intrinsics (an instruction generic vectors cannot
+// express, or a register tile sized for 512-bit pipes): compiled for x86-64-v4 and called only
+// where HasAvx512().
+#define PORTTOOL_HAVE_AVX512_KERNELS 1
+#define PORTTOOL_AVX512 __attribute__((target("arch=x86-64-v4")))
 #else
 #define PORTTOOL_SIMD_CLONES
 #endif
@@ -18,3 +23,12 @@
 // The same for a lambda, written after its parameter list: [](V8f v) PORTTOOL_ALWAYS_INLINE_LAMBDA
 // { ... }. Needed where a lambda takes a vector type (it must inline into each clone).
 #define PORTTOOL_ALWAYS_INLINE_LAMBDA __attribute__((always_inline))
+
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+namespace porttool::runtime::kernels {
+inline bool HasAvx512() {
+  static const bool has = __builtin_cpu_supports("x86-64-v4");
+  return has;
+}
+}  // namespace porttool::runtime::kernels
+#endif

@@ -5,7 +5,8 @@
 // pairs of SSE registers. Private to lib/runtime/kernels.
 //
 // Accuracy, measured against double-precision exp/erf: Exp8 within 1 ulp over [-87.3, 88.7]
-// (Cephes' range reduction and polynomial); below that it returns 0, above +inf, NaN stays NaN.
+// (Cephes' range reduction and polynomial, in Horner form); below that it returns 0, above +inf,
+// NaN stays NaN.
 // Erf8 within 4.5e-7 absolute and relative over the whole float line (the rational approximation
 // XLA and Eigen use; exact to float precision past |x| = 4 where erf is +-1).
 #pragma once
@@ -50,20 +51,16 @@ PORTTOOL_ALWAYS_INLINE V8f ClampNanLow(V8f x, float lo, float hi) {
   return x > Splat(hi) ? Splat(hi) : x;
 }
 
+// e^c for c in [-104, 88.8] as e^r * 2^n, returning e^r and n: x = n ln2 + r with
+// n = round(c log2e) and |r| <= ln2 / 2 (the split constant keeps n ln2 exact), e^r by Cephes'
+// polynomial in Horner form. n comes as t = n + 1.5 * 2^23, whose low mantissa bits hold n.
+constexpr float kExpRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
 template <typename V>
-PORTTOOL_ALWAYS_INLINE V ExpV(V x) {
-  using VI = IntLanes<V>;
+PORTTOOL_ALWAYS_INLINE V ExpOfReduced(V c, V& t) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  constexpr float kMax = 88.7228317f, kMin = -87.3365479f;
-  const V lo = V{} + kMin, hi = V{} + kMax;
-  V c = !(x >= lo) ? lo : x;  // NaN becomes kMin, so the conversions below are defined
-  c = c > hi ? hi : c;
-  // x = n ln2 + r with |r| <= ln2 / 2; the split constant keeps n ln2 exact. n = floor(...)
-  // from a truncating conversion, one less where that rounded up (negative values).
-  const V t = c * kLog2e + 0.5f;
-  V n = __builtin_convertvector(__builtin_convertvector(t, VI), V);
-  n = n > t ? n - 1.0f : n;
+  t = c * kLog2e + kExpRound;
+  const V n = t - kExpRound;
   const V r = c - n * kLn2Hi - n * kLn2Lo;
   V p = V{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -71,15 +68,28 @@ PORTTOOL_ALWAYS_INLINE V ExpV(V x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  V er = p * r * r + r + 1.0f;
-  // 2^n from its exponent bits. n is in [-126, 128]; 2^128 is not a float, so that end takes
-  // 2^127 times 2.
-  const V top = n > 127.0f ? V{} + 2.0f : V{} + 1.0f;
-  const VI biased = __builtin_convertvector(n - (top - 1.0f), VI) + 127;
-  V pow2;
-  const VI bits = biased << 23;
-  std::memcpy(&pow2, &bits, sizeof pow2);
-  er = er * top * pow2;
+  p = p * r + 1.0f;
+  return p * r + 1.0f;  // in [0.70, 1.42]
+}
+
+template <typename V>
+PORTTOOL_ALWAYS_INLINE V ExpV(V x) {
+  using VI = IntLanes<V>;
+  constexpr float kMax = 88.7228317f, kMin = -87.3365479f;
+  const V lo = V{} + kMin, hi = V{} + kMax;
+  V c = lo > x ? lo : x;  // maxps/minps forms: NaN passes through
+  c = hi < c ? hi : c;
+  V t;
+  V er = ExpOfReduced(c, t);
+  // e^r 2^n by adding n to e^r's exponent field: shifting t's low bits there drops the rounding
+  // constant's own bits. n in [-126, 128] keeps the field in range except for x in
+  // [kMin, -126 ln2), 3e-6 wide, where the true result is below FLT_MIN and this one is off by
+  // less than 1.2e-38.
+  VI bits, tbits;
+  std::memcpy(&bits, &er, sizeof bits);
+  std::memcpy(&tbits, &t, sizeof tbits);
+  bits += tbits << 23;
+  std::memcpy(&er, &bits, sizeof er);
   er = x < lo ? V{} : er;
   er = x > hi ? V{} + __builtin_inff() : er;
   return x != x ? x : er;
