@@ -171,11 +171,24 @@ void CheckRunnableInput(const onnx::ValueInfoProto& vi) {
   }
 }
 
+// Whether no element of a float or double tensor has an all-ones exponent (Inf or NaN). Counted
+// over fixed blocks of the bit patterns, which the compiler vectorises (an early-exit isfinite
+// loop ran at 12 GB/s and took 60% of a one-op model's run), with a stop after each block.
 template <typename T>
 bool AllFinite(const Tensor& t) {
-  const T* p = t.data<T>();
-  for (int64_t i = 0; i < t.size(); ++i) {
-    if (!std::isfinite(p[i])) return false;
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  constexpr Bits kExponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000 : 0x7ff0000000000000);
+  constexpr int64_t kBlock = 1024;
+  const auto* p = static_cast<const Bits*>(t.raw());
+  const int64_t n = t.size();
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    Bits bad = 0;
+    for (int64_t j = 0; j < kBlock; ++j) bad += (p[i + j] & kExponent) == kExponent;
+    if (bad != 0) return false;
+  }
+  for (; i < n; ++i) {
+    if ((p[i] & kExponent) == kExponent) return false;
   }
   return true;
 }
