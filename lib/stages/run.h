@@ -1,9 +1,11 @@
 // RunStage: `porttool run` as one call: the reference executor on given or random inputs
 // (lib/runtime/session.h), timed over repeated runs after a warm-up, with an optional per-node
-// profile of the nodes as they run (a fused conv's time includes the tail it absorbed).
+// profile of the nodes as they run (a fused conv's time includes the tail it absorbed), as
+// medians over the timed runs.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,7 @@ struct RunStageOptions {
 
 struct NodeTime {
   std::string name, op_type;
-  double ms = 0;  // mean per run
+  double ms = 0;  // median over the timed runs
 };
 
 struct Latency {
@@ -36,8 +38,9 @@ struct Latency {
 
 struct RunStageResult {
   std::vector<runtime::NamedTensor> outputs;
-  std::vector<double> times_ms;   // one per timed run
-  std::vector<NodeTime> profile;  // by node index, with options.profile
+  std::vector<double> times_ms;              // one per timed run
+  std::vector<NodeTime> profile;             // by node index, with options.profile
+  std::map<std::string, double> op_type_ms;  // per op type: median of each run's total
   int profile_runs = 0;
   int fused_nodes = 0;                // nodes the executor folded into a preceding conv
   std::vector<std::string> warnings;  // the executor's (NaN/Inf in inputs)

@@ -26,7 +26,7 @@ node scripts/bench/ort_bench.js "$MODEL" --shape "${DIMS//x/,}" --threads "$THRE
 import json, os, sys
 pt = json.load(open(sys.argv[1]))["profile"]["op_types"]
 ort = json.load(open(sys.argv[2]))["op_types"]
-print(f"{os.path.basename(sys.argv[3])}, {sys.argv[4]} thread(s): mean kernel ms per run by op type")
+print(f"{os.path.basename(sys.argv[3])}, {sys.argv[4]} thread(s): median kernel ms per run by op type")
 print(f"{'op type':24} {'porttool':>9} {'ORT':>9} {'pt/ORT':>8}")
 for op in sorted(set(pt) | set(ort), key=lambda o: -max(pt.get(o, 0), ort.get(o, 0))):
     a, b = pt.get(op), ort.get(op)

@@ -2,7 +2,7 @@
 // Usage: node ort_bench.js MODEL --shape 1,3,640,640 --threads T --repeat N [--op-times 1]
 // Prints one JSON line: {"threads", "median_ms", "min_ms", "max_ms"}. Random inputs (fixed seed);
 // dynamic dims take --shape. One warm-up run, then N timed runs. With --op-times 1, ORT's own
-// profiler times every kernel and the line gains "op_types": {op: mean ms per timed run} (ORT's
+// profiler times every kernel and the line gains "op_types": {op: median ms per timed run} (ORT's
 // op names after its fusions: Gemm = MatMul+Add, FusedConv = Conv+activation, ...).
 const fs = require('fs');
 const os = require('os');
@@ -34,19 +34,40 @@ function randomTensor(dims) {
   return new ort.Tensor('float32', data, dims);
 }
 
-// Mean kernel time per op type over the timed runs: node events inside every `model_run` event
-// but the first (the warm-up).
-function opTimes(dir, runs) {
+// Kernel time per op type: each timed run's total for the type (node events inside every
+// `model_run` event but the first, the warm-up), then the median over the runs, as porttool's
+// --profile reports it (a mean let one stalled run in 100 move a 0.1 ms op by 0.1 ms).
+function opTimes(dir) {
   const file = fs.readdirSync(dir).find((f) => f.endsWith('.json'));
   const events = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
   const windows = events.filter((e) => e.name === 'model_run').sort((a, b) => a.ts - b.ts).slice(1);
-  const inTimedRun = (e) => windows.some((w) => e.ts >= w.ts && e.ts <= w.ts + w.dur);
-  const totals = {};
+  const runOf = (e) => {  // the window holding e (binary search over the sorted starts), or -1
+    let lo = 0, hi = windows.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (windows[mid].ts <= e.ts) lo = mid; else hi = mid - 1;
+    }
+    const w = windows[lo];
+    return w && e.ts >= w.ts && e.ts <= w.ts + w.dur ? lo : -1;
+  };
+  const perRun = {};  // op -> [ms per timed run]
   for (const e of events) {
-    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || !inTimedRun(e)) continue;
-    totals[e.args.op_name] = (totals[e.args.op_name] || 0) + e.dur / 1000 / runs;
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const run = runOf(e);
+    if (run < 0) continue;
+    const op = e.args.op_name;
+    if (!perRun[op]) perRun[op] = new Array(windows.length).fill(0);
+    perRun[op][run] += e.dur / 1000;
   }
-  return totals;
+  const medians = {};
+  for (const [op, times] of Object.entries(perRun)) medians[op] = median(times);
+  return medians;
+}
+
+function median(values) {
+  const v = [...values].sort((a, b) => a - b);
+  const n = v.length;
+  return n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 async function main() {
@@ -70,13 +91,11 @@ async function main() {
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
   times.sort((a, b) => a - b);
-  const median = times.length % 2 ? times[(times.length - 1) / 2]
-                                   : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
-  const result = { threads: args.threads, median_ms: median, min_ms: times[0],
+  const result = { threads: args.threads, median_ms: median(times), min_ms: times[0],
                    max_ms: times[times.length - 1] };
   if (args.opTimes) {
     session.endProfiling();
-    result.op_types = opTimes(profileDir, args.repeat);
+    result.op_types = opTimes(profileDir);
   }
   fs.rmSync(profileDir, { recursive: true, force: true });
   console.log(JSON.stringify(result));

@@ -40,11 +40,11 @@ struct RunOptions {
 };
 
 nlohmann::json ProfileJson(const stages::RunStageResult& r) {
-  nlohmann::json nodes = nlohmann::json::array(), ops = nlohmann::json::object();
+  nlohmann::json nodes = nlohmann::json::array();
   for (const auto& n : r.profile) {
     nodes.push_back({{"node", n.name}, {"op_type", n.op_type}, {"ms", n.ms}});
-    ops[n.op_type] = ops.value(n.op_type, 0.0) + n.ms;
   }
+  nlohmann::json ops = r.op_type_ms;
   return {{"runs", r.profile_runs},
           {"fused_nodes", r.fused_nodes},
           {"nodes", nodes},
@@ -57,12 +57,14 @@ void PrintProfile(const stages::RunStageResult& r, size_t top) {
   double total = 0;
   for (const auto& n : rows) {
     total += n.ms;
-    ops[n.op_type].first += n.ms;
     ops[n.op_type].second++;
   }
+  for (const auto& [op, ms] : r.op_type_ms) ops[op].first = ms;
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
-  fmt::print("profile: {:.2f} ms per run in {} nodes (mean of {} run(s)); top {} nodes:\n", total,
-             rows.size(), r.profile_runs, std::min(top, rows.size()));
+  fmt::print(
+      "profile: {:.2f} ms per run in {} nodes (sum of the nodes' medians over {} run(s)); top {} "
+      "nodes:\n",
+      total, rows.size(), r.profile_runs, std::min(top, rows.size()));
   if (r.fused_nodes > 0) {
     fmt::print(
         "  ({} nodes run inside the conv before them and show 0 ms; --no-fusion times "
