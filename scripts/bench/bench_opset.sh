@@ -54,7 +54,7 @@ ratio() {  # A B -> A/B as "1.23x", "-" when either is absent
 }
 
 echo "threads: $THREADS  repeat: $REPEAT (after 1 warm-up)  cpu: $(nproc) cores," \
-  "$(grep -o -m1 'avx512f\|avx2' /proc/cpuinfo | head -1 || echo sse2)"
+  "$(grep -qw avx512f /proc/cpuinfo && echo avx512f || { grep -qw avx2 /proc/cpuinfo && echo avx2 || echo sse2; })"
 ROW='%-22s %-11s %-10s %9s %9s %8s %9s %9s %8s\n'
 printf "$ROW" case op size pt_ms ort_ms "pt/ort" pt_k_ms ort_k_ms "k pt/ort"
 OVER=()
