@@ -113,6 +113,36 @@ void Im2ColRow1D(const float* x, int64_t channels, const Window3& w, int64_t p0,
   }
 }
 
+// dst[j] = src[2 j] for j < n, 16 at a time from two vectors' even lanes. The last vector
+// read ends one float past src[2 (n - 1)], so the loop stops a vector early.
+PORTTOOL_SIMD_CLONES void CopyEvenFloats(const float* src, int64_t n, float* dst) {
+  int64_t j = 0;
+  for (; j + 17 <= n; j += 16) {
+    V16f a, b;
+    std::memcpy(&a, src + 2 * j, sizeof a);
+    std::memcpy(&b, src + 2 * j + 16, sizeof b);
+    const V16f even =
+        __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    std::memcpy(dst + j, &even, sizeof even);
+  }
+  for (; j < n; ++j) dst[j] = src[2 * j];
+}
+
+// One im2col run at stride sw > 1: col[j] = src[iw0 + j sw], 0 where that is outside the row.
+// The padding ends are cut off first so the middle needs no bounds test; stride 2 (the
+// downsampling convs: det's first conv spent 46% of its time here) copies even lanes.
+void StridedRun(const float* src, int64_t iw0, int64_t sw, int64_t width, int64_t run, float* col) {
+  const int64_t lo = std::clamp<int64_t>((-iw0 + sw - 1) / sw, 0, run);
+  const int64_t hi = std::clamp<int64_t>((width - iw0 + sw - 1) / sw, lo, run);
+  std::fill(col, col + lo, 0.f);
+  if (sw == 2) {
+    CopyEvenFloats(src + iw0 + 2 * lo, hi - lo, col + lo);
+  } else {
+    for (int64_t j = lo; j < hi; ++j) col[j] = src[iw0 + j * sw];
+  }
+  std::fill(col + hi, col + run, 0.f);
+}
+
 bool IsRow1D(const Window3& w) {
   return w.in[0] == 1 && w.in[1] == 1 && w.out[0] == 1 && w.out[1] == 1 && w.kernel[0] == 1 &&
          w.kernel[1] == 1 && w.strides[2] == 1;
@@ -139,10 +169,7 @@ void Im2Col(const float* x, int64_t channels, const Window3& w, int64_t p0, int6
                           std::memcpy(col + lo, src + iw0 + lo, (hi - lo) * sizeof(float));
                           std::fill(col + hi, col + run, 0.f);
                         } else {
-                          for (int64_t j = 0; j < run; ++j) {
-                            const int64_t iw = (ow + j) * sw + iw_off;
-                            col[j] = iw >= 0 && iw < width ? src[iw] : 0.f;
-                          }
+                          StridedRun(src, (ow * sw) + iw_off, sw, width, run, col);
                         }
                         col += run;
                         filled += run;
@@ -359,9 +386,17 @@ void RunDepthwise(const ConvProblem& p) {
 
 // 1x1, stride 1, no padding: Y[g] = W[g] * X[g] with the input as the GEMM's B matrix, split by
 // column blocks across threads.
+// Output bytes of a pointwise conv's column block: the epilogue then reads the block back from
+// L2. Blocks of an eighth of the plane (1.6 MB at 32 channels of 320x320) made it read from L3,
+// and it took as long as the GEMM.
+constexpr int64_t kPointwiseBlockBytes = 256 * 1024;
+
 void RunPointwise(const ConvProblem& p) {
   const int64_t positions = p.w.out_size();
-  const int64_t block = kernels::PieceSize(positions, 256);
+  const int64_t cache_cols = kPointwiseBlockBytes / static_cast<int64_t>(sizeof(float)) /
+                             std::max<int64_t>(p.cout_g, 1) / 16 * 16;
+  const int64_t block =
+      std::min(kernels::PieceSize(positions, 256), std::max<int64_t>(256, cache_cols));
   const int64_t blocks = (positions + block - 1) / block;
   const int64_t images = p.batch * p.group;
   const int64_t macs_per_item = block * p.cout_g * p.cin_g;

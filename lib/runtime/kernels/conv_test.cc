@@ -161,6 +161,23 @@ TEST(ConvKernel, LargeLayersSplitAcrossChunksMatchNaive) {
   SetNumThreads(0);
 }
 
+// Strided im2col over rows wide enough for its vector copy (stride 2 copies even lanes 16 at a
+// time): strides 2 and 3 with the padding ends, odd and even widths, dilation 2.
+TEST(ConvKernel, WideStridedRowsMatchNaive) {
+  std::mt19937 rng(11);
+  for (int64_t width : {69, 70}) {
+    for (int64_t stride : {2, 3}) {
+      for (int64_t dilation : {1, 2}) {
+        ConvCase c;
+        c.c_in = 3, c.c_out = 5;
+        c.in = {5, width}, c.kernel = {3, 3}, c.strides = {stride, stride};
+        c.dilations = {dilation, dilation}, c.pad_begin = {1, 1}, c.pad_end = {1, 2};
+        CheckConv(c, rng, fmt::format("width {} stride {} dilation {}", width, stride, dilation));
+      }
+    }
+  }
+}
+
 // A batch of small images runs as one GEMM over every image's columns (RunSmallImageBatch):
 // 3x1 and 1x1 kernels over 4 images of 32x1 and 3x5, at 1 and 2 threads.
 TEST(ConvKernel, SmallImageBatchesMatchNaive) {

@@ -145,7 +145,8 @@ PORTTOOL_SIMD_CLONES void RowsFor(const float* bias, const EpilogueSpec& spec, i
   }
 }
 
-void AddBias(const float* bias, int64_t rows, int64_t cols, int64_t ld, float* y) {
+PORTTOOL_SIMD_CLONES void AddBias(const float* bias, int64_t rows, int64_t cols, int64_t ld,
+                                  float* y) {
   for (int64_t r = 0; r < rows; ++r) {
     const float b = bias[r];
     float* row = y + r * ld;

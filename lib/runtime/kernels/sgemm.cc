@@ -83,6 +83,17 @@ template <typename V, int kVectors>
 PORTTOOL_ALWAYS_INLINE void StoreTile(const V (&all)[kMr][2], float* c, int64_t ldc, int64_t rows,
                                       int64_t cols, const Store& s) {
   constexpr int64_t kLanes = sizeof(V) / sizeof(float);
+  if (cols == kVectors * kLanes && s.first && s.beta == 0.f) {
+    // Nothing of C is read: on a shallow GEMM (a pointwise conv over 16 channels) loading the
+    // fresh output only to discard it was the kernel's main cost.
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int h = 0; h < kVectors; ++h) {
+        const V v = s.alpha == 1.f ? all[i][h] : s.alpha * all[i][h];
+        std::memcpy(c + i * ldc + kLanes * h, &v, sizeof v);
+      }
+    }
+    return;
+  }
   if (cols == kVectors * kLanes) {
     for (int64_t i = 0; i < rows; ++i) {
       for (int h = 0; h < kVectors; ++h) {
@@ -268,8 +279,16 @@ void GemmLoop(int64_t m, int64_t n, int64_t k, float alpha, float beta, float* c
 }
 
 // Depth up to which a non-transposed B is read in place rather than packed (its kc rows of a
-// panel then span kc cache lines, few enough to stay in L1).
-constexpr int64_t kDirectDepth = 64;
+// panel then span kc cache lines, few enough to stay in L1). Not with the AVX-512 tile: there a
+// 32-column panel read in place was 1.1-1.8x slower than packing it (M=32, N=4096 or 4000,
+// K=16..64: 57-126 vs 105-133 GFLOP/s), most where the row stride is a multiple of 4 KB, as
+// in det's 320x320 and 160x160 planes, whose rows then share one L1 set.
+int64_t DirectDepth() {
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+  if (HasAvx512()) return 0;
+#endif
+  return 64;
+}
 
 // Packs B's blocks on the fly into a per-thread buffer (only the partial last panel when B is
 // shallow enough to read in place).
@@ -280,7 +299,7 @@ struct PackOnTheFlyB {
     thread_local std::vector<float> buf;
     BBlock block;
     int64_t first = 0;
-    if (!b.trans && k <= kDirectDepth) {
+    if (!b.trans && k <= DirectDepth()) {
       block.direct = b.p + pc * b.ld + jc;
       block.ld = b.ld;
       first = nc / kNr * kNr;
