@@ -192,31 +192,23 @@ PORTTOOL_AVX512 PORTTOOL_ALWAYS_INLINE void MicroTile512(int64_t kc, const float
   StoreTile<V16f, kPanels>(all, c, ldc, rows, cols, s);
 }
 
+// B is always packed here (DirectDepth() is 0 with this tile).
 PORTTOOL_AVX512 void MacroTile512(int64_t mc, int64_t nc, int64_t kc, const float* ap,
                                   const BBlock& b, float* c, int64_t ldc, const Store& s) {
-  const int64_t whole = b.direct ? nc / kNr * kNr : 0;
-  auto panel = [&](int64_t jr) {
-    return jr < whole ? b.direct + jr : b.packed + ((jr - whole) / kNr) * kc * kNr;
-  };
-  for (int64_t jr = 0; jr < nc;) {
+  for (int64_t jr = 0; jr < nc; jr += 2 * kNr) {
     const int64_t cols = std::min<int64_t>(2 * kNr, nc - jr);
-    // Two panels in one tile when both are read the same way (in place or packed).
-    const bool pair = cols > kNr && (jr + kNr < whole) == (jr < whole);
-    const int64_t b_step = jr < whole ? b.ld : kNr;
-    const float* b0 = panel(jr);
-    const float* b1 = pair ? panel(jr + kNr) : b0;
-    const int64_t tile_cols = pair ? cols : std::min<int64_t>(kNr, cols);
+    const float* b0 = b.packed + (jr / kNr) * kc * kNr;
+    const bool pair = cols > kNr;  // two panels in one tile
     for (int64_t ir = 0; ir < mc; ir += kMr) {
       const int64_t rows = std::min<int64_t>(kMr, mc - ir);
       const float* a = ap + (ir / kMr) * kc * kMr;
       float* ct = c + ir * ldc + jr;
       if (pair) {
-        MicroTile512<2>(kc, a, b0, b1, b_step, ct, ldc, rows, tile_cols, s);
+        MicroTile512<2>(kc, a, b0, b0 + kc * kNr, kNr, ct, ldc, rows, cols, s);
       } else {
-        MicroTile512<1>(kc, a, b0, b1, b_step, ct, ldc, rows, tile_cols, s);
+        MicroTile512<1>(kc, a, b0, b0, kNr, ct, ldc, rows, cols, s);
       }
     }
-    jr += tile_cols;
   }
 }
 
