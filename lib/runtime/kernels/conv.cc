@@ -128,14 +128,17 @@ PORTTOOL_SIMD_CLONES void CopyEvenFloats(const float* src, int64_t n, float* dst
   for (; j < n; ++j) dst[j] = src[2 * j];
 }
 
-// One im2col run at stride sw > 1: col[j] = src[iw0 + j sw], 0 where that is outside the row.
-// The padding ends are cut off first so the middle needs no bounds test; stride 2 (the
+// One im2col run: col[j] = src[iw0 + j sw], 0 where that is outside the row. The padding ends
+// are cut off first so the middle needs no bounds test; stride 1 is a memcpy, and stride 2 (the
 // downsampling convs: det's first conv spent 46% of its time here) copies even lanes.
-void StridedRun(const float* src, int64_t iw0, int64_t sw, int64_t width, int64_t run, float* col) {
+void ImageRowRun(const float* src, int64_t iw0, int64_t sw, int64_t width, int64_t run,
+                 float* col) {
   const int64_t lo = std::clamp<int64_t>((-iw0 + sw - 1) / sw, 0, run);
   const int64_t hi = std::clamp<int64_t>((width - iw0 + sw - 1) / sw, lo, run);
   std::fill(col, col + lo, 0.f);
-  if (sw == 2) {
+  if (sw == 1) {
+    std::memcpy(col + lo, src + iw0 + lo, (hi - lo) * sizeof(float));
+  } else if (sw == 2) {
     CopyEvenFloats(src + iw0 + 2 * lo, hi - lo, col + lo);
   } else {
     for (int64_t j = lo; j < hi; ++j) col[j] = src[iw0 + j * sw];
@@ -161,15 +164,8 @@ void Im2Col(const float* x, int64_t channels, const Window3& w, int64_t p0, int6
                       [&](const float* src, int64_t iw_off, int64_t ow, int64_t run) {
                         if (src == nullptr) {
                           std::fill(col, col + run, 0.f);
-                        } else if (sw == 1) {
-                          const int64_t iw0 = ow + iw_off;
-                          const int64_t lo = std::clamp<int64_t>(-iw0, 0, run);
-                          const int64_t hi = std::clamp<int64_t>(width - iw0, lo, run);
-                          std::fill(col, col + lo, 0.f);
-                          std::memcpy(col + lo, src + iw0 + lo, (hi - lo) * sizeof(float));
-                          std::fill(col + hi, col + run, 0.f);
                         } else {
-                          StridedRun(src, (ow * sw) + iw_off, sw, width, run, col);
+                          ImageRowRun(src, ow * sw + iw_off, sw, width, run, col);
                         }
                         col += run;
                         filled += run;
@@ -384,13 +380,13 @@ void RunDepthwise(const ConvProblem& p) {
 
 // ---- GEMM paths ----
 
-// 1x1, stride 1, no padding: Y[g] = W[g] * X[g] with the input as the GEMM's B matrix, split by
-// column blocks across threads.
 // Output bytes of a pointwise conv's column block: the epilogue then reads the block back from
 // L2. Blocks of an eighth of the plane (1.6 MB at 32 channels of 320x320) made it read from L3,
 // and it took as long as the GEMM.
 constexpr int64_t kPointwiseBlockBytes = 256 * 1024;
 
+// 1x1, stride 1, no padding: Y[g] = W[g] * X[g] with the input as the GEMM's B matrix, split by
+// column blocks across threads.
 void RunPointwise(const ConvProblem& p) {
   const int64_t positions = p.w.out_size();
   const int64_t cache_cols = kPointwiseBlockBytes / static_cast<int64_t>(sizeof(float)) /

@@ -51,7 +51,7 @@ PORTTOOL_ALWAYS_INLINE V8f ClampNanLow(V8f x, float lo, float hi) {
   return x > Splat(hi) ? Splat(hi) : x;
 }
 
-// e^c for c in [-104, 88.8] as e^r * 2^n, returning e^r and n: x = n ln2 + r with
+// e^c for c in [-104, 88.8] as e^r * 2^n, returning e^r and (in t) n: c = n ln2 + r with
 // n = round(c log2e) and |r| <= ln2 / 2 (the split constant keeps n ln2 exact), e^r by Cephes'
 // polynomial in Horner form. n comes as t = n + 1.5 * 2^23, whose low mantissa bits hold n.
 constexpr float kExpRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
