@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <set>
 
@@ -104,6 +105,34 @@ TEST(Execution, PoisonIsAnExplicitSettingNotAnEnvironmentVariable) {
       nan_chunks += std::isnan(u.data<float>()[0]) ? 1 : 0;
     });
     EXPECT_EQ(nan_chunks, 2);
+  }
+}
+
+// The scan for NaN/Inf inputs runs over blocks of 1024 elements and then a scalar tail: a bad
+// value inside a block (first or later), in the tail, or none, for float and double inputs.
+TEST(Execution, NonFiniteInputsAreFoundInBlocksAndTail) {
+  for (int32_t dtype : {onnx::TensorProto::FLOAT, onnx::TensorProto::DOUBLE}) {
+    const int64_t n = 2 * 1024 + 37;
+    for (int64_t bad_at : {int64_t{-1}, int64_t{5}, int64_t{1500}, n - 3}) {
+      for (bool nan : {true, false}) {
+        Tensor x = Tensor(dtype, {n});
+        const double v = nan ? std::nan("") : -std::numeric_limits<double>::infinity();
+        if (bad_at >= 0 && dtype == onnx::TensorProto::FLOAT) {
+          x.mutable_data<float>()[bad_at] = static_cast<float>(v);
+        } else if (bad_at >= 0) {
+          x.mutable_data<double>()[bad_at] = v;
+        }
+        onnx::NodeProto node = NodeBuilder("Relu", 1, 1).node();
+        node.set_input(0, "x");
+        node.set_output(0, "y");
+        io::Model model;
+        model.proto = OneNodeModel(node, 14, {{"x", x}}, dtype);
+        Session session(model);
+        session.Run({{"x", x}});
+        EXPECT_EQ(session.warnings().size(), bad_at >= 0 ? 1u : 0u)
+            << "dtype " << dtype << " bad at " << bad_at << (nan ? " NaN" : " -Inf");
+      }
+    }
   }
 }
 
