@@ -157,12 +157,23 @@ Broadcaster::Broadcaster(const std::vector<int64_t>& out_shape,
   for (int64_t d : outer_dims_) rows_ *= d;
 }
 
-void Broadcaster::RowOffsets(int64_t r, std::vector<int64_t>& offsets) const {
+void Broadcaster::RowOffsets(int64_t r, std::vector<int64_t>& offsets,
+                             std::vector<int64_t>& index) const {
   std::fill(offsets.begin(), offsets.end(), 0);
+  index.assign(outer_dims_.size(), 0);
   for (size_t i = outer_dims_.size(); i-- > 0;) {
-    int64_t idx = r % outer_dims_[i];
+    index[i] = r % outer_dims_[i];
     r /= outer_dims_[i];
-    for (size_t k = 0; k < offsets.size(); ++k) offsets[k] += idx * outer_strides_[k][i];
+    for (size_t k = 0; k < offsets.size(); ++k) offsets[k] += index[i] * outer_strides_[k][i];
+  }
+}
+
+void Broadcaster::NextRow(std::vector<int64_t>& index, std::vector<int64_t>& offsets) const {
+  for (size_t i = outer_dims_.size(); i-- > 0;) {
+    for (size_t k = 0; k < offsets.size(); ++k) offsets[k] += outer_strides_[k][i];
+    if (++index[i] < outer_dims_[i]) return;
+    for (size_t k = 0; k < offsets.size(); ++k) offsets[k] -= outer_strides_[k][i] * outer_dims_[i];
+    index[i] = 0;
   }
 }
 

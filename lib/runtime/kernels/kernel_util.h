@@ -103,8 +103,11 @@ class Broadcaster {
   int64_t rows() const { return rows_; }
   int64_t row_length() const { return inner_; }
   const std::vector<int64_t>& inner_steps() const { return inner_steps_; }
-  // Start offsets of row `r` for each input.
-  void RowOffsets(int64_t r, std::vector<int64_t>& offsets) const;
+  // Start offsets of row `r` for each input, and the row's index over the outer dims.
+  void RowOffsets(int64_t r, std::vector<int64_t>& offsets, std::vector<int64_t>& index) const;
+  // Moves `index` and `offsets` from a row to the next with additions only: RowOffsets'
+  // divisions cost more than a short row's work (a [4,256,4] Max with a per-channel floor).
+  void NextRow(std::vector<int64_t>& index, std::vector<int64_t>& offsets) const;
 
  private:
   std::vector<int64_t> outer_dims_;                  // merged dims except the innermost
@@ -269,12 +272,20 @@ void ForEachBroadcastRun(const Broadcaster& plan, const Fn& fn) {
   const int64_t segments = std::max<int64_t>(1, (n + kSegment - 1) / kSegment);
   const int64_t seg_len = (n + segments - 1) / segments;
   ParallelRows(plan.rows() * segments, seg_len, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> off(steps.size());
+    std::vector<int64_t> off(steps.size()), index;
+    if (segments == 1) {  // whole rows, walked in order
+      plan.RowOffsets(begin, off, index);
+      for (int64_t r = begin; r < end; ++r) {
+        if (r > begin) plan.NextRow(index, off);
+        fn(off.data(), r * n, n);
+      }
+      return;
+    }
     for (int64_t item = begin; item < end; ++item) {
       const int64_t r = item / segments;
       const int64_t i0 = (item % segments) * seg_len, i1 = std::min(n, i0 + seg_len);
       if (i1 <= i0) continue;
-      plan.RowOffsets(r, off);
+      plan.RowOffsets(r, off, index);
       for (size_t k = 0; k < off.size(); ++k) off[k] += i0 * steps[k];
       fn(off.data(), r * n + i0, i1 - i0);
     }
