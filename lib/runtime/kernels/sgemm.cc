@@ -161,35 +161,56 @@ using V16f = float __attribute__((vector_size(64)));
 // of a core with 512-bit pipes (AMD Zen 5, Intel server cores): the same GEMMs ran at 100-110
 // GFLOP/s against ONNX Runtime's ~170. Each element is still the FMA chain over p in order, as
 // in MicroTile, so both tiles give the same bits.
-template <int kPanels>
+//
+// kRows is the tile's live rows: a partial tile (the last 2 rows of M = 32, or 8 positions as 6 +
+// 2) skips the sums of its missing rows instead of computing six and storing two.
+template <int kPanels, int kRows>
 PORTTOOL_AVX512 PORTTOOL_ALWAYS_INLINE void MicroTile512(int64_t kc, const float* ap,
                                                          const float* bp0, const float* bp1,
                                                          int64_t b_step, float* c, int64_t ldc,
-                                                         int64_t rows, int64_t cols,
-                                                         const Store& s) {
+                                                         int64_t cols, const Store& s) {
   V16f c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{}, c50{}, c51{};
+#define PORTTOOL_TILE_ROW(i)                           \
+  if constexpr (kRows > i) {                           \
+    c##i##0 += b0 * ap[i];                             \
+    if constexpr (kPanels == 2) c##i##1 += b1 * ap[i]; \
+  }
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p, ap += kMr, bp0 += b_step, bp1 += b_step) {
     V16f b0, b1{};
     std::memcpy(&b0, bp0, sizeof b0);
     if constexpr (kPanels == 2) std::memcpy(&b1, bp1, sizeof b1);
-    c00 += b0 * ap[0];
-    c10 += b0 * ap[1];
-    c20 += b0 * ap[2];
-    c30 += b0 * ap[3];
-    c40 += b0 * ap[4];
-    c50 += b0 * ap[5];
-    if constexpr (kPanels == 2) {
-      c01 += b1 * ap[0];
-      c11 += b1 * ap[1];
-      c21 += b1 * ap[2];
-      c31 += b1 * ap[3];
-      c41 += b1 * ap[4];
-      c51 += b1 * ap[5];
-    }
+    PORTTOOL_TILE_ROW(0)
+    PORTTOOL_TILE_ROW(1)
+    PORTTOOL_TILE_ROW(2)
+    PORTTOOL_TILE_ROW(3)
+    PORTTOOL_TILE_ROW(4)
+    PORTTOOL_TILE_ROW(5)
   }
+#undef PORTTOOL_TILE_ROW
   const V16f all[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  StoreTile<V16f, kPanels>(all, c, ldc, rows, cols, s);
+  StoreTile<V16f, kPanels>(all, c, ldc, kRows, cols, s);
+}
+
+template <int kPanels>
+PORTTOOL_AVX512 PORTTOOL_ALWAYS_INLINE void RowsTile512(int64_t rows, int64_t kc, const float* ap,
+                                                        const float* bp0, const float* bp1,
+                                                        float* c, int64_t ldc, int64_t cols,
+                                                        const Store& s) {
+  switch (rows) {
+    case 1:
+      return MicroTile512<kPanels, 1>(kc, ap, bp0, bp1, kNr, c, ldc, cols, s);
+    case 2:
+      return MicroTile512<kPanels, 2>(kc, ap, bp0, bp1, kNr, c, ldc, cols, s);
+    case 3:
+      return MicroTile512<kPanels, 3>(kc, ap, bp0, bp1, kNr, c, ldc, cols, s);
+    case 4:
+      return MicroTile512<kPanels, 4>(kc, ap, bp0, bp1, kNr, c, ldc, cols, s);
+    case 5:
+      return MicroTile512<kPanels, 5>(kc, ap, bp0, bp1, kNr, c, ldc, cols, s);
+    default:
+      return MicroTile512<kPanels, 6>(kc, ap, bp0, bp1, kNr, c, ldc, cols, s);
+  }
 }
 
 // B is always packed here (DirectDepth() is 0 with this tile).
@@ -204,9 +225,9 @@ PORTTOOL_AVX512 void MacroTile512(int64_t mc, int64_t nc, int64_t kc, const floa
       const float* a = ap + (ir / kMr) * kc * kMr;
       float* ct = c + ir * ldc + jr;
       if (pair) {
-        MicroTile512<2>(kc, a, b0, b0 + kc * kNr, kNr, ct, ldc, rows, cols, s);
+        RowsTile512<2>(rows, kc, a, b0, b0 + kc * kNr, ct, ldc, cols, s);
       } else {
-        MicroTile512<1>(kc, a, b0, b0, kNr, ct, ldc, rows, cols, s);
+        RowsTile512<1>(rows, kc, a, b0, b0, ct, ldc, cols, s);
       }
     }
   }
@@ -317,6 +338,13 @@ struct PackOnTheFlyA {
 };
 
 }  // namespace
+
+int64_t SgemmTileWidth() {
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+  if (HasAvx512()) return 2 * kNr;
+#endif
+  return kNr;
+}
 
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {

@@ -35,6 +35,9 @@ struct PackedB {
 };
 PackedB PackMatrixB(bool trans, int64_t k, int64_t n, const float* b, int64_t ldb);
 inline constexpr int64_t kSgemmColAlign = 16;
+// Columns of C one micro-kernel tile computes on this CPU (32 with AVX-512, else 16): a GEMM
+// narrower than half of it leaves most vector lanes idle.
+int64_t SgemmTileWidth();
 
 // Columns [col0, col0 + cols) of C = op(A) B + beta C for a packed B (col0 a multiple of
 // kSgemmColAlign; c points at column col0). The same bits as Sgemm on the unpacked B.
