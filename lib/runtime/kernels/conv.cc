@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "lib/runtime/kernel.h"
@@ -35,6 +36,27 @@ constexpr int64_t kIm2ColChunkBytes = 768 * 1024;
 
 std::unique_ptr<float[]> Scratch(int64_t n) { return std::unique_ptr<float[]>(new float[n]); }
 
+// What PrepareConv builds from constant weights, once: the GEMM-packed weights of every group
+// (the per-call packing cost more than the product on a 4-image batch of 4x1 planes), and the
+// Winograd weights of a 3x3 conv that may take that path (whether its output is large enough is
+// decided per run).
+struct PreparedConv {
+  std::vector<kernels::PackedA> packed;  // per group: [c_out / group x c_in / group * taps]
+  std::shared_ptr<const kernels::WinogradWeights> winograd;
+  // The weights as a GEMM's B operand (W^T, group 1), for batches too narrow for the tile
+  // (RunNarrowBatch). Packed by the first run that needs it: most convs never do, and a second
+  // copy of every model's weights would cost their size in memory.
+  const kernels::PackedB& Transposed(const float* weights, int64_t c_out, int64_t rows) const {
+    std::call_once(transposed_once_,
+                   [&] { transposed_ = kernels::PackMatrixB(true, rows, c_out, weights, rows); });
+    return transposed_;
+  }
+
+ private:
+  mutable std::once_flag transposed_once_;
+  mutable kernels::PackedB transposed_;
+};
+
 // The operands of one conv, resolved and validated.
 struct ConvProblem {
   int64_t batch = 0, c_in = 0, c_out = 0, group = 1, cin_g = 0, cout_g = 0;
@@ -44,6 +66,7 @@ struct ConvProblem {
   const float* bias = nullptr;  // nullptr when absent
   float* y = nullptr;
   const std::vector<kernels::PackedA>* packed = nullptr;  // per group, from PrepareConv
+  const PreparedConv* prepared = nullptr;                 // set with `packed`
   const Epilogue* epilogue = nullptr;                     // fused tail (epilogue.h), null when none
   const float* residual = nullptr;                        // the epilogue's residual, laid out as y
   int64_t kernel_rows() const { return cin_g * w.kernel_size(); }
@@ -445,6 +468,43 @@ bool IsSmallImageBatch(const ConvProblem& p) {
          (p.kernel_rows() + p.c_out) * cols <= (int64_t{1} << 21);
 }
 
+// Whether a batch's columns are too few for the GEMM tile while the weights are wide enough to
+// take their place: stage 5 of the LeakyRelu conv net multiplies 256x768 weights by 8 columns (4
+// images of 2 positions), which filled half of each 16-lane sum (20 GMAC/s).
+bool IsNarrowBatch(const ConvProblem& p, int64_t cols) {
+  const int64_t tile = kernels::SgemmTileWidth();
+  return p.prepared != nullptr && 2 * cols <= tile && p.c_out >= tile;
+}
+
+// C^T = col^T W^T for a narrow batch: the output channels are the GEMM's columns and the batch's
+// positions its rows, then each image's planes are gathered from C^T. Threads take whole blocks
+// of channels, so the bits are the same at any thread count.
+void RunNarrowBatch(const ConvProblem& p, const float* col, int64_t cols) {
+  const int64_t positions = p.w.out_size(), rows = p.kernel_rows();
+  const kernels::PackedB& wt = p.prepared->Transposed(p.weights, p.c_out, rows);
+  // col^T packed once for all blocks: packing it per block (a transposing copy) took longer
+  // than the products.
+  const kernels::PackedA positions_by_depth = kernels::PackMatrixA(true, cols, rows, col, cols);
+  std::unique_ptr<float[]> out = Scratch(cols * p.c_out);
+  const int64_t align = kernels::kSgemmColAlign;
+  const int64_t block = (kernels::PieceSize(p.c_out, align) + align - 1) / align * align;
+  const int64_t blocks = (p.c_out + block - 1) / block;
+  kernels::ParallelMacs(blocks, block * cols * rows, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t c0 = b * block, n = std::min(block, p.c_out - c0);
+      kernels::SgemmPackedAB(positions_by_depth, 0, cols, wt, c0, n, 0.f, out.get() + c0, p.c_out);
+      for (int64_t img = 0; img < p.batch; ++img) {
+        const float* product = out.get() + img * positions * p.c_out;
+        for (int64_t co = c0; co < c0 + n; ++co) {
+          float* y = p.y + (img * p.c_out + co) * positions;
+          for (int64_t j = 0; j < positions; ++j) y[j] = product[j * p.c_out + co];
+        }
+        p.Finish(img, c0, n, 0, positions, positions, true);
+      }
+    }
+  });
+}
+
 void RunSmallImageBatch(const ConvProblem& p) {
   const int64_t positions = p.w.out_size(), rows = p.kernel_rows();
   const int64_t cols = p.batch * positions;
@@ -455,6 +515,7 @@ void RunSmallImageBatch(const ConvProblem& p) {
              cols);
     }
   });
+  if (IsNarrowBatch(p, cols)) return RunNarrowBatch(p, col.get(), cols);
   // An image whose columns start on a GEMM panel boundary is multiplied straight into its
   // output planes; otherwise the product goes through `out` and is copied per image.
   const bool direct = positions % kernels::kSgemmColAlign == 0;
@@ -564,15 +625,6 @@ void RunWinogradConv(const ConvProblem& p, const kernels::WinogradWeights& u) {
   });
 }
 
-// What PrepareConv builds from constant weights, once: the GEMM-packed weights of every group
-// (the per-call packing cost more than the product on a 4-image batch of 4x1 planes), and the
-// Winograd weights of a 3x3 conv that may take that path (whether its output is large enough is
-// decided per run).
-struct PreparedConv {
-  std::vector<kernels::PackedA> packed;  // per group: [c_out / group x c_in / group * taps]
-  std::shared_ptr<const kernels::WinogradWeights> winograd;
-};
-
 std::shared_ptr<const void> PrepareConv(const KernelContext& ctx) {
   if (!ctx.has_input(1)) return nullptr;
   const Tensor& wt = ctx.input(1);
@@ -642,6 +694,7 @@ void ConvKernel(KernelContext& ctx) {
   if (prepared && prepared->packed.size() == static_cast<size_t>(p.group) &&
       prepared->packed[0].m == p.cout_g && prepared->packed[0].k == p.kernel_rows()) {
     p.packed = &prepared->packed;
+    p.prepared = prepared;
   }
   if (winograd && IsWinogradShape(p, *winograd)) {
     RunWinogradConv(p, *winograd);

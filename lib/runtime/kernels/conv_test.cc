@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstring>
 #include <random>
 
 #include "lib/runtime/kernels/kernel_test_util.h"
@@ -192,6 +193,42 @@ TEST(ConvKernel, SmallImageBatchesMatchNaive) {
     c.in = {3, 5}, c.kernel = {1, 1}, c.pad_begin = {0, 0}, c.pad_end = {0, 0};
     c.bias = false;
     CheckConv(c, rng, "1x1 over 4x76x3x5");
+  }
+  SetNumThreads(0);
+}
+
+// A batch of images with a handful of positions each and constant (prepared) weights is
+// multiplied with the channels as the GEMM's columns (the LeakyRelu conv net's last stages: 4
+// images of 2 or 4 positions). Channel counts that are not a multiple of the tile, bias or none,
+// against the direct sum, and bitwise the same at one and two threads.
+TEST(ConvKernel, NarrowBatchesWithPreparedWeightsMatchNaiveAtAnyThreadCount) {
+  std::mt19937 rng(13);
+  for (int64_t height : {2, 4, 1}) {
+    ConvCase c;
+    c.batch = 4, c.c_in = 40, c.c_out = height == 4 ? 70 : 200;
+    c.in = {height, 1}, c.kernel = {3, 1}, c.strides = {1, 1}, c.dilations = {1, 1};
+    c.pad_begin = {1, 0}, c.pad_end = {1, 0};
+    c.bias = height != 4;
+    Tensor x = RandomFloats({c.batch, c.c_in, height, 1}, rng);
+    Tensor w = RandomFloats({c.c_out, c.c_in, 3, 1}, rng), b = RandomFloats({c.c_out}, rng);
+    NodeBuilder node("Conv", 3);
+    node.Ints("pads", {1, 0, 1, 0}).Ints("kernel_shape", {3, 1});
+    std::vector<int64_t> shape;
+    auto expected = NaiveConv(c, x, w, c.bias ? b.data<float>() : nullptr, shape);
+    std::vector<Tensor> by_threads[2];
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      bool prepared = false;
+      by_threads[threads - 1] = testing_util::RunOpPrepared(
+          node.node(), 11, {&x, &w, c.bias ? &b : nullptr}, {false, true, true}, &prepared);
+      ASSERT_TRUE(prepared) << "the prepare step packed no weights";
+      testing_util::ExpectClose(by_threads[threads - 1][0], shape, expected,
+                                fmt::format("height {} threads {}", height, threads));
+    }
+    const Tensor &one = by_threads[0][0], &two = by_threads[1][0];
+    ASSERT_EQ(one.size(), two.size());
+    EXPECT_EQ(0, std::memcmp(one.data<float>(), two.data<float>(), one.size() * sizeof(float)))
+        << "height " << height << ": one and two threads differ";
   }
   SetNumThreads(0);
 }
