@@ -250,6 +250,33 @@ TEST(ConvFusion, DepthwiseAndWinogradPathsApplyTheTail) {
   }
 }
 
+// A batch of 2-position images with prepared weights runs as C^T = col^T W^T (conv.cc's narrow
+// batch): the bias and tail are applied on the transposed product, a residual after the gather.
+TEST(ConvFusion, NarrowBatchAppliesTheTailOnEitherLayout) {
+  {
+    Graph g({4, 40, 2, 1});
+    g.Node("LeakyRelu", {g.Conv("x", 40, 48, 3, "conv")}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 1, true, /*bitwise=*/true);
+  }
+  {
+    Graph g({4, 40, 2, 1});
+    const std::string c = g.Conv("x", 40, 48, 3, "conv");
+    g.Node("Mul", {c, g.Random("s", {1, 48, 1, 1}, 0.5f, 2.f)}, "m");
+    g.Node("Add", {"m", g.Random("t", {1, 48, 1, 1}, -1.f, 1.f)}, "a");
+    g.Node("HardSigmoid", {"a"}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 3);
+  }
+  {
+    Graph g({4, 48, 2, 1});
+    g.Node("Add", {g.Conv("x", 48, 48, 3, "conv"), "x"}, "res");
+    g.Node("Relu", {"res"}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 2, true, /*bitwise=*/true);
+  }
+}
+
 TEST(ConvFusion, SharedValuesWidthBroadcastAndUnknownAttributesAreNotFused) {
   {
     Graph g({1, 3, 6, 6});

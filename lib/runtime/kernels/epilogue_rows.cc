@@ -87,14 +87,16 @@ PORTTOOL_ALWAYS_INLINE void Rows(const float* bias, const EpilogueSpec& spec, in
   }
 }
 
-// A per-column tile: v * scale[col] + shift[col] (+ residual), then the activation.
+// A per-column tile: (v + bias[col]) * scale[col] + shift[col] (+ residual), then the
+// activation; the operations of Rows in the same order, so either layout gives the same bits.
 template <EpilogueAct A, bool kResidual>
-PORTTOOL_ALWAYS_INLINE void Columns(const EpilogueSpec& spec, int64_t col0, int64_t rows,
-                                    int64_t cols, int64_t ld, float* y, const float* residual) {
+PORTTOOL_ALWAYS_INLINE void Columns(const float* bias, const EpilogueSpec& spec, int64_t col0,
+                                    int64_t rows, int64_t cols, int64_t ld, float* y,
+                                    const float* residual) {
   const float* scale = spec.scale.empty() ? nullptr : spec.scale.data() + col0;
   const float* shift = spec.shift.empty() ? nullptr : spec.shift.data() + col0;
-  const auto f = [&](V8f v, V8f k, V8f t, V8f res) PORTTOOL_ALWAYS_INLINE_LAMBDA {
-    v = v * k + t;
+  const auto f = [&](V8f v, V8f b, V8f k, V8f t, V8f res) PORTTOOL_ALWAYS_INLINE_LAMBDA {
+    v = (v + b) * k + t;
     if constexpr (kResidual) v = v + res;
     return Activate<A>(v, spec);
   };
@@ -104,33 +106,36 @@ PORTTOOL_ALWAYS_INLINE void Columns(const EpilogueSpec& spec, int64_t col0, int6
     float* out = y + row * ld;
     const float* res_row = kResidual ? residual + row * ld : nullptr;
     int64_t i = 0;
-    V8f v, k = ones, t = minus_zeros, res{};
+    V8f v, b = minus_zeros, k = ones, t = minus_zeros, res{};
     for (; i + 8 <= cols; i += 8) {
       std::memcpy(&v, out + i, sizeof v);
+      if (bias) std::memcpy(&b, bias + i, sizeof b);
       if (scale) std::memcpy(&k, scale + i, sizeof k);
       if (shift) std::memcpy(&t, shift + i, sizeof t);
       if constexpr (kResidual) std::memcpy(&res, res_row + i, sizeof res);
-      v = f(v, k, t, res);
+      v = f(v, b, k, t, res);
       std::memcpy(out + i, &v, sizeof v);
     }
     if (i < cols) {
       const int64_t rest = cols - i;
+      if (bias) b = LoadPartial(bias + i, rest, -0.f);
       if (scale) k = LoadPartial(scale + i, rest, 1.f);
       if (shift) t = LoadPartial(shift + i, rest, 0.f);
       if constexpr (kResidual) res = LoadPartial(res_row + i, rest, 0.f);
-      StorePartial(out + i, rest, f(LoadPartial(out + i, rest, 0.f), k, t, res));
+      StorePartial(out + i, rest, f(LoadPartial(out + i, rest, 0.f), b, k, t, res));
     }
     FinishRowPasses(spec, out, cols);
   }
 }
 
 template <EpilogueAct A>
-PORTTOOL_SIMD_CLONES void ColumnsFor(const EpilogueSpec& spec, int64_t col0, int64_t rows,
-                                     int64_t cols, int64_t ld, float* y, const float* residual) {
+PORTTOOL_SIMD_CLONES void ColumnsFor(const float* bias, const EpilogueSpec& spec, int64_t col0,
+                                     int64_t rows, int64_t cols, int64_t ld, float* y,
+                                     const float* residual) {
   if (residual) {
-    Columns<A, true>(spec, col0, rows, cols, ld, y, residual);
+    Columns<A, true>(bias, spec, col0, rows, cols, ld, y, residual);
   } else {
-    Columns<A, false>(spec, col0, rows, cols, ld, y, residual);
+    Columns<A, false>(bias, spec, col0, rows, cols, ld, y, residual);
   }
 }
 
@@ -214,10 +219,12 @@ void FinishRows(const float* bias, const Epilogue* epilogue, int64_t channel, in
   PORTTOOL_EPILOGUE_DISPATCH(s.act, RowsFor, bias, s, channel, rows, cols, ld, y, residual)
 }
 
-void FinishColumns(const Epilogue& epilogue, int64_t col0, int64_t rows, int64_t cols, int64_t ld,
-                   float* y, const float* residual) {
-  const EpilogueSpec& s = *epilogue.spec;
-  PORTTOOL_EPILOGUE_DISPATCH(s.act, ColumnsFor, s, col0, rows, cols, ld, y, residual)
+void FinishColumns(const float* bias, const Epilogue* epilogue, int64_t col0, int64_t rows,
+                   int64_t cols, int64_t ld, float* y, const float* residual) {
+  static const EpilogueSpec kBiasOnly;
+  const EpilogueSpec& s = epilogue ? *epilogue->spec : kBiasOnly;
+  if (epilogue == nullptr && bias == nullptr) return;
+  PORTTOOL_EPILOGUE_DISPATCH(s.act, ColumnsFor, bias, s, col0, rows, cols, ld, y, residual)
 }
 #undef PORTTOOL_EPILOGUE_DISPATCH
 

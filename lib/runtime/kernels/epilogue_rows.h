@@ -20,10 +20,11 @@ const Epilogue* UsableEpilogue(const Epilogue* epilogue, const Tensor& y);
 void FinishRows(const float* bias, const Epilogue* epilogue, int64_t channel, int64_t rows,
                 int64_t cols, int64_t ld, float* y, const float* residual);
 
-// The same for a per-column epilogue (a MatMul's): a tile of `rows` x `cols` at stride `ld` whose
-// first column is column `col0` of the output.
-void FinishColumns(const Epilogue& epilogue, int64_t col0, int64_t rows, int64_t cols, int64_t ld,
-                   float* y, const float* residual);
+// The same for a per-column epilogue (a MatMul's, or a conv's computed as C^T): a tile of `rows`
+// x `cols` at stride `ld` whose first column is column `col0` of the output; bias[j] (bias may
+// be null) is column col0 + j's. The same bits as FinishRows on the transposed tile.
+void FinishColumns(const float* bias, const Epilogue* epilogue, int64_t col0, int64_t rows,
+                   int64_t cols, int64_t ld, float* y, const float* residual);
 
 // Sigmoid, SiLU and GELU (epilogue_act.cc): applied in place over n values after the affine
 // part and the residual, compiled as the unfused nodes' kernels are.

@@ -206,7 +206,7 @@ void MatMulKernel(KernelContext& ctx) {
                         pb + b_off[g], n, T(0), py + offset, n);
             if constexpr (std::is_same_v<T, float>) {
               if (epilogue) {
-                kernels::FinishColumns(*epilogue, c0, r, w, n, py + offset,
+                kernels::FinishColumns(nullptr, epilogue, c0, r, w, n, py + offset,
                                        residual ? residual + offset : nullptr);
               }
             }
