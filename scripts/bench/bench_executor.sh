@@ -4,12 +4,14 @@
 # melspectrogram (as shipped), a generated transformer encoder block
 # (scripts/gen_transformer_block.py: 256 tokens x 384, 6 heads, MLP 1536; attention + LayerNorm +
 # GELU MLP) and a generated LeakyRelu conv net (scripts/gen_leaky_convnet.py: 20 Conv + LeakyRelu
-# + Max, 5 MaxPool, 4x76x32x1): median latency of REPEAT runs (after a warm-up),
+# + Max, 5 MaxPool, 4x76x32x1): median latency of at least REPEAT runs (after a warm-up),
 # time ratio porttool/ORT (target <= 1.0), peak RSS of each process side by side, and porttool's
 # GFLOP/s with its fraction of the machine's FMA peak (cores x GHz x FLOP/cycle from the CPU
 # flags: 32 with AVX2+FMA, 64 with AVX-512), and each engine's 2-thread time over its 1-thread
 # time ("2t/1t", target <= 0.56 for porttool). Prints figures only; never fails on time. On a
-# shared machine the absolute times are noisy: compare the ratios of one run. Op-by-op figures:
+# shared machine the absolute times are noisy: compare the ratios of one run. A model that runs
+# in a few ms gets more runs (enough for about 1.5 s per engine and thread count, at most 2000;
+# the "runs" column): ten 1 ms runs moved its ratio by 30% from run to run. Op-by-op figures:
 # scripts/bench/bench_ops.sh.
 #
 # Usage: scripts/bench/bench_executor.sh [REPEAT]      (default 10)
@@ -49,24 +51,28 @@ print(f"{d:.2f}")' "$@"
 
 GHZ=$(awk -F': ' '/cpu MHz/ {print $2 / 1000; exit}' /proc/cpuinfo)
 FLOP_PER_CYCLE=$(grep -q avx512f /proc/cpuinfo && echo 64 || echo 32)
-echo "repeat: $REPEAT (after 1 warm-up)  cpu: $(nproc) cores at ${GHZ} GHz, ${FLOP_PER_CYCLE} FLOP/cycle/core"
-ROW='%-28s %3s %10s %8s %8s %9s %9s %8s %9s %7s %9s %9s\n'
-printf "$ROW" model thr porttool_ms ort_ms "pt/ort" pt_rss_MB ort_rss_MB "rss" "GFLOP/s" "%peak" \
+echo "repeat: at least $REPEAT (after 1 warm-up)  cpu: $(nproc) cores at ${GHZ} GHz, ${FLOP_PER_CYCLE} FLOP/cycle/core"
+ROW='%-28s %3s %5s %10s %8s %8s %9s %9s %8s %9s %7s %9s %9s\n'
+printf "$ROW" model thr runs porttool_ms ort_ms "pt/ort" pt_rss_MB ort_rss_MB "rss" "GFLOP/s" "%peak" \
   "pt_2t/1t" "ort_2t/1t"
 for SPEC in $MODELS; do
   IFS=: read -r MODEL INPUT SHAPE <<<"$SPEC"
   [ -f "$MODEL" ] || { echo "bench_executor: $MODEL absent; skipped" >&2; continue; }
   GFLOP=$("$PY" scripts/bench/model_flops.py "$MODEL" "$INPUT" "$SHAPE" 2>/dev/null || echo 0)
   PT_1T=; ORT_1T=
+  "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" --threads 1 --repeat 3 \
+    --json >"$WORK/probe.json"
+  RUNS=$("$PY" -c "import math; ms=$(json_field "$WORK/probe.json" latency_ms median)
+print(max($REPEAT, min(2000, math.ceil(1500 / max(ms, 0.01)))))")
   for T in 1 2; do
     /usr/bin/time -v "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" \
-      --threads "$T" --repeat "$REPEAT" --json >"$WORK/pt.json" 2>"$WORK/pt.time"
+      --threads "$T" --repeat "$RUNS" --json >"$WORK/pt.json" 2>"$WORK/pt.time"
     PT_MS=$(json_field "$WORK/pt.json" latency_ms median)
     PT_RSS=$(peak_rss_mb "$WORK/pt.time")
     ORT_MS=-; ORT_RSS=-; RATIO=-; RSS_RATIO=-
     if [ "$HAVE_ORT" = 1 ]; then
       /usr/bin/time -v node scripts/bench/ort_bench.js "$MODEL" --shape "${SHAPE//x/,}" \
-        --threads "$T" --repeat "$REPEAT" >"$WORK/ort.json" 2>"$WORK/ort.time"
+        --threads "$T" --repeat "$RUNS" >"$WORK/ort.json" 2>"$WORK/ort.time"
       ORT_MS=$(json_field "$WORK/ort.json" median_ms)
       ORT_RSS=$(peak_rss_mb "$WORK/ort.time")
       RATIO=$("$PY" -c "print(f'{$PT_MS / $ORT_MS:.2f}x')")
@@ -81,7 +87,7 @@ print(f'{g:.1f} {100*g/p:.0f}%')")
       PT_SCALE=$("$PY" -c "print(f'{$PT_MS / $PT_1T:.2f}')")
       [ "$ORT_MS" = - ] || ORT_SCALE=$("$PY" -c "print(f'{$ORT_MS / $ORT_1T:.2f}')")
     fi
-    printf "$ROW" "$(basename "$MODEL" .onnx | cut -c1-28)" "$T" "$PT_MS" "$ORT_MS" "$RATIO" \
+    printf "$ROW" "$(basename "$MODEL" .onnx | cut -c1-28)" "$T" "$RUNS" "$PT_MS" "$ORT_MS" "$RATIO" \
       "$PT_RSS" "$ORT_RSS" "$RSS_RATIO" "$GFLOPS" "$PEAK" "$PT_SCALE" "$ORT_SCALE"
   done
 done
