@@ -456,6 +456,39 @@ void RunIm2ColGemm(const ConvProblem& p) {
   });
 }
 
+// A 1-D conv over one input channel per group that never reads padding (an STFT as a conv:
+// melspectrogram's 512 taps at stride 160): output position j reads x[j stride, j stride + taps),
+// so im2col's matrix is x itself read as a transposed B whose rows are `stride` floats apart. The
+// GEMM packs straight from x; the general im2col gathered 50K floats one at a time per conv.
+bool IsStridedSignal(const ConvProblem& p) {
+  const Window3& w = p.w;
+  const bool row_1d = w.in[0] == 1 && w.in[1] == 1 && w.out[0] == 1 && w.out[1] == 1 &&
+                      w.kernel[0] == 1 && w.kernel[1] == 1;
+  return row_1d && p.cin_g == 1 && p.packed != nullptr && w.pad_begin[2] == 0 &&
+         w.dilations[2] == 1 && (w.out[2] - 1) * w.strides[2] + w.kernel[2] <= w.in[2];
+}
+
+// Threads take blocks of whole GEMM tiles of positions, so each packs only its own columns.
+void RunStridedSignal(const ConvProblem& p) {
+  const int64_t positions = p.w.out_size(), stride = p.w.strides[2];
+  const int64_t tile = kernels::SgemmTileWidth();
+  const int64_t block = (kernels::PieceSize(positions, tile) + tile - 1) / tile * tile;
+  const int64_t blocks = (positions + block - 1) / block, images = p.batch * p.group;
+  kernels::ParallelMacs(images * blocks, block * p.cout_g * p.kernel_rows(),
+                        [&](int64_t begin, int64_t end) {
+                          for (int64_t item = begin; item < end; ++item) {
+                            const int64_t image = item / blocks, g = image % p.group;
+                            const int64_t n = image / p.group, j0 = (item % blocks) * block;
+                            const int64_t cols = std::min(block, positions - j0);
+                            const float* x = p.x + (n * p.c_in + g) * p.w.in[2] + j0 * stride;
+                            float* y = p.y + (n * p.c_out + g * p.cout_g) * positions + j0;
+                            kernels::SgemmPacked((*p.packed)[g], 0, p.cout_g, true, cols, x, stride,
+                                                 0.f, y, positions);
+                            p.Finish(n, g * p.cout_g, p.cout_g, j0, cols, positions, true);
+                          }
+                        });
+}
+
 // A batch of small images (one group): the im2col columns of every image side by side and one
 // GEMM over them, so the weights are packed once per conv rather than once per image, and the
 // GEMM is wide enough to split across threads (by row pieces of C: the same bits at any thread
@@ -708,6 +741,8 @@ void ConvKernel(KernelContext& ctx) {
     RunWinogradConv(p, *winograd);
   } else if (IsPlanarDepthwise(p)) {
     RunDepthwise(p);
+  } else if (IsStridedSignal(p)) {
+    RunStridedSignal(p);
   } else if (IsSmallImageBatch(p)) {
     RunSmallImageBatch(p);
   } else if (IsPointwise(p.w)) {

@@ -233,6 +233,52 @@ TEST(ConvKernel, NarrowBatchesWithPreparedWeightsMatchNaiveAtAnyThreadCount) {
   SetNumThreads(0);
 }
 
+// 1-D convs over one input channel per group with constant weights and no padding read (an STFT
+// as a conv) multiply the signal in place, as a matrix whose rows are `stride` floats apart:
+// strides below, at and above the kernel, a channel multiplier with two groups, an end pad read
+// and one not, many positions (several blocks per thread) and few, batches of two, at one and
+// two threads with the same bits.
+TEST(ConvKernel, StridedSignalConvsMatchNaiveAtAnyThreadCount) {
+  std::mt19937 rng(17);
+  struct Geometry {
+    int64_t length, taps, stride, pad_end, c_in, c_out, group;
+  };
+  const Geometry geometries[] = {{16000, 512, 160, 0, 1, 37, 1}, {300, 10, 5, 0, 1, 16, 1},
+                                 {200, 8, 8, 0, 2, 6, 2},        {101, 7, 9, 5, 1, 5, 1},
+                                 {100, 10, 10, 5, 1, 9, 1},      {64, 64, 3, 0, 1, 70, 1}};
+  for (const Geometry& g : geometries) {
+    ConvCase c;
+    c.spatial = 1, c.batch = 2, c.c_in = g.c_in, c.c_out = g.c_out, c.group = g.group;
+    c.in = {g.length}, c.kernel = {g.taps}, c.strides = {g.stride}, c.dilations = {1};
+    c.pad_begin = {0}, c.pad_end = {g.pad_end};
+    c.bias = g.group == 1;
+    Tensor x = RandomFloats({c.batch, c.c_in, g.length}, rng);
+    Tensor w = RandomFloats({c.c_out, c.c_in / c.group, g.taps}, rng);
+    Tensor b = RandomFloats({c.c_out}, rng);
+    NodeBuilder node("Conv", 3);
+    node.Ints("pads", {0, g.pad_end}).Ints("kernel_shape", {g.taps}).Ints("strides", {g.stride});
+    node.Int("group", g.group);
+    std::vector<int64_t> shape;
+    auto expected = NaiveConv(c, x, w, c.bias ? b.data<float>() : nullptr, shape);
+    std::vector<Tensor> by_threads[2];
+    const std::string what = fmt::format("length {} taps {} stride {}", g.length, g.taps, g.stride);
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      bool prepared = false;
+      by_threads[threads - 1] = testing_util::RunOpPrepared(
+          node.node(), 11, {&x, &w, c.bias ? &b : nullptr}, {false, true, true}, &prepared);
+      ASSERT_TRUE(prepared) << "the prepare step packed no weights";
+      testing_util::ExpectClose(by_threads[threads - 1][0], shape, expected,
+                                fmt::format("{} threads {}", what, threads));
+    }
+    const Tensor &one = by_threads[0][0], &two = by_threads[1][0];
+    ASSERT_EQ(one.size(), two.size());
+    EXPECT_EQ(0, std::memcmp(one.data<float>(), two.data<float>(), one.size() * sizeof(float)))
+        << what << ": one and two threads differ";
+  }
+  SetNumThreads(0);
+}
+
 // Large 3x3 stride-1 convs with constant weights take the Winograd F(2x2, 3x3) path (prepared
 // once): odd output sizes (partial tiles and 8-tile groups), asymmetric pads, batches, bias or
 // none, one and two threads, against the double-precision direct sum.
