@@ -4,17 +4,21 @@
 # melspectrogram (as shipped), a generated transformer encoder block
 # (scripts/gen_transformer_block.py: 256 tokens x 384, 6 heads, MLP 1536; attention + LayerNorm +
 # GELU MLP) and a generated LeakyRelu conv net (scripts/gen_leaky_convnet.py: 20 Conv + LeakyRelu
-# + Max, 5 MaxPool, 4x76x32x1): median latency of at least REPEAT runs (after a warm-up),
-# time ratio porttool/ORT (target <= 1.0), peak RSS of each process side by side, and porttool's
-# GFLOP/s with its fraction of the machine's FMA peak (cores x GHz x FLOP/cycle from the CPU
-# flags: 32 with AVX2+FMA, 64 with AVX-512), and each engine's 2-thread time over its 1-thread
-# time ("2t/1t", target <= 0.56 for porttool). Prints figures only; never fails on time. On a
-# shared machine the absolute times are noisy: compare the ratios of one run. A model that runs
-# in a few ms gets more runs (enough for about 1.5 s per engine and thread count, at most 2000;
-# the "runs" column): ten 1 ms runs moved its ratio by 30% from run to run. Op-by-op figures:
-# scripts/bench/bench_ops.sh.
+# + Max, 5 MaxPool, 4x76x32x1): each engine's median latency, time ratio porttool/ORT (target
+# <= 1.0), peak RSS of each process side by side, and porttool's GFLOP/s with its fraction of the
+# machine's FMA peak (cores x GHz x FLOP/cycle from the CPU flags: 32 with AVX2+FMA, 64 with
+# AVX-512), and each engine's 2-thread time over its 1-thread time ("2t/1t", target <= 0.56 for
+# porttool). Prints figures only; never fails on time.
+# On a shared machine the speed drifts by tens of percent from minute to minute, so the engines
+# take turns: ROUNDS rounds (default 3) of porttool then ORT, each a process of RUNS timed runs
+# after a warm-up; an engine's figure is the median of its rounds' medians (peak RSS: the largest).
+# RUNS is at least REPEAT, more for a model of a few ms (about 0.5 s per round, at most 2000; the
+# "runs" column says ROUNDSxRUNS): ten 1 ms runs moved a ratio by 30% from run to run, and one
+# engine timed a minute after the other measured the machine as much as the engine.
+# Op-by-op figures: scripts/bench/bench_ops.sh.
 #
 # Usage: scripts/bench/bench_executor.sh [REPEAT]      (default 10)
+#   ROUNDS        turns per engine and thread count (default 3)
 #   PORTTOOL_BIN  porttool binary (default build/porttool)
 #   MODELS        "file:input:shape ..." (default: det and cls from ../shared/models, and the
 #                 transformer block)
@@ -22,6 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPEAT=${1:-10}
+ROUNDS=${ROUNDS:-3}
 BIN=${PORTTOOL_BIN:-build/porttool}
 M=../shared/models
 PY=/usr/bin/python3
@@ -46,13 +51,16 @@ peak_rss_mb() {  # /usr/bin/time -v output -> MB
 json_field() {  # FILE KEY... -> value
   "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1]))
 for k in sys.argv[2:]: d=d[k]
-print(f"{d:.2f}")' "$@"
+print(f"{d:.4f}")' "$@"
 }
+median_of() { "$PY" -c 'import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))' "$@"; }
+max_of() { "$PY" -c 'import sys; print(max(map(float, sys.argv[1:])))' "$@"; }
+ms() { "$PY" -c 'import sys; print(f"{float(sys.argv[1]):.3f}")' "$1"; }
 
 GHZ=$(awk -F': ' '/cpu MHz/ {print $2 / 1000; exit}' /proc/cpuinfo)
 FLOP_PER_CYCLE=$(grep -q avx512f /proc/cpuinfo && echo 64 || echo 32)
-echo "repeat: at least $REPEAT (after 1 warm-up)  cpu: $(nproc) cores at ${GHZ} GHz, ${FLOP_PER_CYCLE} FLOP/cycle/core"
-ROW='%-28s %3s %5s %10s %8s %8s %9s %9s %8s %9s %7s %9s %9s\n'
+echo "repeat: $ROUNDS alternating rounds of at least $REPEAT runs (after 1 warm-up)  cpu: $(nproc) cores at ${GHZ} GHz, ${FLOP_PER_CYCLE} FLOP/cycle/core"
+ROW='%-28s %3s %7s %10s %8s %8s %9s %9s %8s %9s %7s %9s %9s\n'
 printf "$ROW" model thr runs porttool_ms ort_ms "pt/ort" pt_rss_MB ort_rss_MB "rss" "GFLOP/s" "%peak" \
   "pt_2t/1t" "ort_2t/1t"
 for SPEC in $MODELS; do
@@ -63,20 +71,28 @@ for SPEC in $MODELS; do
   "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" --threads 1 --repeat 3 \
     --json >"$WORK/probe.json"
   RUNS=$("$PY" -c "import math; ms=$(json_field "$WORK/probe.json" latency_ms median)
-print(max($REPEAT, min(2000, math.ceil(1500 / max(ms, 0.01)))))")
+print(max($REPEAT, min(2000, math.ceil(1500 / $ROUNDS / max(ms, 0.01)))))")
   for T in 1 2; do
-    /usr/bin/time -v "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" \
-      --threads "$T" --repeat "$RUNS" --json >"$WORK/pt.json" 2>"$WORK/pt.time"
-    PT_MS=$(json_field "$WORK/pt.json" latency_ms median)
-    PT_RSS=$(peak_rss_mb "$WORK/pt.time")
-    ORT_MS=-; ORT_RSS=-; RATIO=-; RSS_RATIO=-
-    if [ "$HAVE_ORT" = 1 ]; then
+    PT_RUNS=(); ORT_RUNS=(); PT_RSS=0; ORT_RSS=0
+    for ((R = 0; R < ROUNDS; R++)); do  # the engines alternate, so both see the same machine
+      /usr/bin/time -v "$BIN" run "$MODEL" --random-inputs --input-shape "$INPUT:$SHAPE" \
+        --threads "$T" --repeat "$RUNS" --json >"$WORK/pt.json" 2>"$WORK/pt.time"
+      PT_RUNS+=("$(json_field "$WORK/pt.json" latency_ms median)")
+      PT_RSS=$(max_of "$PT_RSS" "$(peak_rss_mb "$WORK/pt.time")")
+      [ "$HAVE_ORT" = 1 ] || continue
       /usr/bin/time -v node scripts/bench/ort_bench.js "$MODEL" --shape "${SHAPE//x/,}" \
         --threads "$T" --repeat "$RUNS" >"$WORK/ort.json" 2>"$WORK/ort.time"
-      ORT_MS=$(json_field "$WORK/ort.json" median_ms)
-      ORT_RSS=$(peak_rss_mb "$WORK/ort.time")
+      ORT_RUNS+=("$(json_field "$WORK/ort.json" median_ms)")
+      ORT_RSS=$(max_of "$ORT_RSS" "$(peak_rss_mb "$WORK/ort.time")")
+    done
+    PT_MS=$(median_of "${PT_RUNS[@]}")
+    ORT_MS=-; RATIO=-; RSS_RATIO=-
+    if [ "$HAVE_ORT" = 1 ]; then
+      ORT_MS=$(median_of "${ORT_RUNS[@]}")
       RATIO=$("$PY" -c "print(f'{$PT_MS / $ORT_MS:.2f}x')")
       RSS_RATIO=$("$PY" -c "print(f'{$PT_RSS / $ORT_RSS:.2f}x')")
+    else
+      ORT_RSS=-
     fi
     read -r GFLOPS PEAK < <("$PY" -c "g=$GFLOP/($PT_MS/1e3); p=$T*$GHZ*$FLOP_PER_CYCLE
 print(f'{g:.1f} {100*g/p:.0f}%')")
@@ -87,8 +103,8 @@ print(f'{g:.1f} {100*g/p:.0f}%')")
       PT_SCALE=$("$PY" -c "print(f'{$PT_MS / $PT_1T:.2f}')")
       [ "$ORT_MS" = - ] || ORT_SCALE=$("$PY" -c "print(f'{$ORT_MS / $ORT_1T:.2f}')")
     fi
-    printf "$ROW" "$(basename "$MODEL" .onnx | cut -c1-28)" "$T" "$RUNS" "$PT_MS" "$ORT_MS" "$RATIO" \
-      "$PT_RSS" "$ORT_RSS" "$RSS_RATIO" "$GFLOPS" "$PEAK" "$PT_SCALE" "$ORT_SCALE"
+    printf "$ROW" "$(basename "$MODEL" .onnx | cut -c1-28)" "$T" "${ROUNDS}x$RUNS" "$(ms "$PT_MS")" \
+      "$([ "$ORT_MS" = - ] && echo - || ms "$ORT_MS")" "$RATIO" "${PT_RSS%.*}" "${ORT_RSS%.*}" "$RSS_RATIO" "$GFLOPS" "$PEAK" "$PT_SCALE" "$ORT_SCALE"
   done
 done
 echo "pt/ort = porttool median / ONNX Runtime median (target <= 1.00x); rss = porttool / ORT peak RSS (target <= 1.00x)"
