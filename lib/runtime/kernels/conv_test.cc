@@ -88,6 +88,30 @@ void CheckConv(const ConvCase& c, std::mt19937& rng, const std::string& what) {
   testing_util::ExpectClose(out[0], shape, expected, what);
 }
 
+// Runs `node` with its weights prepared at one and two threads: both within tolerance of the
+// double-precision direct sum, and bitwise the same.
+void ExpectPreparedMatchesNaiveAtAnyThreadCount(const NodeBuilder& node, const ConvCase& c,
+                                                const Tensor& x, const Tensor& w, const Tensor& b,
+                                                const std::string& what) {
+  std::vector<int64_t> shape;
+  auto expected = NaiveConv(c, x, w, c.bias ? b.data<float>() : nullptr, shape);
+  std::vector<Tensor> by_threads[2];
+  for (int threads : {1, 2}) {
+    SetNumThreads(threads);
+    bool prepared = false;
+    by_threads[threads - 1] = testing_util::RunOpPrepared(
+        node.node(), 11, {&x, &w, c.bias ? &b : nullptr}, {false, true, true}, &prepared);
+    ASSERT_TRUE(prepared) << "the prepare step packed no weights";
+    testing_util::ExpectClose(by_threads[threads - 1][0], shape, expected,
+                              fmt::format("{} threads {}", what, threads));
+  }
+  SetNumThreads(0);
+  const Tensor &one = by_threads[0][0], &two = by_threads[1][0];
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_EQ(0, std::memcmp(one.data<float>(), two.data<float>(), one.size() * sizeof(float)))
+      << what << ": one and two threads differ";
+}
+
 TEST(ConvKernel, MatchesNaiveConvOverRandomConfigurations) {
   std::mt19937 rng(42);
   auto pick = [&](int64_t lo, int64_t hi) {
@@ -213,24 +237,9 @@ TEST(ConvKernel, NarrowBatchesWithPreparedWeightsMatchNaiveAtAnyThreadCount) {
     Tensor w = RandomFloats({c.c_out, c.c_in, 3, 1}, rng), b = RandomFloats({c.c_out}, rng);
     NodeBuilder node("Conv", 3);
     node.Ints("pads", {1, 0, 1, 0}).Ints("kernel_shape", {3, 1});
-    std::vector<int64_t> shape;
-    auto expected = NaiveConv(c, x, w, c.bias ? b.data<float>() : nullptr, shape);
-    std::vector<Tensor> by_threads[2];
-    for (int threads : {1, 2}) {
-      SetNumThreads(threads);
-      bool prepared = false;
-      by_threads[threads - 1] = testing_util::RunOpPrepared(
-          node.node(), 11, {&x, &w, c.bias ? &b : nullptr}, {false, true, true}, &prepared);
-      ASSERT_TRUE(prepared) << "the prepare step packed no weights";
-      testing_util::ExpectClose(by_threads[threads - 1][0], shape, expected,
-                                fmt::format("height {} threads {}", height, threads));
-    }
-    const Tensor &one = by_threads[0][0], &two = by_threads[1][0];
-    ASSERT_EQ(one.size(), two.size());
-    EXPECT_EQ(0, std::memcmp(one.data<float>(), two.data<float>(), one.size() * sizeof(float)))
-        << "height " << height << ": one and two threads differ";
+    ExpectPreparedMatchesNaiveAtAnyThreadCount(node, c, x, w, b, fmt::format("height {}", height));
+    if (HasFatalFailure()) return;
   }
-  SetNumThreads(0);
 }
 
 // 1-D convs over one input channel per group with constant weights and no padding read (an STFT
@@ -258,25 +267,10 @@ TEST(ConvKernel, StridedSignalConvsMatchNaiveAtAnyThreadCount) {
     NodeBuilder node("Conv", 3);
     node.Ints("pads", {0, g.pad_end}).Ints("kernel_shape", {g.taps}).Ints("strides", {g.stride});
     node.Int("group", g.group);
-    std::vector<int64_t> shape;
-    auto expected = NaiveConv(c, x, w, c.bias ? b.data<float>() : nullptr, shape);
-    std::vector<Tensor> by_threads[2];
-    const std::string what = fmt::format("length {} taps {} stride {}", g.length, g.taps, g.stride);
-    for (int threads : {1, 2}) {
-      SetNumThreads(threads);
-      bool prepared = false;
-      by_threads[threads - 1] = testing_util::RunOpPrepared(
-          node.node(), 11, {&x, &w, c.bias ? &b : nullptr}, {false, true, true}, &prepared);
-      ASSERT_TRUE(prepared) << "the prepare step packed no weights";
-      testing_util::ExpectClose(by_threads[threads - 1][0], shape, expected,
-                                fmt::format("{} threads {}", what, threads));
-    }
-    const Tensor &one = by_threads[0][0], &two = by_threads[1][0];
-    ASSERT_EQ(one.size(), two.size());
-    EXPECT_EQ(0, std::memcmp(one.data<float>(), two.data<float>(), one.size() * sizeof(float)))
-        << what << ": one and two threads differ";
+    ExpectPreparedMatchesNaiveAtAnyThreadCount(
+        node, c, x, w, b, fmt::format("length {} taps {} stride {}", g.length, g.taps, g.stride));
+    if (HasFatalFailure()) return;
   }
-  SetNumThreads(0);
 }
 
 // Large 3x3 stride-1 convs with constant weights take the Winograd F(2x2, 3x3) path (prepared
