@@ -50,6 +50,11 @@ struct EpilogueSpec {
   float post_scale = 1, post_shift = -0.f;
   std::string residual;     // name of the tensor added after the affine part; empty: none
   bool per_column = false;  // scale/shift index the last axis (a MatMul's output), not axis 1
+  // A LayerNormalization written as nodes (fusion.h) headed by a ReduceMean: its kernel
+  // normalises each row of the input's last axis (epsilon added to the variance), then applies
+  // the rest per column.
+  bool layer_norm = false;
+  float layer_norm_epsilon = 0;
 };
 
 // What a kernel receives: the spec and, for this run, the residual's value.

@@ -95,6 +95,13 @@ class TailMatcher {
                                                const std::vector<size_t>& readers,
                                                EpilogueSpec& spec, std::string& output) const;
   void MatchPostAffine(std::string& value, EpilogueSpec& spec, std::vector<size_t>& absorbed) const;
+  // LayerNormalization written as nodes from the head ReduceMean: the steps, the epsilon, and
+  // `output` the normalised value.
+  std::optional<std::vector<size_t>> MatchLayerNorm(const onnx::NodeProto& head, float& epsilon,
+                                                    std::string& output) const;
+  // The channels of the per-column constant a normalised value is scaled or shifted by first
+  // (its size), or 1 when none follows.
+  int64_t FirstColumnConstantSize(const std::string& value) const;
   // The single private reader of `value` if it is a plain one-output node taking no attribute.
   std::optional<size_t> SoleSimpleReader(const std::string& value) const;
   // Whether node `n` is `op` of `value` and a scalar constant (either order), giving the scalar.
@@ -140,6 +147,25 @@ const std::string* OtherInput(const onnx::NodeProto& n, const std::string& value
   if (n.input(0) == value && n.input(1) != value) return &n.input(1);
   if (n.input(1) == value && n.input(0) != value) return &n.input(0);
   return nullptr;
+}
+
+// ReduceMean over the last axis keeping it (axes = [-1] as an attribute, before opset 18): the
+// kernel checks the opset and the rank before it applies the fused normalisation.
+bool IsLastAxisMean(const onnx::NodeProto& n) {
+  if (n.op_type() != "ReduceMean" || n.input_size() != 1 || !OneOutput(n) ||
+      !OnlyAttributes(n, {"axes", "keepdims"})) {
+    return false;
+  }
+  bool last_axis = false;
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "keepdims" && (a.type() != onnx::AttributeProto::INT || a.i() != 1)) {
+      return false;
+    }
+    if (a.name() == "axes") {
+      last_axis = a.type() == onnx::AttributeProto::INTS && a.ints_size() == 1 && a.ints(0) == -1;
+    }
+  }
+  return last_axis;
 }
 
 // Mul or Add by a per-channel constant, before any residual or activation: folded into the
@@ -395,6 +421,63 @@ void TailMatcher::MatchPostAffine(std::string& value, EpilogueSpec& spec,
   }
 }
 
+// LayerNormalization over the last axis as exporters before opset 17 write it (torch's
+// layer_norm, hey_jarvis's two):
+//   m = ReduceMean(x, axes=[-1]); d = Sub(x, m); v = ReduceMean(Pow(d, 2), axes=[-1]);
+//   y = Div(d, Sqrt(Add(v, eps)))
+// d is read by the Pow and the Div; every other intermediate by the next node alone.
+std::optional<std::vector<size_t>> TailMatcher::MatchLayerNorm(const onnx::NodeProto& head,
+                                                               float& epsilon,
+                                                               std::string& output) const {
+  if (!IsLastAxisMean(head)) return std::nullopt;
+  const std::string& x = head.input(0);
+  const auto sub = SoleSimpleReader(head.output(0));
+  if (!sub || Node(*sub).op_type() != "Sub" || Node(*sub).input_size() != 2 ||
+      Node(*sub).input(0) != x || Node(*sub).input(1) != head.output(0)) {
+    return std::nullopt;
+  }
+  const std::string& d = Node(*sub).output(0);
+  const auto d_readers = PrivateReaders(d);
+  if (!d_readers || d_readers->size() != 2) return std::nullopt;
+  std::optional<size_t> pow, div;
+  for (size_t step : *d_readers) {
+    const auto& n = Node(step);
+    if (n.input_size() != 2 || n.input(0) != d || !OneOutput(n) || !OnlyAttributes(n, {})) {
+      return std::nullopt;
+    }
+    if (n.op_type() == "Pow" && Scalar(n.input(1)) == 2.f) pow = step;
+    if (n.op_type() == "Div" && n.input(1) != d) div = step;
+  }
+  if (!pow || !div) return std::nullopt;
+  const auto var_readers = PrivateReaders(Node(*pow).output(0));
+  if (!var_readers || var_readers->size() != 1) return std::nullopt;
+  const size_t var = var_readers->front();
+  if (!IsLastAxisMean(Node(var)) || Node(var).input(0) != Node(*pow).output(0)) return std::nullopt;
+  const auto add = SoleSimpleReader(Node(var).output(0));
+  const auto eps = add ? ScalarOperand(Node(*add), "Add", Node(var).output(0)) : std::nullopt;
+  if (!eps) return std::nullopt;
+  const auto sqrt = SoleSimpleReader(Node(*add).output(0));
+  if (!sqrt || Node(*sqrt).op_type() != "Sqrt" || Node(*sqrt).input_size() != 1) {
+    return std::nullopt;
+  }
+  const auto sqrt_readers = PrivateReaders(Node(*sqrt).output(0));
+  if (!sqrt_readers || *sqrt_readers != std::vector<size_t>{*div} ||
+      Node(*div).input(1) != Node(*sqrt).output(0)) {
+    return std::nullopt;
+  }
+  epsilon = *eps;
+  output = Node(*div).output(0);
+  return std::vector<size_t>{*sub, *pow, var, *add, *sqrt, *div};
+}
+
+int64_t TailMatcher::FirstColumnConstantSize(const std::string& value) const {
+  const auto next = SoleSimpleReader(value);
+  if (!next || (Node(*next).op_type() != "Mul" && Node(*next).op_type() != "Add")) return 1;
+  const std::string* other = OtherInput(Node(*next), value);
+  const Tensor* t = other ? FloatConstant(*other) : nullptr;
+  return t && t->rank() == 1 ? t->size() : 1;
+}
+
 // The head: a Conv with constant weights (channels on axis 1) or a MatMul with a constant 2-D B
 // (a linear layer: channels on the last axis).
 bool TailMatcher::StartAt(const onnx::NodeProto& head) {
@@ -418,10 +501,21 @@ bool TailMatcher::StartAt(const onnx::NodeProto& head) {
 
 std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
   const auto& conv = Node(head);
-  if (!StartAt(conv)) return nullptr;
   auto tail = std::make_unique<FusedTail>();
+  std::string value;
+  if (conv.op_type() == "ReduceMean") {  // only as the head of a LayerNormalization
+    auto core = MatchLayerNorm(conv, tail->spec.layer_norm_epsilon, value);
+    if (!core) return nullptr;
+    tail->spec.layer_norm = true;
+    tail->absorbed = *core;
+    rank_ = 0;
+    channels_ = FirstColumnConstantSize(value);
+    per_column_ = true;
+  } else {
+    if (!StartAt(conv)) return nullptr;
+    value = conv.output(0);
+  }
   tail->spec.per_column = per_column_;
-  std::string value = conv.output(0);
   // Affine nodes first; once a residual is added only the activation may follow.
   enum class Stage { kAffine, kActivation } stage = Stage::kAffine;
   while (true) {

@@ -3,13 +3,17 @@
 // found and handed to the conv kernel as an epilogue (epilogue.h). The same for a MatMul with a
 // constant 2-D B (a linear layer): a bias Add [N] (and Mul [N]) per column, a residual Add and
 // an activation. Activations: Relu, LeakyRelu, Clip, HardSigmoid, Sigmoid, HardSwish, Paddle's
-// x*Clip(x+3,0,6)/6, SiLU (x*Sigmoid(x)) and GELU in both erf forms exporters write. The model is
-// not changed: the plan only records, per head step, the tail and the steps it replaces.
+// x*Clip(x+3,0,6)/6, SiLU (x*Sigmoid(x)) and GELU in both erf forms exporters write. And a
+// LayerNormalization written as nodes (torch before opset 17) into its first ReduceMean, with the
+// per-column affine and activation after it. The model is not changed: the plan only records, per
+// head step, the tail and the steps it replaces.
 //
 // Before:  y0 = Conv(x, W, B); y1 = Mul(y0, s); y2 = Add(y1, t); y3 = Add(y2, r); y = Relu(y3)
 // After:   y  = Conv(x, W, B) with epilogue {scale s, shift t, residual r, Relu}
 // Before:  h = MatMul(x, W); b = Add(h, bias); e = Erf(b * k); y = b * ((e + 1) * 0.5)
 // After:   y = MatMul(x, W) with epilogue {shift bias per column, GELU}
+// Before:  m = ReduceMean(x); d = x - m; s = Sqrt(ReduceMean(Pow(d, 2)) + eps); y = d / s * g + b
+// After:   y = ReduceMean(x) with epilogue {layer_norm eps, scale g and shift b per column}
 //
 // A tail is fused only where nothing else can see its intermediates: each is read by the next
 // node of the tail alone, is no graph output and no value a subgraph reads, and every absorbed

@@ -464,6 +464,64 @@ TEST(MatMulFusion, OnlyRankOneConstantsAndNoBatchNorm) {
   }
 }
 
+// LayerNormalization as torch exported it before opset 17: m = ReduceMean(x); d = x - m;
+// y = d / Sqrt(ReduceMean(Pow(d, 2)) + eps), over the last axis. Returns y's name.
+std::string LayerNormNodes(Graph& g, const std::string& x, const std::string& prefix) {
+  auto* mean = g.Node("ReduceMean", {x}, prefix + "mean");
+  Graph::Ints(mean, "axes", {-1});
+  g.Node("Sub", {x, mean->output(0)}, prefix + "d");
+  g.Node("Pow", {prefix + "d", g.Const(prefix + "two", {}, {2.f})}, prefix + "sq");
+  auto* var = g.Node("ReduceMean", {prefix + "sq"}, prefix + "var");
+  Graph::Ints(var, "axes", {-1});
+  g.Node("Add", {prefix + "var", g.Const(prefix + "eps", {}, {1e-5f})}, prefix + "ve");
+  g.Node("Sqrt", {prefix + "ve"}, prefix + "sd");
+  return g.Node("Div", {prefix + "d", prefix + "sd"}, prefix + "norm")->output(0);
+}
+
+TEST(LayerNormFusion, NodesFuseIntoTheMeanBitwiseAndWithTheirAffineTail) {
+  {
+    Graph g({2, 5, 24});
+    g.Node("Identity", {LayerNormNodes(g, "x", "")}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 6, false, true);  // a dropped normalisation changes every bit
+  }
+  {
+    // hey_jarvis's form: the normalised rows scaled and shifted per column, then Relu.
+    Graph g({3, 96});
+    const std::string n = LayerNormNodes(g, "x", "");
+    g.Node("Mul", {n, g.Random("gamma", {96}, 0.5f, 2.f)}, "scaled");
+    g.Node("Add", {"scaled", g.Random("beta", {96}, -1.f, 1.f)}, "shifted");
+    g.Node("Relu", {"shifted"}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 9, false);
+  }
+}
+
+TEST(LayerNormFusion, OtherAxesSharedValuesAndOtherExponentsStayNodes) {
+  const auto fused_nodes = [](Graph& g) { return Session(g.model()).fused_nodes(); };
+  {
+    Graph g({2, 5, 24});
+    const std::string n = LayerNormNodes(g, "x", "");
+    g.graph()->mutable_node(0)->mutable_attribute(0)->set_ints(0, 1);  // the mean over axis 1
+    g.Output(n);
+    EXPECT_EQ(fused_nodes(g), 0);
+    ExpectFusedLikeUnfused(g, 0, false, true);
+  }
+  {
+    Graph g({4, 16});
+    g.Output(LayerNormNodes(g, "x", ""));
+    g.Output("d");  // the deviation is seen outside the normalisation
+    EXPECT_EQ(fused_nodes(g), 0);
+  }
+  {
+    Graph g({4, 16});
+    const std::string n = LayerNormNodes(g, "x", "");
+    g.graph()->mutable_initializer(0)->set_float_data(0, 3.f);  // Pow 3: not a variance
+    g.Output(n);
+    EXPECT_EQ(fused_nodes(g), 0);
+  }
+}
+
 TEST(ConvFusion, ObservedRunsSeeEveryTensorOfTheOriginalGraph) {
   Graph g({1, 4, 10, 10});
   const std::string c = g.Conv("x", 4, 8, 1, "conv");

@@ -139,7 +139,9 @@ INSTANTIATE_TEST_SUITE_P(
     SharedModels, RealModelsAcrossThreads,
     ::testing::Values(RealModel{"ch_PP-OCRv4_det_infer.onnx", "x", {1, 3, 640, 640}, -2, 2},
                       RealModel{"ch_PP-OCRv4_rec_infer.onnx", "x", {1, 3, 48, 320}, -1, 1},
-                      RealModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", {1, 3, 48, 192}, 0, 1}),
+                      RealModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x", {1, 3, 48, 192}, 0, 1},
+                      // Two LayerNormalizations written as nodes fuse into their ReduceMean.
+                      RealModel{"hey_jarvis_v0.1.onnx", "x.1", {1, 16, 96}, -1, 1}),
     ModelTestName);
 
 // The generated transformer block (scripts/gen_transformer_block.py: attention, LayerNorm, erf

@@ -12,6 +12,7 @@
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/epilogue_rows.h"
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/kernels/simd.h"
 #include "lib/runtime/kernels/vector_math.h"
@@ -151,10 +152,65 @@ void ReduceT(const Tensor& x, const ReduceSpec& spec, Reduction kind, Tensor& ou
   }
 }
 
+// One row of a fused LayerNormalization, computed as its unfused nodes compute it: the mean and
+// the variance summed in double and rounded to float as ReduceMean does, d * d as Pow 2 does,
+// then Add, Sqrt and Div in float. The same bits as the nodes.
+void LayerNormRow(const float* x, float* y, int64_t n, float epsilon) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const float mean = SaturateCast<float>(sum / static_cast<double>(n));
+  double squares = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    const float square = d * d;
+    squares += square;
+    y[i] = d;
+  }
+  const float deviation =
+      std::sqrt(SaturateCast<float>(squares / static_cast<double>(n)) + epsilon);
+  for (int64_t i = 0; i < n; ++i) y[i] /= deviation;
+}
+
+// The LayerNormalization the Session fused into this ReduceMean (fusion.h), applied when the
+// node is the mean over the last axis it was matched as and the per-column constants fit that
+// axis; otherwise false, and the Session runs the absorbed nodes.
+bool RunFusedLayerNorm(KernelContext& ctx, const Tensor& x, const ReduceSpec& spec) {
+  const Epilogue* fused = ctx.epilogue();
+  if (fused == nullptr || !fused->spec->layer_norm || x.dtype() != TP::FLOAT || ctx.opset() >= 18 ||
+      x.rank() == 0 || spec.out_shape.size() != static_cast<size_t>(x.rank())) {
+    return false;
+  }
+  const int64_t n = x.dim(x.rank() - 1);
+  for (int d = 0; d < x.rank(); ++d) {
+    if (spec.reduced[d] != (d == x.rank() - 1)) return false;
+  }
+  const EpilogueSpec& s = *fused->spec;
+  const auto fits = [n](const std::vector<float>& v) {
+    return v.empty() || static_cast<int64_t>(v.size()) == n;
+  };
+  if (n == 0 || !fits(s.scale) || !fits(s.shift)) return false;
+  Tensor y = Tensor::Uninitialized(TP::FLOAT, x.shape());
+  const Epilogue* epilogue = UsableEpilogue(fused, y);
+  if (epilogue == nullptr) return false;
+  const float* px = x.data<float>();
+  float* py = y.mutable_data<float>();
+  const float* residual = epilogue->residual ? epilogue->residual->data<float>() : nullptr;
+  ParallelRows(x.size() / n, n, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      LayerNormRow(px + r * n, py + r * n, n, s.layer_norm_epsilon);
+    FinishColumns(nullptr, epilogue, 0, end - begin, n, n, py + begin * n,
+                  residual ? residual + begin * n : nullptr);
+  });
+  ctx.output(0) = std::move(y);
+  ctx.mark_epilogue_applied();
+  return true;
+}
+
 KernelFn ReduceKernel(Reduction kind, int input_opset) {
   return [kind, input_opset](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     ReduceSpec spec = PlanReduce(ctx, x, input_opset);
+    if (kind == Reduction::kMean && RunFusedLayerNorm(ctx, x, spec)) return;
     Tensor out(x.dtype(), spec.out_shape);
     DispatchNumeric(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -382,6 +438,7 @@ KernelFn SoftmaxKernel(SoftmaxKind kind) {
 void RegisterReduceKernels(KernelRegistry& r) {
   RegisterReduce(r, "ReduceSum", Reduction::kSum, 13);
   RegisterReduce(r, "ReduceMean", Reduction::kMean, 18);
+  r.AcceptEpilogue("", "ReduceMean");  // the head of a LayerNormalization written as nodes
   RegisterReduce(r, "ReduceMax", Reduction::kMax, 18);
   RegisterReduce(r, "ReduceMin", Reduction::kMin, 18);
   RegisterReduce(r, "ReduceProd", Reduction::kProd, 18);
