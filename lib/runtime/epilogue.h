@@ -38,6 +38,9 @@ enum class EpilogueAct {
 
 // The plan-time part: found by the Session's fusion matcher (fusion.h), owned by its plan.
 struct EpilogueSpec {
+  // Per output channel: a bias Add right after a head that has no bias input (Paddle2ONNX's
+  // ConvTranspose), added to the head's sum as that Add does, before the affine part; empty: none.
+  std::vector<float> head_bias;
   std::vector<float> scale;  // per output channel; empty: 1
   std::vector<float> shift;  // per output channel; empty: 0
   EpilogueAct act = EpilogueAct::kNone;

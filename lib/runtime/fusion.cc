@@ -95,6 +95,11 @@ class TailMatcher {
                                                const std::vector<size_t>& readers,
                                                EpilogueSpec& spec, std::string& output) const;
   void MatchPostAffine(std::string& value, EpilogueSpec& spec, std::vector<size_t>& absorbed) const;
+  // A ConvTranspose without a bias input, then an Add of a per-channel constant: the Add becomes
+  // the head's bias (spec.head_bias), so the sum is rounded as the Add rounds it rather than
+  // composed into the affine shift.
+  void MatchHeadBias(const onnx::NodeProto& head, std::string& value, EpilogueSpec& spec,
+                     std::vector<size_t>& absorbed) const;
   // LayerNormalization written as nodes from the head ReduceMean: the steps, the epsilon, and
   // `output` the normalised value.
   std::optional<std::vector<size_t>> MatchLayerNorm(const onnx::NodeProto& head, float& epsilon,
@@ -147,6 +152,15 @@ const std::string* OtherInput(const onnx::NodeProto& n, const std::string& value
   if (n.input(0) == value && n.input(1) != value) return &n.input(1);
   if (n.input(1) == value && n.input(0) != value) return &n.input(0);
   return nullptr;
+}
+
+// The `group` attribute of a conv (1 when absent or malformed: the kernel rejects a malformed
+// one before it would apply the tail).
+int64_t GroupAttribute(const onnx::NodeProto& n) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "group" && a.type() == onnx::AttributeProto::INT && a.i() > 0) return a.i();
+  }
+  return 1;
 }
 
 // ReduceMean over the last axis keeping it (axes = [-1] as an attribute, before opset 18): the
@@ -478,8 +492,23 @@ int64_t TailMatcher::FirstColumnConstantSize(const std::string& value) const {
   return t && t->rank() == 1 ? t->size() : 1;
 }
 
-// The head: a Conv with constant weights (channels on axis 1) or a MatMul with a constant 2-D B
-// (a linear layer: channels on the last axis).
+void TailMatcher::MatchHeadBias(const onnx::NodeProto& head, std::string& value, EpilogueSpec& spec,
+                                std::vector<size_t>& absorbed) const {
+  if (head.op_type() != "ConvTranspose" || (head.input_size() > 2 && !head.input(2).empty())) {
+    return;
+  }
+  const auto add = SoleSimpleReader(value);
+  if (!add || Node(*add).op_type() != "Add") return;
+  const std::string* other = OtherInput(Node(*add), value);
+  auto bias = other ? PerChannel(*other) : std::nullopt;
+  if (!bias) return;
+  spec.head_bias = std::move(*bias);
+  absorbed.push_back(*add);
+  value = Node(*add).output(0);
+}
+
+// The head: a Conv or ConvTranspose with constant weights (channels on axis 1) or a MatMul with a
+// constant 2-D B (a linear layer: channels on the last axis).
 bool TailMatcher::StartAt(const onnx::NodeProto& head) {
   if (head.input_size() < 2 || !OneOutput(head)) return false;
   const Tensor* w = FloatConstant(head.input(1));
@@ -487,6 +516,12 @@ bool TailMatcher::StartAt(const onnx::NodeProto& head) {
   if (head.op_type() == "Conv" && w->rank() >= 3) {
     rank_ = w->rank();
     channels_ = w->dim(0);
+    per_column_ = false;
+    return true;
+  }
+  if (head.op_type() == "ConvTranspose" && w->rank() >= 3) {  // weights [C_in, C_out / group, ..]
+    rank_ = w->rank();
+    channels_ = w->dim(1) * GroupAttribute(head);
     per_column_ = false;
     return true;
   }
@@ -514,6 +549,7 @@ std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
   } else {
     if (!StartAt(conv)) return nullptr;
     value = conv.output(0);
+    MatchHeadBias(conv, value, tail->spec, tail->absorbed);
   }
   tail->spec.per_column = per_column_;
   // Affine nodes first; once a residual is added only the activation may follow.

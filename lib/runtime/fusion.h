@@ -1,6 +1,7 @@
-// Session-level fusion (issue 28): at plan time, the elementwise tail that follows a Conv —
-// BatchNormalization or constant per-channel Mul/Add, a residual Add, and one activation — is
-// found and handed to the conv kernel as an epilogue (epilogue.h). The same for a MatMul with a
+// Session-level fusion (issue 28): at plan time, the elementwise tail that follows a Conv or a
+// ConvTranspose — BatchNormalization or constant per-channel Mul/Add, a residual Add, and one
+// activation — is found and handed to the conv kernel as an epilogue (epilogue.h); a bias Add
+// right after a ConvTranspose without a bias input becomes its bias. The same for a MatMul with a
 // constant 2-D B (a linear layer): a bias Add [N] (and Mul [N]) per column, a residual Add and
 // an activation. Activations: Relu, LeakyRelu, Clip, HardSigmoid, Sigmoid, HardSwish, Paddle's
 // x*Clip(x+3,0,6)/6, SiLU (x*Sigmoid(x)) and GELU in both erf forms exporters write. And a

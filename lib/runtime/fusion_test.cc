@@ -109,13 +109,15 @@ class Graph {
   std::mt19937 rng_{5};
 };
 
-// The default registry with Conv and MatMul kernels that claim the epilogue and drop it.
+// The default registry with Conv, ConvTranspose and MatMul kernels that claim the epilogue and
+// drop it.
 const KernelRegistry& DroppingRegistry() {
   static const KernelRegistry registry = [] {
     KernelRegistry r = KernelRegistry::Default();
-    for (const char* op : {"Conv", "MatMul"}) {
+    for (const char* op : {"Conv", "ConvTranspose", "MatMul"}) {
       const KernelFn kernel = *r.Find("", op, 13);
-      const PrepareFn prepare = *r.FindPrepare("", op, 13);
+      const PrepareFn* found = r.FindPrepare("", op, 13);
+      const PrepareFn prepare = found ? *found : PrepareFn{};
       r.Register(
           "", op, 1, 17,
           [kernel](KernelContext& ctx) {
@@ -230,6 +232,55 @@ TEST(ConvFusion, BatchNormResidualRelu) {
   g.Node("Relu", {"res"}, "y");
   g.Output("y");
   ExpectFusedLikeUnfused(g, 3);
+}
+
+// ConvTranspose x (c -> c_out, kernel `k` with stride `stride`, no padding) with random weights
+// and no bias input.
+std::string ConvTransposeNode(Graph& g, const std::string& x, int64_t c, int64_t c_out,
+                              std::vector<int64_t> k, int64_t stride, const std::string& out) {
+  std::vector<int64_t> w_dims = {c, c_out};
+  w_dims.insert(w_dims.end(), k.begin(), k.end());
+  auto* n = g.Node("ConvTranspose", {x, g.Random(out + "_w", w_dims, -0.5f, 0.5f)}, out);
+  Graph::Ints(n, "strides", std::vector<int64_t>(k.size(), stride));
+  return out;
+}
+
+TEST(ConvFusion, ConvTransposeTakesItsBiasBatchNormAndActivation) {
+  {
+    // det's FPN head: a 2x2 stride-2 ConvTranspose (each output gets one tap), its bias as a
+    // [1, C, 1, 1] Add, BatchNormalization, Relu.
+    Graph g({1, 6, 5, 7});
+    const std::string ct = ConvTransposeNode(g, "x", 6, 4, {2, 2}, 2, "ct");
+    g.Node("Add", {ct, g.Random("b", {1, 4, 1, 1}, -1.f, 1.f)}, "biased");
+    g.Node("BatchNormalization",
+           {"biased", g.Random("gamma", {4}, 0.5f, 1.5f), g.Random("beta", {4}, -1.f, 1.f),
+            g.Random("mean", {4}, -1.f, 1.f), g.Random("var", {4}, 0.5f, 2.f)},
+           "bn");
+    g.Node("Relu", {"bn"}, "y");
+    g.Output("y");
+    // The Add is the head's bias, rounded where the node rounds it: the same bits.
+    ExpectFusedLikeUnfused(g, 3, true, true);
+  }
+  {
+    // Overlapping taps (3x3 stride 2: col2im sums them) and a residual of the output's shape.
+    Graph g({2, 3, 4, 4});
+    const std::string other = ConvTransposeNode(g, "x", 3, 5, {3, 3}, 2, "other");
+    const std::string ct = ConvTransposeNode(g, "x", 3, 5, {3, 3}, 2, "ct");
+    g.Node("Mul", {ct, g.Random("s", {5, 1, 1}, 0.5f, 2.f)}, "scaled");
+    g.Node("Add", {"scaled", other}, "sum");
+    auto* act = g.Node("LeakyRelu", {"sum"}, "y");
+    Graph::Attr(act, "alpha", 0.2f);
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 3);
+  }
+  {
+    // A kernel two deep: the taps tile the output, but a piece's output rows are not contiguous.
+    Graph g({1, 4, 3, 3, 5});
+    ConvTransposeNode(g, "x", 4, 3, {2, 2, 2}, 2, "ct");
+    g.Node("HardSigmoid", {"ct"}, "y");
+    g.Output("y");
+    ExpectFusedLikeUnfused(g, 1);
+  }
 }
 
 TEST(ConvFusion, DepthwiseAndWinogradPathsApplyTheTail) {

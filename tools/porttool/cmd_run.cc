@@ -188,8 +188,9 @@ void RegisterRun(CLI::App& app, RunFn& run) {
   cmd->add_option("--top", opts->top, "With --profile: rows to print")->capture_default_str();
   cmd->add_flag("--no-fusion", opts->no_fusion,
                 "Run every node as the model has it, without folding BatchNormalization, "
-                "per-channel Mul/Add, a residual Add and the activation into the Conv or linear "
-                "layer before it, or a LayerNormalization written as nodes into its ReduceMean "
+                "per-channel Mul/Add, a residual Add and the activation into the Conv, "
+                "ConvTranspose or linear layer before it, or a LayerNormalization written as nodes "
+                "into its ReduceMean "
                 "(to compare fused and unfused runs, or to profile each node)");
   cmd->add_flag("--fail-on-nan", opts->fail_on_nan,
                 "Fail (exit 3) when an input holds NaN or Inf instead of warning");

@@ -778,12 +778,33 @@ void ConvTransposeKernel(KernelContext& ctx) {
   // Every output plane is filled with its bias before col2im adds into it.
   Tensor& y = ctx.output(0) = Tensor::Uninitialized(onnx::TensorProto::FLOAT, out_shape);
   const float* bias = OptionalBias(ctx, c_out);
+  const Epilogue* epilogue = kernels::UsableEpilogue(ctx.epilogue(), y);
+  // The bias Add the tail absorbed (fusion.h) is added after the taps' sum, as that node adds
+  // it; where it cannot be, the Session runs the absorbed nodes.
+  const std::vector<float>* head_bias = epilogue ? &epilogue->spec->head_bias : nullptr;
+  if (head_bias && !head_bias->empty() &&
+      (bias || head_bias->size() != static_cast<size_t>(c_out))) {
+    epilogue = nullptr;
+  }
+  const float* residual =
+      epilogue && epilogue->residual ? epilogue->residual->data<float>() : nullptr;
+  if (epilogue) ctx.mark_epilogue_applied();
   if (y.size() == 0) return;
   const int64_t in_positions = w.out_size(), out_positions = w.in_size();
   const int64_t rows = cout_g * w.kernel_size();
   const bool tiles = TapsTileTheOutput(w);
   std::unique_ptr<float[]> col = Scratch(tiles ? 0 : rows * in_positions);
   float* py = y.mutable_data<float>();
+  const float* added_bias = epilogue && !head_bias->empty() ? head_bias->data() : nullptr;
+  // The fused tail over `count` values of output channel `channel` of image n from `offset`.
+  const auto finish = [&](int64_t n, int64_t channel, int64_t offset, int64_t count) {
+    const int64_t at = (n * c_out + channel) * out_positions + offset;
+    kernels::FinishRows(added_bias ? added_bias + channel : nullptr, epilogue, channel, 1, count,
+                        count, py + at, residual ? residual + at : nullptr);
+  };
+  // A tiles piece of input rows fills whole output rows of each plane, in order, when the
+  // kernel is one deep: its tail is applied while they are in cache.
+  const bool finish_pieces = epilogue && tiles && w.kernel[0] == 1;
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t g = 0; g < group; ++g) {
       const float* xg = x.data<float>() + (n * c_in + g * cin_g) * in_positions;
@@ -806,9 +827,16 @@ void ConvTransposeKernel(KernelContext& ctx) {
             for (int64_t co = 0; co < cout_g; ++co) {
               Col2ImTiles(piece.get() + co * w.kernel_size() * cols, cols, w, r0, r1,
                           bg ? bg[co] : 0.f, yg + co * out_positions);
+              const int64_t out_row = w.kernel[1] * w.in[2];
+              if (finish_pieces) finish(n, g * cout_g + co, r0 * out_row, (r1 - r0) * out_row);
             }
           }
         });
+        if (epilogue && !finish_pieces) {
+          ParallelFor(cout_g, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t co = begin; co < end; ++co) finish(n, g * cout_g + co, 0, out_positions);
+          });
+        }
         continue;
       }
       const int64_t block = kernels::PieceSize(in_positions, 256);
@@ -824,6 +852,7 @@ void ConvTransposeKernel(KernelContext& ctx) {
           float* plane = py + (n * c_out + g * cout_g + co) * out_positions;
           std::fill(plane, plane + out_positions, bias ? bias[g * cout_g + co] : 0.f);
           Col2ImChannel(col.get() + co * w.kernel_size() * in_positions, w, plane);
+          if (epilogue) finish(n, g * cout_g + co, 0, out_positions);
         }
       });
     }
@@ -836,6 +865,7 @@ void RegisterConvKernels(KernelRegistry& r) {
   r.Register("", "Conv", 1, 17, ConvKernel, PrepareConv);
   r.AcceptEpilogue("", "Conv");
   r.Register("", "ConvTranspose", 1, 17, ConvTransposeKernel);
+  r.AcceptEpilogue("", "ConvTranspose");
 }
 
 }  // namespace porttool::runtime
