@@ -15,6 +15,9 @@
 # RUNS is at least REPEAT, more for a model of a few ms (about 0.5 s per round, at most 2000; the
 # "runs" column says ROUNDSxRUNS): ten 1 ms runs moved a ratio by 30% from run to run, and one
 # engine timed a minute after the other measured the machine as much as the engine.
+# The machine's own 2t/1t ceiling prints before and after the models (fma_ceiling.cc: a
+# register-only multiply-add loop split over two threads; on this shared 2-core VM 0.55-0.57,
+# not 0.50), so porttool's 2t/1t can be read against what the host gives at that moment.
 # Op-by-op figures: scripts/bench/bench_ops.sh.
 #
 # Usage: scripts/bench/bench_executor.sh [REPEAT]      (default 10)
@@ -57,9 +60,19 @@ median_of() { "$PY" -c 'import statistics,sys; print(statistics.median(map(float
 max_of() { "$PY" -c 'import sys; print(max(map(float, sys.argv[1:])))' "$@"; }
 ms() { "$PY" -c 'import sys; print(f"{float(sys.argv[1]):.3f}")' "$1"; }
 
+CEILING_BIN=$WORK/fma_ceiling
+"${CXX:-g++}" -O2 -march=native -pthread scripts/bench/fma_ceiling.cc -o "$CEILING_BIN" 2>/dev/null ||
+  CEILING_BIN=
+ceiling() {  # WHEN
+  [ -n "$CEILING_BIN" ] || { echo "machine 2t/1t floor: no C++ compiler (\$CXX, g++); skipped"; return; }
+  read -r C_RATIO C_ONE C_TWO < <("$CEILING_BIN" 3)
+  echo "machine 2t/1t floor ($1): a register-only FMA loop at 2 threads takes $C_RATIO of its 1-thread time ($C_ONE -> $C_TWO GFLOP/s), the least any 2t/1t can be on this host now"
+}
+
 GHZ=$(awk -F': ' '/cpu MHz/ {print $2 / 1000; exit}' /proc/cpuinfo)
 FLOP_PER_CYCLE=$(grep -q avx512f /proc/cpuinfo && echo 64 || echo 32)
 echo "repeat: $ROUNDS alternating rounds of at least $REPEAT runs (after 1 warm-up)  cpu: $(nproc) cores at ${GHZ} GHz, ${FLOP_PER_CYCLE} FLOP/cycle/core"
+ceiling before
 ROW='%-28s %3s %7s %10s %8s %8s %9s %9s %8s %9s %7s %9s %9s\n'
 printf "$ROW" model thr runs porttool_ms ort_ms "pt/ort" pt_rss_MB ort_rss_MB "rss" "GFLOP/s" "%peak" \
   "pt_2t/1t" "ort_2t/1t"
@@ -107,5 +120,6 @@ print(f'{g:.1f} {100*g/p:.0f}%')")
       "$([ "$ORT_MS" = - ] && echo - || ms "$ORT_MS")" "$RATIO" "${PT_RSS%.*}" "${ORT_RSS%.*}" "$RSS_RATIO" "$GFLOPS" "$PEAK" "$PT_SCALE" "$ORT_SCALE"
   done
 done
+ceiling after
 echo "pt/ort = porttool median / ONNX Runtime median (target <= 1.00x); rss = porttool / ORT peak RSS (target <= 1.00x)"
 echo "2t/1t = the engine's 2-thread median / its 1-thread median (target <= 0.56 for porttool)"
