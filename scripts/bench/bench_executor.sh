@@ -15,7 +15,7 @@
 # RUNS is at least REPEAT, more for a model of a few ms (about 0.5 s per round, at most 2000; the
 # "runs" column says ROUNDSxRUNS): ten 1 ms runs moved a ratio by 30% from run to run, and one
 # engine timed a minute after the other measured the machine as much as the engine.
-# The machine's own 2t/1t ceiling prints before and after the models (fma_ceiling.cc: a
+# The machine's own 2t/1t floor prints before and after the models (fma_ceiling.cc: a
 # register-only multiply-add loop split over two threads; on this shared 2-core VM 0.55-0.57,
 # not 0.50), so porttool's 2t/1t can be read against what the host gives at that moment.
 # Op-by-op figures: scripts/bench/bench_ops.sh.
