@@ -440,6 +440,17 @@ void ParseFallback(const JsonFile& f, TargetProfile& t) {
   }
 }
 
+void ParseFloatArithmetic(const JsonFile& f, TargetProfile& t) {
+  f.OnlyKeys("/float_arithmetic", {"value", "source", "text"});
+  static const std::vector<std::string> kValues = {"fp16", "fp32", "none"};
+  t.float_arithmetic = f.String("/float_arithmetic/value");
+  if (std::find(kValues.begin(), kValues.end(), t.float_arithmetic) == kValues.end()) {
+    f.Fail("/float_arithmetic/value", "expected one of " + util::Join(kValues, ", "));
+  }
+  t.float_arithmetic_source = f.String("/float_arithmetic/source");
+  t.float_arithmetic_text = f.String("/float_arithmetic/text");
+}
+
 // Reads the fields `f` sets into `t` (a parent's values stay where `f` is silent).
 void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::string>& seen) {
   f.OnlyKeys("", {"schema",
@@ -465,7 +476,8 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
                   "cpu_constraints",
                   "rewrites",
                   "default_input_shape",
-                  "runner_backend"});
+                  "runner_backend",
+                  "float_arithmetic"});
   for (const auto& [key, value] : f.root().items()) seen.insert(key);
   if (f.String("/schema") != "porttool.target/1") {
     f.Fail("/schema", "expected \"porttool.target/1\"");
@@ -550,6 +562,7 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
     t.runner_backend = f.String("/runner_backend");
     if (t.runner_backend != "rknn") f.Fail("/runner_backend", "expected \"rknn\"");
   }
+  if (has("float_arithmetic")) ParseFloatArithmetic(f, t);
 }
 
 void LoadInto(const std::filesystem::path& path, TargetProfile& t, std::set<std::string>& seen,

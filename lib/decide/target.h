@@ -66,6 +66,10 @@ struct TargetProfile {
   std::vector<std::string> dtypes;
   std::string weight_dtype;      // what the converter stores weights as
   std::string activation_dtype;  // and runs activations in
+  // What the accelerator computes an unquantized model in: "fp16", "fp32", or "none" (it runs
+  // quantized models only); empty when the profile does not say. With its source and sentence.
+  std::string float_arithmetic;
+  std::string float_arithmetic_source, float_arithmetic_text;
   int64_t opset_min = 1;
   int64_t opset_max = 1000;
   std::string dynamic_support;  // none, shape-sets, profiles, full

@@ -292,13 +292,13 @@ TEST(GraphSvg, RendersWithoutGraphvizPluginConfiguration) {
 
 TEST(HtmlText, DisplayTextMakesEveryByteVisible) {
   EXPECT_EQ(DisplayText("plain/name:0"), "plain/name:0");
-  EXPECT_EQ(DisplayText("a\nb\tc\rd\x01"), "a\\nb\\tc\\rd\\x01");
-  EXPECT_EQ(DisplayText("bad\xff\xc3"), "bad\\xff\\xc3");
-  EXPECT_EQ(DisplayText("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
-  EXPECT_EQ(DisplayText("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
+  EXPECT_EQ(DisplayText("a\nb\tc\rd\x01\x7f"), "a␊b␉c␍d␁␡");
+  EXPECT_EQ(DisplayText("bad\xff\xc3"), "bad⟨0xFF⟩⟨0xC3⟩");
+  EXPECT_EQ(DisplayText("\xc0\xaf"), "⟨0xC0⟩⟨0xAF⟩");                 // overlong '/'
+  EXPECT_EQ(DisplayText("\xed\xa0\x80"), "⟨0xED⟩⟨0xA0⟩⟨0x80⟩");  // surrogate
   EXPECT_EQ(DisplayText("é€😀"), "é€😀");
-  EXPECT_EQ(DisplayText("x\u202Ey"), "x\\u{202E}y");  // right-to-left override
-  EXPECT_EQ(DisplayText("\xEE\x80\xA6"), "\\u{E026}");
+  EXPECT_EQ(DisplayText("x\u202Ey"), "x⟨U+202E⟩y");  // right-to-left override
+  EXPECT_EQ(DisplayText("\xEE\x80\xA6"), "⟨U+E026⟩");
   EXPECT_EQ(DisplayText("back\\slash"), "back\\slash");
   EXPECT_EQ(EscapeHtml("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
   EXPECT_EQ(TruncateDisplay("ééééé", 3), "ééé…");

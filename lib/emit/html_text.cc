@@ -45,6 +45,18 @@ bool IsInvisible(uint32_t cp) {
          (cp >= 0xE000 && cp <= 0xF8FF) || (cp >= 0xFFF0 && cp <= 0xFFFF && cp != 0xFFFD);
 }
 
+// A C0 control or DEL as its Unicode control picture (U+2400 + code, U+2421 for DEL): visible in
+// any font that has the block, and no backslash sequence a reader could take for an escape the
+// page forgot to apply.
+std::string ControlPicture(uint32_t cp) {
+  uint32_t pic = cp == 0x7F ? 0x2421 : 0x2400 + cp;
+  std::string out(3, '\0');
+  out[0] = static_cast<char>(0xE0 | (pic >> 12));
+  out[1] = static_cast<char>(0x80 | ((pic >> 6) & 0x3F));
+  out[2] = static_cast<char>(0x80 | (pic & 0x3F));
+  return out;
+}
+
 }  // namespace
 
 std::string DisplayText(std::string_view raw) {
@@ -54,20 +66,14 @@ std::string DisplayText(std::string_view raw) {
     uint32_t cp = 0;
     size_t len = DecodeUtf8(raw, i, &cp);
     if (len == 0) {
-      out += fmt::format("\\x{:02x}", static_cast<uint8_t>(raw[i]));
+      out += fmt::format("⟨0x{:02X}⟩", static_cast<uint8_t>(raw[i]));
       ++i;
       continue;
     }
-    if (cp == '\n') {
-      out += "\\n";
-    } else if (cp == '\t') {
-      out += "\\t";
-    } else if (cp == '\r') {
-      out += "\\r";
-    } else if (cp < 0x20 || cp == 0x7F) {
-      out += fmt::format("\\x{:02x}", cp);
+    if (cp < 0x20 || cp == 0x7F) {
+      out += ControlPicture(cp);
     } else if (IsInvisible(cp)) {
-      out += fmt::format("\\u{{{:04X}}}", cp);
+      out += fmt::format("⟨U+{:04X}⟩", cp);
     } else {
       out.append(raw.substr(i, len));
     }

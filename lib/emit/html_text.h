@@ -1,7 +1,8 @@
 // Turning arbitrary bytes (node names, op types, paths, messages) into text that a browser shows
 // as written: the report page and the placement graph both show names taken from models, which may
 // hold any bytes. DisplayText makes them valid, visible UTF-8 (invalid bytes and control or
-// direction-changing characters become backslash escapes), EscapeHtml makes that text safe inside
+// direction-changing characters become visible marks, never backslash escapes, which a reader
+// would take for an escape the page forgot to apply), EscapeHtml makes that text safe inside
 // HTML or SVG element content and quoted attribute values. Shared by graph_svg and report_html so
 // a name reads the same in the picture and in the tables.
 #pragma once
@@ -12,10 +13,11 @@
 namespace porttool::emit {
 
 // `raw` as valid UTF-8 with nothing invisible: each byte of an invalid UTF-8 sequence becomes
-// "\xNN"; newline, tab and carriage return become "\n", "\t", "\r", other C0 controls and DEL
-// "\xNN"; C1 controls, zero-width and bidirectional-override characters, the byte-order mark
-// and private-use code points become "\u{XXXX}" (a name must not reorder or hide the text around
-// it). Backslashes are kept as they are, so an ordinary name can be copied back to a command line.
+// "⟨0xNN⟩"; C0 controls (newline, tab, ...) and DEL become their Unicode control pictures
+// ("␊", "␉", "␡"); C1 controls, zero-width and bidirectional-override characters, the byte-order
+// mark and private-use code points become "⟨U+XXXX⟩" (a name must not reorder or hide the text
+// around it). Backslashes are kept as they are, so an ordinary name can be copied back to a
+// command line.
 std::string DisplayText(std::string_view raw);
 
 // `text` with & < > " ' replaced by character references (valid in element content and in quoted

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "lib/emit/html_text.h"
@@ -36,7 +37,15 @@ a { color: #0b57d0; }
 table { border-collapse: collapse; margin: 8px 0 18px; font-size: 14px; }
 caption { caption-side: top; text-align: left; font-weight: 600; padding: 2px 0 6px; }
 th, td { border: 1px solid #d0d7de; padding: 4px 9px; text-align: left; vertical-align: top;
-  overflow-wrap: anywhere; }
+  overflow-wrap: break-word; }
+td:first-child { white-space: nowrap; }
+.pt-status-pass { color: #1b5e20; font-weight: 600; }
+.pt-status-fail { color: #b71c1c; font-weight: 600; }
+.pt-status-not-evaluated { color: #8d6e00; font-weight: 600; }
+.pt-bar { position: relative; width: 320px; height: 14px; background: #eef1f4;
+  border: 1px solid #c9d1d9; border-radius: 3px; overflow: hidden; }
+.pt-bar > span { position: absolute; left: 0; top: 0; bottom: 0; background: #2e7d32; }
+.pt-bar-over > span { background: #c62828; }
 th { background: #f6f8fa; font-weight: 600; }
 tbody tr:nth-child(even) td { background: #fafbfc; }
 .pt-mono { font-family: ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas,
@@ -74,7 +83,7 @@ constexpr std::string_view kDiagnosticsScript = R"JS(
     log.push(String(message));
     root.setAttribute('data-pt-errors', String(log.length));
     var out = document.getElementById('pt-diagnostics');
-    if (out) out.textContent = log.join('\n');
+    if (out) out.textContent = log.join(String.fromCharCode(10));
   }
   window.addEventListener('error', function (e) {
     var t = e.target;
@@ -133,12 +142,35 @@ constexpr std::string_view kPageScript = R"JS(
     });
   }
   var out = document.getElementById('pt-diagnostics');
-  if (out && window.ptDiagnostics) out.textContent = window.ptDiagnostics.join('\n');
+  if (out && window.ptDiagnostics) out.textContent = window.ptDiagnostics.join(String.fromCharCode(10));
   document.documentElement.setAttribute('data-pt-ready', '1');
 })();
 )JS";
 
+// A cell's text: its lines (the caller's '\n') as lines of the page, each shown as written; a
+// status word (pass, fail, not evaluated) coloured.
+std::string CellHtml(const std::string& cell) {
+  std::string out;
+  size_t start = 0;
+  while (true) {
+    size_t end = cell.find('\n', start);
+    out += HtmlText(std::string_view(cell).substr(start, end - start));
+    if (end == std::string::npos) break;
+    out += "<br>";
+    start = end + 1;
+  }
+  for (const char* status : {"pass", "fail", "not evaluated"}) {
+    if (cell.rfind(status, 0) != 0) continue;
+    std::string cls = status;
+    std::replace(cls.begin(), cls.end(), ' ', '-');
+    return "<span class=\"pt-status-" + cls + "\">" + out + "</span>";
+  }
+  return out;
+}
+
+// A table with no rows is left out: headers over nothing say nothing.
 void AppendTable(std::string& out, const HtmlTable& table) {
+  if (table.rows.empty()) return;
   out += "<table>\n";
   if (!table.caption.empty()) out += "<caption>" + HtmlText(table.caption) + "</caption>\n";
   if (!table.headers.empty()) {
@@ -149,10 +181,27 @@ void AppendTable(std::string& out, const HtmlTable& table) {
   out += "<tbody>\n";
   for (const auto& row : table.rows) {
     out += "<tr>";
-    for (const auto& cell : row) out += "<td>" + HtmlText(cell) + "</td>";
+    for (const auto& cell : row) out += "<td>" + CellHtml(cell) + "</td>";
     // Short rows are padded so the grid stays whole.
     for (size_t k = row.size(); k < table.headers.size(); ++k) out += "<td></td>";
     out += "</tr>\n";
+  }
+  out += "</tbody>\n</table>\n";
+}
+
+// Each bar: the label, a track as wide as the budget with the used share filled (red when over),
+// and the figures in words.
+void AppendBars(std::string& out, const std::vector<HtmlBar>& bars) {
+  if (bars.empty()) return;
+  out += "<table class=\"pt-bars\">\n<tbody>\n";
+  for (const auto& b : bars) {
+    const bool over = b.value > b.limit;
+    const double share = b.limit > 0 ? std::min(1.0, b.value / b.limit) : 1.0;
+    out += fmt::format(
+        "<tr><td>{}</td><td><div class=\"pt-bar{}\" role=\"img\" aria-label=\"{}\"><span "
+        "style=\"width:{:.1f}%\"></span></div></td><td>{}</td></tr>\n",
+        HtmlText(b.label), over ? " pt-bar-over" : "", HtmlText(b.text), 100 * share,
+        HtmlText(b.text));
   }
   out += "</tbody>\n</table>\n";
 }
@@ -228,6 +277,15 @@ void AppendGraph(std::string& out, const GraphSvg& graph) {
   out += "</section>\n";
 }
 
+void AppendSection(std::string& out, const HtmlSection& s, const std::string& id) {
+  out += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", id, HtmlText(s.title));
+  for (const auto& p : s.paragraphs) out += "<p>" + HtmlText(p) + "</p>\n";
+  AppendBars(out, s.bars);
+  for (const auto& t : s.tables) AppendTable(out, t);
+  AppendList(out, s.items);
+  out += "</section>\n";
+}
+
 }  // namespace
 
 std::string MembersId(int box) { return fmt::format("pt_members_{}", box); }
@@ -258,22 +316,23 @@ std::string RenderReportHtml(const HtmlReport& report) {
   AppendList(out, report.verdict_details);
   out += "</header>\n<main>\n";
 
-  if (report.sections.size() + (report.graph ? 1 : 0) > 1) {
+  if (report.lead.size() + report.sections.size() + (report.graph ? 1 : 0) > 1) {
     out += "<nav class=\"pt-toc\">";
+    for (size_t k = 0; k < report.lead.size(); ++k) {
+      out += fmt::format("<a href=\"#pt_lead_{}\">{}</a>", k, HtmlText(report.lead[k].title));
+    }
     if (report.graph) out += "<a href=\"#pt_graph_section\">Placement graph</a>";
     for (size_t k = 0; k < report.sections.size(); ++k) {
       out += fmt::format("<a href=\"#pt_sec_{}\">{}</a>", k, HtmlText(report.sections[k].title));
     }
     out += "</nav>\n";
   }
+  for (size_t k = 0; k < report.lead.size(); ++k) {
+    AppendSection(out, report.lead[k], fmt::format("pt_lead_{}", k));
+  }
   if (report.graph) AppendGraph(out, *report.graph);
   for (size_t k = 0; k < report.sections.size(); ++k) {
-    const HtmlSection& s = report.sections[k];
-    out += fmt::format("<section id=\"pt_sec_{}\">\n<h2>{}</h2>\n", k, HtmlText(s.title));
-    for (const auto& p : s.paragraphs) out += "<p>" + HtmlText(p) + "</p>\n";
-    for (const auto& t : s.tables) AppendTable(out, t);
-    AppendList(out, s.items);
-    out += "</section>\n";
+    AppendSection(out, report.sections[k], fmt::format("pt_sec_{}", k));
   }
   out += fmt::format("<footer>Written by porttool {}.</footer>\n", PORTTOOL_VERSION);
   out += "<pre id=\"pt-diagnostics\" hidden></pre>\n</main>\n";

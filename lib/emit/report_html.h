@@ -2,7 +2,8 @@
 // or anywhere, with no network access (a Content-Security-Policy forbids every fetch), no external
 // script, style or font. It shows the verdict banner, the placement graph (graph_svg.h) with its
 // colour legend and, for each collapsed box, a <details> list of its members that clicking the box
-// opens, then the caller's sections: paragraphs, tables and bullet lists of plain text. It knows
+// opens, then the caller's sections: paragraphs, bars, tables and bullet lists of plain text
+// (a cell's '\n' starts a new line; a table without rows is left out). It knows
 // nothing of porttool's stages; `port` fills the data. The page is a pure function of that data
 // (no time, no paths of its own), so the same inputs give the same bytes.
 #pragma once
@@ -23,9 +24,17 @@ struct HtmlTable {
   std::vector<std::vector<std::string>> rows;  // a row may be shorter than headers
 };
 
+// A used share of a budget, drawn as a bar (red when over): memory against the target's.
+struct HtmlBar {
+  std::string label;
+  double value = 0, limit = 0;
+  std::string text;  // the figures in words, also the bar's accessible label
+};
+
 struct HtmlSection {
   std::string title;
   std::vector<std::string> paragraphs;
+  std::vector<HtmlBar> bars;  // before the tables
   std::vector<HtmlTable> tables;
   std::vector<std::string> items;  // bullet list, after the tables
 };
@@ -35,7 +44,8 @@ struct HtmlReport {
   std::string verdict;       // headline: "ready: 1 accelerator segment"
   std::string verdict_kind;  // "ok" | "warn" | "fail": colours the banner
   std::vector<std::string> verdict_details;
-  std::optional<GraphSvg> graph;  // drawn after the banner, before the sections
+  std::vector<HtmlSection> lead;  // right after the banner (the gates), before the graph
+  std::optional<GraphSvg> graph;  // drawn after the lead sections
   std::vector<HtmlSection> sections;
 };
 

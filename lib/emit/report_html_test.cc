@@ -101,14 +101,24 @@ HtmlReport Report(GraphSvg graph) {
   r.verdict_kind = "warn";
   r.verdict_details = {"2 segments: 1 accelerator, 1 host", "Gelu has no kernel on the target"};
   r.graph = std::move(graph);
-  HtmlSection segments{"Segments", {"Bridges are the tensors that cross a cut."}, {}, {}};
+  HtmlSection segments{"Segments", {"Bridges are the tensors that cross a cut."}, {}, {}, {}};
   segments.tables.push_back(
       {"Segments",
        {"segment", "runs on", "nodes", "bridge in", "bridge out"},
        {{"0", "accelerator", "2", "", "1.6 MB"}, {"1", "host", "3", "1.6 MB"}}});
-  HtmlSection steps{"Steps", {}, {}, {"check: ok", "split: 1 cut", "quantize: skipped"}};
+  HtmlSection steps{"Steps", {}, {}, {}, {"check: ok", "split: 1 cut", "quantize: skipped"}};
+  steps.tables.push_back({"What port did",
+                          {"step", "outcome", "details"},
+                          {{"simplify", "ok", "16 -> 13 nodes\nverified: 1 output(s)"}}});
+  steps.tables.push_back({"Nothing to show", {"a", "b"}, {}});
+  HtmlSection gates{"Gates", {}, {}, {}, {}};
+  gates.bars = {{"arena", 3, 2, "3 MB of 2 MB usable RAM"}, {"weights", 1, 4, "1 MB of 4 MB"}};
+  gates.tables.push_back(
+      {"Gates", {"gate", "status"}, {{"fit", "fail"}, {"arithmetic", "not evaluated"}}});
+  r.lead = {gates};
   HtmlSection left{"What is left to a person",
                    {"<script>alert('not markup')</script> & friends"},
+                   {},
                    {},
                    {"write a kernel for com.microsoft:Gelu (node \"gelu\")", "bad byte \xff"}};
   r.sections = {segments, steps, left};
@@ -204,9 +214,22 @@ TEST(ReportHtml, SmallGraphPage) {
   EXPECT_NE(html.find("&lt;script&gt;alert(&#39;not markup&#39;)&lt;/script&gt; &amp; friends"),
             std::string::npos);
   EXPECT_EQ(html.find("<script>alert"), std::string::npos);
-  EXPECT_NE(html.find("bad byte \\xff"), std::string::npos);
+  EXPECT_NE(html.find("bad byte ⟨0xFF⟩"), std::string::npos);
   EXPECT_EQ(html.find("\xff"), std::string::npos);
   EXPECT_NE(html.find("(node &quot;gelu&quot;)"), std::string::npos);
+  // A cell's lines are lines of the page, never a literal backslash escape anywhere (scripts
+  // included); a table without rows is left out; bars show the share used, red when over.
+  EXPECT_NE(html.find("16 -&gt; 13 nodes<br>verified: 1 output(s)"), std::string::npos);
+  EXPECT_EQ(html.find('\\'), std::string::npos) << "a backslash in the page";
+  EXPECT_EQ(html.find("Nothing to show"), std::string::npos);
+  EXPECT_NE(html.find("<div class=\"pt-bar pt-bar-over\" role=\"img\" aria-label=\"3 MB of 2 MB "
+                      "usable RAM\"><span style=\"width:100.0%\">"),
+            std::string::npos);
+  EXPECT_NE(html.find("<div class=\"pt-bar\" role=\"img\" aria-label=\"1 MB of 4 MB\"><span "
+                      "style=\"width:25.0%\">"),
+            std::string::npos);
+  EXPECT_NE(html.find("<span class=\"pt-status-fail\">fail</span>"), std::string::npos);
+  EXPECT_LT(html.find("id=\"pt_lead_0\""), html.find("id=\"pt_graph_section\""));
   // The short row is padded to the header's width.
   EXPECT_NE(html.find("<td>1.6 MB</td><td></td></tr>"), std::string::npos);
   EXPECT_NE(html.find(".pt-swatch-unsupported { background: #f7a1a1;"), std::string::npos);

@@ -21,6 +21,7 @@ constexpr double kCapDb = 60;
 
 struct Accumulator {
   double signal = 0, noise = 0, dot = 0, norm_a = 0, norm_b = 0, max_abs = 0;
+  double float_min = INFINITY, float_max = -INFINITY;
   std::vector<float> a, b;
   void Add(const runtime::Tensor& ta, const runtime::Tensor& tb, bool keep) {
     const float* pa = ta.data<float>();
@@ -33,6 +34,8 @@ struct Accumulator {
       norm_a += x * x;
       norm_b += y * y;
       max_abs = std::max(max_abs, std::fabs(y - x));
+      float_min = std::min(float_min, x);
+      float_max = std::max(float_max, x);
     }
     if (keep) {
       a.insert(a.end(), pa, pa + ta.size());
@@ -47,6 +50,8 @@ struct Accumulator {
     norm_a += o.norm_a;
     norm_b += o.norm_b;
     max_abs = std::max(max_abs, o.max_abs);
+    float_min = std::min(float_min, o.float_min);
+    float_max = std::max(float_max, o.float_max);
     a.insert(a.end(), o.a.begin(), o.a.end());
     b.insert(b.end(), o.b.begin(), o.b.end());
   }
@@ -162,8 +167,9 @@ double AboveIou(const std::vector<float>& ref, const std::vector<float>& qdq, do
 
 std::optional<double> AccuracyReport::Metric(const std::string& metric) const {
   std::optional<double> worst;
+  // An undefined figure (NaN: nothing to measure) is not a value: it neither passes nor fails.
   auto take = [&](std::optional<double> v) {
-    if (v && (!worst || *v < *worst)) worst = v;
+    if (v && !std::isnan(*v) && (!worst || *v < *worst)) worst = v;
   };
   if (metric == "sqnr") {
     for (const auto& o : outputs) take(o.sqnr_db);
@@ -256,7 +262,8 @@ AccuracyReport Evaluate(const io::Model& float_model,
     auto it = outputs.find(name);
     if (it == outputs.end()) continue;
     Accumulator& acc = it->second;
-    OutputAccuracy o{name, acc.Sqnr(), acc.Cosine(), acc.max_abs, {}, {}};
+    OutputAccuracy o{name, acc.Sqnr(), acc.Cosine(), acc.max_abs, acc.float_min, acc.float_max,
+                     {}, {}};
     if (auto t = options.thresholds.find(name); t != options.thresholds.end()) {
       ThresholdMapping m = MapThreshold(acc.a, acc.b, t->second);
       m.output = name;

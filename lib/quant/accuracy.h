@@ -22,6 +22,7 @@ inline constexpr double kQuantileLevels[] = {1, 5, 25, 50, 75, 95, 99};
 struct OutputAccuracy {
   std::string name;
   double sqnr_db = 0, cosine = 1, max_abs = 0;
+  double float_min = 0, float_max = 0;  // the float model's values over every sample
   std::vector<double> float_quantiles, qdq_quantiles;  // at kQuantileLevels
 };
 
@@ -52,7 +53,7 @@ struct AccuracyReport {
   std::vector<TaskResult> tasks;  // per output with a task other than regress, in output order
   std::vector<std::string> notes;
   // The value of a task metric (top1, hmean, seq, ...; sqnr in dB) on the output that does worst
-  // by it; nullopt when no output reports it. With labels, hmean and top1 are the quantized
+  // by it; nullopt when no output reports it or every output's figure is undefined. With labels, hmean and top1 are the quantized
   // model's against the ground truth (qdq_gt_hmean, qdq_accuracy).
   std::optional<double> Metric(const std::string& metric) const;
 };

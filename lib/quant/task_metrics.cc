@@ -403,11 +403,24 @@ TaskTally ScoreSequences(const TaskSpec& spec, const std::string& name, const ru
   return t;
 }
 
+// A share of nothing is undefined (NaN), not perfect: no box in either model, no row, no label
+// leaves nothing to measure, and a 1.0 there read as a pass.
 double Ratio(size_t num, size_t den) {
-  return den == 0 ? 1.0 : static_cast<double>(num) / static_cast<double>(den);
+  return den == 0 ? NAN : static_cast<double>(num) / static_cast<double>(den);
 }
 
-double Hmean(double p, double r) { return p + r == 0 ? 0 : 2 * p * r / (p + r); }
+// Undefined only when both are: a side that found nothing while the other found something has
+// the other side's share at 0 (Ratio's num is 0 there), so the mean is 0.
+double Hmean(double p, double r) {
+  if (std::isnan(p) && std::isnan(r)) return NAN;
+  if (std::isnan(p) || std::isnan(r)) return 0;
+  return p + r == 0 ? 0 : 2 * p * r / (p + r);
+}
+
+// "0.9500", or "undefined" for a figure with nothing to measure.
+std::string Figure(std::optional<double> v) {
+  return v && !std::isnan(*v) ? fmt::format("{:.4f}", *v) : "undefined";
+}
 
 }  // namespace
 
@@ -466,7 +479,7 @@ TaskResult Summarize(const TaskSpec& spec, const std::string& output, const Task
     case TaskKind::kClassify:
       r.metrics = {{"top1", Ratio(t.top1, t.items)},
                    {"top5", Ratio(t.top5, t.items)},
-                   {"mean_kl", t.items ? t.kl / static_cast<double>(t.items) : 0}};
+                   {"mean_kl", t.items ? t.kl / static_cast<double>(t.items) : NAN}};
       r.counts = {{"rows", t.items}};
       if (t.labelled > 0) {
         r.metrics.push_back({"float_accuracy", Ratio(t.float_correct, t.labelled)});
@@ -476,7 +489,7 @@ TaskResult Summarize(const TaskSpec& spec, const std::string& output, const Task
       break;
     case TaskKind::kCtc:
       r.metrics = {{"seq", Ratio(t.seq_equal, t.items)},
-                   {"char", t.float_chars == 0 ? (t.edits == 0 ? 1.0 : 0.0)
+                   {"char", t.float_chars == 0 ? (t.edits == 0 ? NAN : 0.0)
                                                : 1.0 - static_cast<double>(t.edits) /
                                                            static_cast<double>(t.float_chars)}};
       r.counts = {{"sequences", t.items}, {"float_chars", t.float_chars}};
@@ -488,7 +501,7 @@ TaskResult Summarize(const TaskSpec& spec, const std::string& output, const Task
 }
 
 std::string TaskResult::Describe() const {
-  auto m = [&](const char* name) { return Get(name).value_or(0); };
+  auto m = [&](const char* name) { return Figure(Get(name)); };
   auto n = [&](const char* name) {
     for (const auto& [k, v] : counts) {
       if (k == name) return v;
@@ -498,29 +511,29 @@ std::string TaskResult::Describe() const {
   switch (kind) {
     case TaskKind::kDetectDb: {
       std::string s = fmt::format(
-          "boxes vs float: hmean {:.4f} (precision {:.4f}, recall {:.4f}; {} float boxes, {} "
+          "boxes vs float: hmean {} (precision {}, recall {}; {} float boxes, {} "
           "quantized, {} maps)",
           m("hmean"), m("precision"), m("recall"), n("float_boxes"), n("qdq_boxes"), n("maps"));
       if (Get("float_gt_hmean")) {
         s += fmt::format(
-            "; vs ground truth ({} boxes on {} maps): float hmean {:.4f}, quantized {:.4f}",
+            "; vs ground truth ({} boxes on {} maps): float hmean {}, quantized {}",
             n("gt_boxes"), n("labelled"), m("float_gt_hmean"), m("qdq_gt_hmean"));
       }
       return s;
     }
     case TaskKind::kClassify: {
       std::string s = fmt::format(
-          "classes vs float: top-1 agreement {:.4f}, top-5 {:.4f}, mean KL {:.3g} ({} rows)",
+          "classes vs float: top-1 agreement {}, top-5 {}, mean KL {} ({} rows)",
           m("top1"), m("top5"), m("mean_kl"), n("rows"));
       if (Get("float_accuracy")) {
-        s += fmt::format("; accuracy ({} labelled): float {:.4f}, quantized {:.4f}", n("labelled"),
+        s += fmt::format("; accuracy ({} labelled): float {}, quantized {}", n("labelled"),
                          m("float_accuracy"), m("qdq_accuracy"));
       }
       return s;
     }
     case TaskKind::kCtc:
       return fmt::format(
-          "CTC decoding vs float: sequence agreement {:.4f}, character agreement {:.4f} ({} "
+          "CTC decoding vs float: sequence agreement {}, character agreement {} ({} "
           "sequences, {} float characters)",
           m("seq"), m("char"), n("sequences"), n("float_chars"));
     default:

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "lib/quant/accuracy.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
 
@@ -98,6 +99,36 @@ TEST(TaskMetrics, DetectionHmeanAgainstFloatAndGroundTruth) {
   EXPECT_DOUBLE_EQ(*r.Get("float_gt_hmean"), 0.5);
   EXPECT_DOUBLE_EQ(*r.Get("qdq_gt_hmean"), 0.5);
   EXPECT_NE(r.Describe().find("hmean 0.5000"), std::string::npos) << r.Describe();
+}
+
+// A metric with nothing to measure is undefined, never a perfect 1.0: two empty maps give no box
+// in either model; a quantized map that lost every box scores 0, not undefined.
+TEST(TaskMetrics, NothingToMeasureIsUndefinedAndLosingEveryBoxIsZero) {
+  TaskSpec spec = ParseTask("detect-db");
+  std::vector<float> empty(12 * 16, 0.0f), f = SmallMap();
+  TaskResult none = Summarize(spec, "maps",
+                              ScoreSample(spec, "maps", "s0", Floats({1, 1, 12, 16}, empty),
+                                          Floats({1, 1, 12, 16}, empty), nullptr, {12, 16}));
+  ASSERT_TRUE(none.Get("hmean"));
+  EXPECT_TRUE(std::isnan(*none.Get("hmean")));
+  EXPECT_NE(none.Describe().find("hmean undefined"), std::string::npos) << none.Describe();
+  EXPECT_TRUE(TaskJson(none)["metrics"]["hmean"].is_null());
+  AccuracyReport report;
+  report.tasks.push_back(none);
+  EXPECT_FALSE(report.Metric("hmean")) << "an undefined figure is not a value";
+
+  TaskResult lost = Summarize(spec, "maps",
+                              ScoreSample(spec, "maps", "s0", Floats({1, 1, 12, 16}, f),
+                                          Floats({1, 1, 12, 16}, empty), nullptr, {12, 16}));
+  EXPECT_DOUBLE_EQ(*lost.Get("hmean"), 0.0);
+  EXPECT_DOUBLE_EQ(*lost.Get("recall"), 0.0);
+  report.tasks.push_back(lost);
+  EXPECT_DOUBLE_EQ(*report.Metric("hmean"), 0.0);
+
+  TaskSpec ctc = ParseTask("ctc");
+  TaskResult no_rows = Summarize(ctc, "seq", TaskTally{});
+  EXPECT_TRUE(std::isnan(*no_rows.Get("seq")));
+  EXPECT_TRUE(std::isnan(*no_rows.Get("char")));
 }
 
 TEST(TaskMetrics, MatchingIsOneToOneAtHalfIou) {

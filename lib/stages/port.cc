@@ -52,7 +52,13 @@ std::string LogText(const PortResult& r) {
   }
   if (r.failure) {
     out += fmt::format("failed at step '{}': {}\n", r.failure->step, r.failure->message);
+    return out;
   }
+  for (const auto& g : r.gates) {
+    out += fmt::format("gate {}: {}: {} (needs {}){}\n", g.id, GateStatusName(g.status), g.measured,
+                       g.needed, g.finding.empty() ? "" : "; " + g.finding);
+  }
+  out += fmt::format("verdict: {} ({})\n", r.verdict, r.status);
   return out;
 }
 
@@ -125,20 +131,30 @@ PortResult PortStage(const PortOptions& options, const PortObserver& observer) {
     ok = RunStep(
         s, r, def.id, def.title, [&](PortStep& step) { def.run(s, step); }, observer);
   }
-  if (ok && !options.dry_run) {
+  // A failed step is the whole outcome: no gates, no verdict, nothing that names files the run
+  // did not write.
+  auto failed = [&]() -> PortResult {
+    r.status = "failed";
+    if (options.dry_run) return r;
+    io::WriteFileAtomic(s.dir / "port.log", LogText(r));
+    if (options.keep_failed) r.failure->kept = staging->Keep();
+    return r;
+  };
+  if (!ok) return failed();
+  s.verdict = ComputeVerdict(s);
+  if (!options.dry_run) {
     std::vector<PortStep> done = r.steps;
     ok = RunStep(
         s, r, "report", "the decision report, extended with what port did and what is left",
         [&](PortStep& step) { ReportStep(s, step, done); }, observer);
   }
-  std::tie(r.verdict, std::ignore) = PortVerdict(s);
+  if (!ok) return failed();
+  r.status = s.verdict.status;
+  r.gates = s.verdict.gates;
+  r.verdict = s.verdict.text;
   for (const auto& item : s.left) r.left.push_back(item.text);
   if (options.dry_run) return r;
   io::WriteFileAtomic(s.dir / "port.log", LogText(r));
-  if (!ok) {
-    if (options.keep_failed) r.failure->kept = staging->Keep();
-    return r;
-  }
   r.report = s.report_json;
   r.bundle_files = BundleFiles(s.dir);
   staging->Commit();
@@ -154,15 +170,30 @@ nlohmann::json PortJson(const PortResult& r) {
                      {"details", s.details},
                      {"ms", s.ms}});
   }
-  nlohmann::json doc = {{"bundle", r.bundle.string()}, {"steps", steps},
-                        {"verdict", r.verdict},        {"left", r.left},
-                        {"files", r.bundle_files},     {"ok", r.ok()}};
+  nlohmann::json doc = {{"status", r.status}, {"bundle", r.bundle.string()}, {"steps", steps},
+                        {"ok", r.status == "ready"}};
   if (r.failure) {
-    doc["failure"] = {{"step", r.failure->step},
-                      {"message", r.failure->message},
-                      {"kept", r.failure->kept.empty() ? nlohmann::json(nullptr)
-                                                       : nlohmann::json(r.failure->kept.string())}};
+    const PortFailure& f = *r.failure;
+    nlohmann::json error = {{"step", f.step}, {"message", f.message}};
+    if (!f.node.empty()) error["node"] = f.node;
+    if (!f.tensor.empty()) error["tensor"] = f.tensor;
+    error["kept"] = f.kept.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.kept.string());
+    doc["error"] = error;
+    return doc;
   }
+  nlohmann::json gates = nlohmann::json::array();
+  for (const auto& g : r.gates) {
+    gates.push_back({{"id", g.id},
+                     {"status", GateStatusName(g.status)},
+                     {"blocking", g.blocking},
+                     {"measured", g.measured},
+                     {"needed", g.needed},
+                     {"finding", g.finding}});
+  }
+  doc["gates"] = gates;
+  doc["verdict"] = r.verdict;
+  doc["left"] = r.left;
+  doc["files"] = r.bundle_files;
   if (!r.report.is_null()) doc["report"] = r.report;
   return doc;
 }

@@ -65,11 +65,38 @@ struct PortFailure {
   std::filesystem::path kept;  // the partial bundle, with keep_failed
 };
 
+// One line of the verdict: a question about the bundle that port answers with a measured figure
+// against the figure it needs. A gate not evaluated is a value of its own, never a pass.
+enum class GateStatus { kPass, kFail, kNotEvaluated };
+std::string GateStatusName(GateStatus status);  // "pass", "fail", "not evaluated"
+
+struct GateRow {  // a segment's figures, or the total's
+  std::string what;
+  std::string measured, needed;
+  GateStatus status = GateStatus::kNotEvaluated;
+};
+
+struct Gate {
+  std::string id;     // fit | accuracy | arithmetic | completeness
+  std::string title;  // the question, e.g. "does it fit the target's memory?"
+  GateStatus status = GateStatus::kNotEvaluated;
+  // A gate not evaluated for a reason the user cannot act on (fp16 emulation that does not exist
+  // yet) does not hold the verdict back; one the user can act on (no evaluation samples) does.
+  bool blocking = true;
+  std::string measured, needed;  // the summary figures
+  std::string finding;           // why it fails or was not evaluated, and what to do
+  std::vector<GateRow> rows;
+  std::vector<std::string> notes;  // how it was judged; findings that do not decide it
+  nlohmann::json figures;          // the numbers behind it, for report.json
+};
+
 struct PortResult {
   std::filesystem::path bundle;  // written (or, dry run / failed, where it would be)
   std::vector<PortStep> steps;
   std::optional<PortFailure> failure;
-  std::string verdict;                    // one line
+  std::string status;      // ready | not-ready | failed
+  std::vector<Gate> gates;  // empty on a failed run
+  std::string verdict;                    // one line; empty on a failed run
   std::vector<std::string> left;          // what is left to a person
   std::vector<std::string> bundle_files;  // relative to the bundle, sorted
   nlohmann::json report;                  // what report.json holds
@@ -87,7 +114,8 @@ using PortObserver = std::function<void(const PortStep& step, bool finished)>;
 // kind, and nothing is left on disk unless keep_failed.
 PortResult PortStage(const PortOptions& options, const PortObserver& observer = nullptr);
 
-// The --json document of a run: steps with timings, failure, verdict, bundle files, report.
+// The --json document of a run: status, steps with timings, gates and verdict (or, on a failed
+// run, the error and no verdict), bundle files, report.
 nlohmann::json PortJson(const PortResult& result);
 
 }  // namespace porttool::stages

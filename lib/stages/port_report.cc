@@ -193,6 +193,50 @@ emit::HtmlTable AccuracyTable(const PortState& s) {
   return t;
 }
 
+// ---- the gates -----------------------------------------------------------------------------------
+
+nlohmann::json GatesJson(const std::vector<Gate>& gates) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& g : gates) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& r : g.rows) {
+      rows.push_back({{"what", r.what},
+                      {"measured", r.measured},
+                      {"needed", r.needed},
+                      {"status", GateStatusName(r.status)}});
+    }
+    out.push_back({{"id", g.id},
+                   {"title", g.title},
+                   {"status", GateStatusName(g.status)},
+                   {"blocking", g.blocking},
+                   {"measured", g.measured},
+                   {"needed", g.needed},
+                   {"finding", g.finding},
+                   {"rows", rows},
+                   {"notes", g.notes},
+                   {"figures", g.figures.is_null() ? nlohmann::json::object() : g.figures}});
+  }
+  return out;
+}
+
+emit::HtmlTable GatesTable(const std::vector<Gate>& gates) {
+  emit::HtmlTable t{"Gates", {"gate", "status", "measured", "needed"}, {}};
+  for (const auto& g : gates) {
+    std::string status = GateStatusName(g.status);
+    if (g.status == GateStatus::kNotEvaluated && !g.blocking) status += " (does not block)";
+    t.rows.push_back({g.id, status, g.measured, g.needed});
+  }
+  return t;
+}
+
+emit::HtmlTable GateRowsTable(const Gate& g) {
+  emit::HtmlTable t{g.title, {"", "status", "measured", "needed"}, {}};
+  for (const auto& r : g.rows) {
+    t.rows.push_back({r.what, GateStatusName(r.status), r.measured, r.needed});
+  }
+  return t;
+}
+
 std::string MarkdownTable(const emit::HtmlTable& t) {
   if (t.rows.empty()) return "";
   std::string md = "| " + util::Join(t.headers, " | ") + " |\n|";
@@ -222,66 +266,65 @@ std::string QuantizationText(const PortState& s, const std::vector<PortStep>& st
   return "Not calibrated.";
 }
 
-}  // namespace
-
-std::pair<std::string, std::string> PortVerdict(const PortState& s) {
-  if (!s.plan) return {"", "fail"};
-  int accel = 0, host = 0;
-  for (const auto& seg : s.plan->split.segments) {
-    (seg.role == ir::SegmentRole::kHost ? host : accel)++;
+// What is left to a person: the items port found (custom operators, host ops) and every gate
+// that does not pass; "Nothing" only when the verdict is ready and nothing was found.
+std::vector<std::string> LeftItems(const PortState& s) {
+  std::vector<std::string> items;
+  for (const auto& item : s.left) items.push_back(item.text);
+  for (const auto& g : s.verdict.gates) {
+    if (g.status == GateStatus::kFail) items.push_back(g.id + " gate: " + g.finding);
   }
-  int custom = 0;
-  std::vector<std::string> ops;
-  for (const auto& item : s.left) {
-    if (item.kind == "custom-op") {
-      ++custom;
-      ops.push_back(item.op);
-    }
+  if (items.empty() && s.verdict.status == "ready") {
+    items.push_back("Nothing: every gate passes and every op runs on the target's accelerator.");
   }
-  std::string precision = "float";
-  if (s.quant && s.quant->qdq_files.empty()) {
-    precision = "float (no accelerator segment to quantize)";
-  } else if (s.quant && s.quant->chain_accuracy) {
-    double worst = INFINITY;
-    for (const auto& o : s.quant->chain_accuracy->outputs) worst = std::min(worst, o.sqnr_db);
-    precision = fmt::format("int8, worst output {} end to end", Db(worst));
-  } else if (s.quant) {
-    precision = "int8";
-  }
-  if (custom > 0) {
-    return {fmt::format("work left: {} custom operator(s) to write ({}); {} accelerator and {} "
-                        "host segment(s), {}",
-                        custom, util::Join(ops, ", "), accel, host, precision),
-            "warn"};
-  }
-  if (accel == 0) {
-    return {fmt::format("host only: the whole model runs on the CPU of {} (the accelerator cannot "
-                        "run some ops, and the cost model found the rest not worth the "
-                        "transfers), {}",
-                        s.target.name, precision),
-            "warn"};
-  }
-  if (host > 0) {
-    return {
-        fmt::format("ready, with host segments: {} accelerator and {} host segment(s), the host "
-                    "ones on the target's CPU, {}",
-                    accel, host, precision),
-        "warn"};
-  }
-  return {fmt::format("ready: one accelerator segment runs the whole model on {}, {}",
-                      s.target.name, precision),
-          "ok"};
+  return items;
 }
 
+// The fit gate as bars: each segment's weights and arena, and the totals, against the budgets.
+emit::HtmlSection MemorySection(const PortState& s) {
+  emit::HtmlSection section{"Memory", {}, {}, {}, {}};
+  for (const auto& g : s.verdict.gates) {
+    if (g.id != "fit") continue;
+    const nlohmann::json& f = g.figures;
+    if (!f.contains("usable_ram_bytes")) {
+      section.paragraphs.push_back(g.measured.empty() ? g.finding : g.measured + ". " + g.notes.front());
+      return section;
+    }
+    const double flash = f["usable_flash_bytes"].get<double>(), ram = f["usable_ram_bytes"].get<double>();
+    auto bar = [&](const std::string& label, double value, double limit, const char* budget) {
+      section.bars.push_back({label, value, limit,
+                              fmt::format("{} of {} usable {}", util::FormatBytes(uint64_t(value)),
+                                          util::FormatBytes(uint64_t(limit)), budget)});
+    };
+    for (const auto& seg : f.value("segments", nlohmann::json::array())) {
+      std::string name = fmt::format("segment {} ({})", seg["index"].get<int>(),
+                                     seg["arithmetic"].get<std::string>());
+      bar(name + " weights", seg["weight_bytes"].get<double>(), flash, "flash");
+      bar(name + " arena", seg["arena_bytes"].get<double>(), ram, "RAM");
+    }
+    bar("bridges", f["bridge_bytes"].get<double>(), ram, "RAM");
+    bar("total weights", f["weight_bytes"].get<double>(), flash, "flash");
+    bar("total RAM", f["ram_bytes"].get<double>(), ram, "RAM");
+    section.paragraphs.push_back(fmt::format("{}: {}", GateStatusName(g.status), g.needed));
+    section.tables.push_back(GateRowsTable(g));
+    for (const auto& n : g.notes) section.items.push_back(n);
+  }
+  return section;
+}
+
+}  // namespace
+
 nlohmann::json PortReportJson(const PortState& s, const std::vector<PortStep>& steps) {
-  auto [verdict, kind] = PortVerdict(s);
+  const PortVerdict& v = s.verdict;
   nlohmann::json pins = nlohmann::json::object();
   for (const auto& [name, dims] : s.pins) pins[name] = dims;
   return {{"format", "porttool-port-report/1"},
           {"source", {{"file", s.model_file}, {"sha256", s.source_sha256}}},
           {"target", {{"name", s.target.name}, {"title", s.target.title}}},
           {"input_shapes", pins},
-          {"verdict", {{"text", verdict}, {"kind", kind}}},
+          {"status", v.status},
+          {"verdict", {{"text", v.text}, {"kind", v.kind}}},
+          {"gates", GatesJson(v.gates)},
           {"steps", StepsJson(steps)},
           {"pipeline", "pipeline.json"},
           {"segments", s.written.manifest.value("segments", nlohmann::json::array())},
@@ -295,42 +338,63 @@ nlohmann::json PortReportJson(const PortState& s, const std::vector<PortStep>& s
 }
 
 std::string PortReportMarkdown(const PortState& s, const std::vector<PortStep>& steps) {
-  auto [verdict, kind] = PortVerdict(s);
-  std::string md =
-      fmt::format("# porttool port: {} → {}\n\n**{}**\n\n", s.model_file, s.target.name, verdict);
+  std::string md = fmt::format("# porttool port: {} → {}\n\n**{}**\n\n", s.model_file,
+                               s.target.name, s.verdict.text);
+  md += "## Gates\n\n" + MarkdownTable(GatesTable(s.verdict.gates));
+  for (const auto& g : s.verdict.gates) {
+    if (!g.finding.empty()) md += fmt::format("- **{}**: {}\n", g.id, g.finding);
+  }
+  md += "\n";
+  for (const auto& g : s.verdict.gates) {
+    if (g.rows.empty()) continue;
+    md += fmt::format("### {}: {}\n\n", g.id, g.title) + MarkdownTable(GateRowsTable(g));
+    for (const auto& n : g.notes) md += "- " + n + "\n";
+    if (!g.notes.empty()) md += "\n";
+  }
   md += "## What port did\n\n" + MarkdownTable(StepsTable(steps));
   md += "## Segments\n\n" + MarkdownTable(SegmentsTable(s)) + MarkdownTable(BridgesTable(s));
   for (const auto& line : EstimateLines(s)) md += "- " + line + "\n";
   md += "\n## Quantization\n\n" + QuantizationText(s, steps) + "\n\n" +
         MarkdownTable(AccuracyTable(s));
   md += "## What is left\n\n";
-  if (s.left.empty()) md += "Nothing: every op runs on the target's accelerator.\n";
-  for (const auto& item : s.left) md += "- " + item.text + "\n";
+  for (const auto& item : LeftItems(s)) md += "- " + item + "\n";
   md += "\n---\n\n";
   if (s.decision) md += s.decision->ToMarkdown();
   return md;
 }
 
 std::string PortReportHtml(const PortState& s, const std::vector<PortStep>& steps) {
-  auto [verdict, kind] = PortVerdict(s);
   emit::HtmlReport page;
   page.title = fmt::format("porttool port: {} → {}", s.model_file, s.target.name);
-  page.verdict = verdict;
-  page.verdict_kind = kind;
+  page.verdict = s.verdict.text;
+  page.verdict_kind = s.verdict.kind;
   page.verdict_details = {fmt::format("target: {} ({})", s.target.name, s.target.title)};
+  std::vector<std::string> findings;
+  for (const auto& g : s.verdict.gates) {
+    if (!g.finding.empty()) findings.push_back(g.id + ": " + g.finding);
+  }
+  page.lead.push_back({"Gates", {}, {}, {GatesTable(s.verdict.gates)}, findings});
+  std::vector<emit::HtmlTable> gate_tables;
+  std::vector<std::string> gate_notes;
+  for (const auto& g : s.verdict.gates) {
+    if (g.id != "fit") gate_tables.push_back(GateRowsTable(g));
+    for (const auto& n : g.notes) gate_notes.push_back(g.id + ": " + n);
+  }
+  page.lead.push_back(MemorySection(s));
   if (s.plan && s.scan) page.graph = PlacementSvg(s);
-  page.sections.push_back({"Segments", EstimateLines(s), {SegmentsTable(s), BridgesTable(s)}, {}});
-  page.sections.push_back({"What port did", {}, {StepsTable(steps)}, {}});
-  page.sections.push_back({"Quantization", {QuantizationText(s, steps)}, {AccuracyTable(s)}, {}});
-  std::vector<std::string> left;
-  for (const auto& item : s.left) left.push_back(item.text);
-  if (left.empty()) left.push_back("Nothing: every op runs on the target's accelerator.");
-  page.sections.push_back({"What is left", {}, {}, left});
+  page.sections.push_back({"Gate details", {}, {}, gate_tables, gate_notes});
+  page.sections.push_back(
+      {"Segments", EstimateLines(s), {}, {SegmentsTable(s), BridgesTable(s)}, {}});
+  page.sections.push_back({"What port did", {}, {}, {StepsTable(steps)}, {}});
+  page.sections.push_back(
+      {"Quantization", {QuantizationText(s, steps)}, {}, {AccuracyTable(s)}, {}});
+  page.sections.push_back({"What is left", {}, {}, {}, LeftItems(s)});
   if (s.decision) {
     page.sections.push_back(
         {"Decision report",
          {fmt::format("Verdict: {} — {}", decide::OutcomeName(s.decision->verdict.verdict),
                       s.decision->verdict.reason)},
+         {},
          {},
          s.decision->next_steps});
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,15 @@ struct PortQuantization {
   std::vector<std::pair<int, std::string>> qdq_files;  // accelerator segment -> qdq file
   std::optional<quant::AccuracyReport> chain_accuracy;
   std::vector<std::string> kept_float;  // by hand and by the search
+  std::map<int, uint64_t> qdq_weight_bytes;  // accelerator segment -> its QDQ model's weights
+};
+
+// The verdict: the gates and what they add up to.
+struct PortVerdict {
+  std::string status;  // ready | not-ready (empty before the split)
+  std::string text;    // one line
+  std::string kind;    // ok | warn | fail: the report's colour
+  std::vector<Gate> gates;
 };
 
 struct PortState {
@@ -50,11 +60,18 @@ struct PortState {
   std::string pins_origin;  // "given" | "the target profile's default"
   std::optional<SplitPlan> plan;
   std::optional<decide::TargetCheck> scan;  // of the model the segments were cut from
+  // What the fit gate reads, as emit measured it: each segment's float32 arena (its header's
+  // plan) and the runner's bridge arena.
+  std::vector<uint64_t> segment_arena;
+  std::optional<uint64_t> bridge_arena;
+  // The steps from the bundle to the device: the tool files written, and the ones that are not.
+  std::vector<std::string> device_step_files, device_steps_missing;
   emit::WriteSplitResult written;
   std::vector<io::Model> segments;  // as written
   std::optional<PortQuantization> quant;
   std::vector<LeftItem> left;
   std::optional<decide::DecisionReport> decision;
+  PortVerdict verdict;                        // computed once the steps are done
   nlohmann::json report_json;                 // what report.json holds
   std::vector<std::string> headers, runners;  // bundle-relative
   std::filesystem::path dir;                  // where files go (the staging directory)
@@ -75,7 +92,11 @@ std::vector<std::string> PlannedDetails(const PortState& s, const std::string& s
 nlohmann::json PortReportJson(const PortState& s, const std::vector<PortStep>& steps);
 std::string PortReportMarkdown(const PortState& s, const std::vector<PortStep>& steps);
 std::string PortReportHtml(const PortState& s, const std::vector<PortStep>& steps);
-// The one-line verdict and its kind (ok | warn | fail).
-std::pair<std::string, std::string> PortVerdict(const PortState& s);
+// The bytes of a model's weights (initializers and Constant values), float32 ones scaled by
+// `float_scale` (0.5 for a device that keeps them as float16).
+uint64_t WeightBytes(const io::Model& model, double float_scale);
+
+// The gates from what the steps left in the state, and the verdict they add up to (port_gates.cc).
+PortVerdict ComputeVerdict(const PortState& s);
 
 }  // namespace porttool::stages

@@ -33,16 +33,44 @@ void LogStep(const stages::PortStep& step, bool finished) {
   for (const auto& d : step.details) spdlog::debug("    {}", d);
 }
 
+void PrintGates(const std::vector<stages::Gate>& gates) {
+  fmt::print("\ngates:\n");
+  for (const auto& g : gates) {
+    std::string status = stages::GateStatusName(g.status);
+    if (g.status == stages::GateStatus::kNotEvaluated && !g.blocking) status += " (no block)";
+    fmt::print("  {:<13} {:<24} {}\n", g.id, status, g.measured);
+    if (!g.needed.empty()) fmt::print("  {:<13} {:<24} needs {}\n", "", "", g.needed);
+  }
+}
+
+// A failed run says where and why in place of the verdict, and claims no file.
+void PrintFailure(const stages::PortResult& r, const PortCliOptions& o) {
+  const stages::PortFailure& f = *r.failure;
+  fmt::print("\nfailed at step '{}': {}\n", f.step, WithFlagHint(f.message));
+  if (!f.node.empty()) fmt::print("  node: {}\n", f.node);
+  if (!f.tensor.empty()) fmt::print("  tensor: {}\n", f.tensor);
+  if (!f.kept.empty()) {
+    fmt::print("  the partial bundle is kept in {}/\n", f.kept.string());
+  } else if (!o.dry_run) {
+    fmt::print("  nothing was written (--keep-failed keeps the partial bundle)\n");
+  }
+}
+
 void PrintText(const stages::PortResult& r, const PortCliOptions& o) {
   for (const auto& s : r.steps) {
     fmt::print("{:<9} {:<8} {}\n", s.id, s.outcome, s.details.empty() ? s.title : s.details[0]);
     for (size_t i = 1; i < s.details.size(); ++i) fmt::print("{:<18} {}\n", "", s.details[i]);
   }
-  if (!r.verdict.empty()) fmt::print("\nverdict: {}\n", r.verdict);
+  if (r.failure) return PrintFailure(r, o);
+  PrintGates(r.gates);
+  fmt::print("\nverdict: {}\n", r.verdict);
+  for (const auto& g : r.gates) {
+    if (!g.finding.empty()) fmt::print("  {}: {}\n", g.id, g.finding);
+  }
   for (const auto& item : r.left) fmt::print("  left: {}\n", item);
   if (o.dry_run) {
     fmt::print("dry run: nothing written (the bundle would be {}/)\n", r.bundle.string());
-  } else if (r.ok()) {
+  } else {
     fmt::print("bundle: {}/ ({} files)\nreport: {}\n", r.bundle.string(), r.bundle_files.size(),
                (r.bundle / "report.html").string());
   }
@@ -69,7 +97,11 @@ int RunPort(const PortCliOptions& o) {
   options.rtol = o.rtol;
   options.atol = o.atol;
   stages::PortResult r = stages::PortStage(options, LogStep);
-  int code = r.failure ? ExitCodeFor(r.failure->kind) : kExitOk;
+  // 1 when a gate fails (the bundle is written: that is where the user reads why); a failed step
+  // keeps its error's code.
+  int code = r.failure ? ExitCodeFor(r.failure->kind)
+             : r.status == "ready" ? kExitOk
+                                   : kExitCheckFailed;
   if (r.failure) {
     spdlog::error("port failed at step '{}': {}", r.failure->step,
                   WithFlagHint(r.failure->message));
@@ -82,8 +114,8 @@ int RunPort(const PortCliOptions& o) {
   if (o.json) {
     nlohmann::json doc = stages::PortJson(r);
     if (r.failure) {
-      doc.update(ErrorJson(r.failure->kind, WithFlagHint(r.failure->message), r.failure->node,
-                           r.failure->tensor));
+      doc["error"].update(ErrorJson(r.failure->kind, WithFlagHint(r.failure->message),
+                                    r.failure->node, r.failure->tensor)["error"]);
     }
     PrintJson(doc);
   } else {
