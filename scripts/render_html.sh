@@ -8,17 +8,20 @@
 # uncaught exceptions and requests the page's Content-Security-Policy blocked. The page's own
 # diagnostics (lib/emit/report_html.h: <html data-pt-errors data-pt-ready>) are read as well, so
 # a script that stopped half-way counts as an error even if it logged nothing.
-#   scripts/render_html.sh PAGE.html OUT.png
+#   scripts/render_html.sh PAGE.html OUT.png [DOM.html]
+# DOM.html, when given, receives the live DOM after the page's scripts ran (what a test reads
+# the visible text from).
 # Exit: 0 ok; 1 console errors, unfinished page script or no screenshot; 2 usage;
 # 77 Chromium not installed (callers map it to a skip). $CHROMIUM overrides the browser path.
 set -euo pipefail
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 PAGE.html OUT.png" >&2
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+  echo "usage: $0 PAGE.html OUT.png [DOM.html]" >&2
   exit 2
 fi
 page=$1
 png=$2
+dom_out=${3:-}
 [ -f "$page" ] || { echo "render_html: $page: no such file" >&2; exit 2; }
 
 chromium=${CHROMIUM:-/usr/bin/chromium}
@@ -91,6 +94,7 @@ else
   echo "render_html: note: the page has no porttool diagnostics; counting console messages only"
 fi
 
+if [ -n "$dom_out" ]; then cp "$tmp/dom.html" "$dom_out"; fi
 boxes=$(grep -a -o '<g class="node"' "$tmp/dom.html" | wc -l)
 echo "boxes $boxes"
 echo "console errors $errors"

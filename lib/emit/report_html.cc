@@ -143,6 +143,11 @@ constexpr std::string_view kPageScript = R"JS(
   }
   var out = document.getElementById('pt-diagnostics');
   if (out && window.ptDiagnostics) out.textContent = window.ptDiagnostics.join(String.fromCharCode(10));
+  // The banner's colour as the browser drew it, for scripts/render_html.sh's readers.
+  var banner = document.querySelector('header.pt-verdict');
+  if (banner) {
+    document.documentElement.setAttribute('data-pt-banner', getComputedStyle(banner).borderTopColor);
+  }
   document.documentElement.setAttribute('data-pt-ready', '1');
 })();
 )JS";

@@ -220,7 +220,7 @@ nlohmann::json GatesJson(const std::vector<Gate>& gates) {
 }
 
 emit::HtmlTable GatesTable(const std::vector<Gate>& gates) {
-  emit::HtmlTable t{"Gates", {"gate", "status", "measured", "needed"}, {}};
+  emit::HtmlTable t{"", {"gate", "status", "measured", "needed"}, {}};
   for (const auto& g : gates) {
     std::string status = GateStatusName(g.status);
     if (g.status == GateStatus::kNotEvaluated && !g.blocking) status += " (does not block)";

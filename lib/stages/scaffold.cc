@@ -4,6 +4,7 @@
 
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 
 namespace porttool::stages {
 namespace fs = std::filesystem;
@@ -11,6 +12,14 @@ namespace fs = std::filesystem;
 emit::ScaffoldResult ScaffoldStage(const io::Model& model, const ScaffoldStageOptions& options) {
   io::Model pinned = model;
   if (!options.input_shapes.empty()) shape::ApplyInputShapes(pinned, options.input_shapes);
+  // The package's test kit runs the kernel on the node's real tensors: with a dynamic input the
+  // op description has no shapes and every kit test fails with "bad argument", so ask instead.
+  if (auto dynamic = shape::DynamicInputDims(pinned); !dynamic.empty()) {
+    ThrowUsage(
+        "inputs with unknown dims: {}; the package's test kit needs the node's shapes: pin the "
+        "input shape (e.g. {})",
+        util::Join(dynamic, ", "), shape::ExampleInputShapes(pinned));
+  }
   return emit::ScaffoldOp(pinned, options.scaffold, options.out_dir);
 }
 

@@ -196,6 +196,18 @@ g (float[1,4,8,8] x) => (float[1,4,8,8] y) {
   EXPECT_NE(run.err.find("not implemented"), std::string::npos) << run.err;
 }
 
+// Without pinned shapes the package's kit would test nothing it could run (every test "bad
+// argument"): scaffold-op asks for the shapes and writes nothing.
+TEST_F(CustomOpCliTest, ScaffoldWithoutPinnedShapesAsksForThemAndWritesNothing) {
+  TempDir dir;
+  auto r = RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 -o {}",
+                                   testing::DemoArg(), (dir / "pkg").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown dims: images[0]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--input-shape"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "pkg"));
+}
+
 TEST_F(CustomOpCliTest, KitAndKitCheckAgainstOutputsOfPorttoolRun) {
   TempDir dir;
   auto kit = RunPorttool(fmt::format("kit {} --node Custom_GELU_0 {} -o {}", testing::DemoArg(),
