@@ -154,11 +154,20 @@ void CheckAndPinStep(PortState& s, PortStep& step) {
   if (!s.values.empty()) {
     step.details.push_back("made constants: " + shape::InputValuesText(s.values));
   }
+  if (!o.input_ranges.empty()) {
+    std::vector<std::string> ranges;
+    for (const auto& [name, r] : o.input_ranges) {
+      ranges.push_back(fmt::format("{}={:g}:{:g}", name, r.lo, r.hi));
+    }
+    step.details.push_back("random verification inputs drawn from " + util::Join(ranges, ", "));
+  }
 }
 
 // ---- 2 simplify -------------------------------------------------------------------------------
 
 namespace {
+
+constexpr int kPortSimplifyRounds = 32;
 
 // inline-if's reasons for the Ifs still in the model after the fixed point (its last round's
 // "kept If 'NAME': REASON" notes): what the user must give for the model to become static.
@@ -193,11 +202,20 @@ std::map<std::string, std::string> KeptIfs(const passes::TransformReport& r) {
 
 void SimplifyStep(PortState& s, PortStep& step) {
   io::Model before = s.model;
-  passes::TransformReport r = SimplifyStage(s.model, {});
+  // Each level of Ifs nested on shape-derived conditions takes one round (fold, then inline), so
+  // port, which has no round flag, allows more than the subcommand's default of 8; a round that
+  // changes nothing ends the loop, so a model that converges early costs nothing more.
+  SimplifyStageOptions options;
+  options.limits.max_rounds = kPortSimplifyRounds;
+  passes::TransformReport r = SimplifyStage(s.model, options);
   if (r.failed) ThrowCheckFailed("the simplified model fails its check");
   step.details.push_back(fmt::format("{} -> {} nodes in {} round(s): {}", r.nodes_before,
                                      r.nodes_after, r.rounds, ChangesText(r)));
   if (r.nodes_before != r.nodes_after) step.details.push_back("ops: " + OpsChangedText(r));
+  if (r.hit_cap) {
+    step.details.push_back(fmt::format(
+        "stopped at the cap of {} rounds: the model may fold or inline further", r.rounds));
+  }
   s.kept_ifs = KeptIfs(r);
   for (const auto& [node, reason] : s.kept_ifs) {
     step.details.push_back(fmt::format("inline-if kept If '{}': {}", node, reason));
