@@ -11,6 +11,11 @@
 // is an Error(kBadInput) naming the cause. Resize 11+ -> below 10 points to resize-to-upsample.
 // With min=/max= instead of to=, the model moves to the nearest opset of that range and a model
 // already inside it is left alone: how a target profile's rewrites ask for "an opset I accept".
+// If/Loop/Scan bodies are checked the same way, node by node at every depth: they share the
+// model's opset import, so relabelling is right for them only when each of their nodes could be
+// relabelled, and the version converter does not convert them at all. A body node that needs
+// more is an Error(kBadInput) naming the main-graph node holding it (never a model whose bodies
+// say one opset and mean another).
 // Why: vendor converters pin opsets (RKNN-Toolkit2 wants 12..19, older TensorRT 11).
 #include "passes/convert_opset.h"
 
@@ -61,21 +66,61 @@ bool TypeAccepted(const ir::GraphView& view, const onnx::OpSchema& schema, size_
   return allowed.empty();
 }
 
-// Why the version cannot simply be relabelled, or nullopt.
+// Why `node`'s version cannot simply be relabelled (types checked against `view`, its graph's
+// index), or nullopt.
+std::optional<std::string> WhyNotRelabelNode(const ir::GraphView& view, const onnx::NodeProto& node,
+                                             int from, int to) {
+  if (!ir::IsOnnxDomain(node.domain())) return std::nullopt;
+  const auto* a = onnx::OpSchemaRegistry::Schema(node.op_type(), from, "");
+  const auto* b = onnx::OpSchemaRegistry::Schema(node.op_type(), to, "");
+  if (!a || !b) return node.op_type() + " has no schema at opset " + std::to_string(!a ? from : to);
+  if (a->since_version() == b->since_version()) return std::nullopt;
+  if (!SameSignature(*a, *b)) return node.op_type() + " changed signature";
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (!TypeAccepted(view, *b, i, node.input(i))) {
+      return node.op_type() + " input '" + node.input(i) + "' has a type opset " +
+             std::to_string(to) + " does not accept";
+    }
+  }
+  return std::nullopt;
+}
+
+// Why the main graph's own nodes cannot simply be relabelled, or nullopt.
 std::optional<std::string> WhyNotRelabel(const onnx::ModelProto& model, int from, int to) {
   ir::GraphView view(model.graph());
   for (const auto& node : model.graph().node()) {
-    if (!ir::IsOnnxDomain(node.domain())) continue;
-    const auto* a = onnx::OpSchemaRegistry::Schema(node.op_type(), from, "");
-    const auto* b = onnx::OpSchemaRegistry::Schema(node.op_type(), to, "");
-    if (!a || !b)
-      return node.op_type() + " has no schema at opset " + std::to_string(!a ? from : to);
-    if (a->since_version() == b->since_version()) continue;
-    if (!SameSignature(*a, *b)) return node.op_type() + " changed signature";
-    for (int i = 0; i < node.input_size(); ++i) {
-      if (!TypeAccepted(view, *b, i, node.input(i))) {
-        return node.op_type() + " input '" + node.input(i) + "' has a type opset " +
-               std::to_string(to) + " does not accept";
+    if (auto why = WhyNotRelabelNode(view, node, from, to)) return why;
+  }
+  return std::nullopt;
+}
+
+// The first node inside an If/Loop/Scan body (at any depth) that cannot be relabelled: the
+// version converter converts only the main graph, and the bodies share the model's opset
+// import, so such a body would be left at the old version under the new label.
+struct BodyProblem {
+  const onnx::NodeProto* holder = nullptr;  // the main-graph node holding the body
+  std::string node;                         // the body node
+  std::string reason;
+};
+
+std::optional<BodyProblem> FindInBodies(const onnx::GraphProto& graph, int from, int to,
+                                        const onnx::NodeProto* holder) {
+  bool is_body = holder != nullptr;
+  std::optional<ir::GraphView> view;
+  if (is_body) view.emplace(graph);
+  for (const auto& node : graph.node()) {
+    if (is_body) {
+      if (auto why = WhyNotRelabelNode(*view, node, from, to)) {
+        return BodyProblem{holder, node.name().empty() ? node.op_type() : node.name(), *why};
+      }
+    }
+    const onnx::NodeProto* outer = is_body ? holder : &node;
+    for (const auto& attr : node.attribute()) {
+      std::vector<const onnx::GraphProto*> bodies;
+      if (attr.has_g()) bodies.push_back(&attr.g());
+      for (const auto& g : attr.graphs()) bodies.push_back(&g);
+      for (const auto* body : bodies) {
+        if (auto problem = FindInBodies(*body, from, to, outer)) return problem;
       }
     }
   }
@@ -122,6 +167,17 @@ PassResult ConvertOpsetPass::Run(io::Model& model, const PassOptions& options, P
             node.name());
       }
     }
+  }
+  if (auto problem = FindInBodies(model.proto.graph(), from, to, nullptr)) {
+    const onnx::NodeProto& holder = *problem->holder;
+    throw Error(
+        ErrorKind::kBadInput,
+        fmt::format("convert-opset {} -> {}: {} '{}' has a body node '{}' that needs "
+                    "converting ({}), and the version converter converts only the main "
+                    "graph; inline the If first when its condition is constant "
+                    "(inline-if), or export the model at opset {}",
+                    from, to, holder.op_type(), holder.name(), problem->node, problem->reason, to),
+        holder.name());
   }
   auto why = WhyNotRelabel(model.proto, from, to);
   if (!why) {

@@ -17,6 +17,7 @@
 #include "passes/gelu_to_tanh.h"
 #include "passes/hardswish.h"
 #include "passes/infer_shapes.h"
+#include "passes/inline_if.h"
 #include "passes/pass.h"
 #include "passes/replace_with_custom_op.h"
 #include "passes/resize_nearest_half_pixel.h"
@@ -33,6 +34,7 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<TopoSortPass>());
     r->push_back(std::make_unique<EliminateIdentityPass>());
     r->push_back(std::make_unique<FoldConstantsPass>());
+    r->push_back(std::make_unique<InlineIfPass>());
     r->push_back(std::make_unique<ConstantToInitializerPass>());
     r->push_back(std::make_unique<EliminateDeadCodePass>());
     r->push_back(std::make_unique<EliminateUnusedInitializersPass>());

@@ -48,6 +48,7 @@ TransformReport Simplify(io::Model& model, const std::string& input_shape, PassC
   std::map<std::string, std::string> fold_options;
   if (!input_shape.empty()) fold_options["input-shape"] = input_shape;
   std::vector<PipelineStep> steps = {{"fold-constants", PassOptions(fold_options)},
+                                     {"inline-if", {}},
                                      {"eliminate-identity", {}},
                                      {"fuse-conv-bn", {}},
                                      {"fuse-conv-mul", {}},

@@ -451,6 +451,28 @@ void ParseFloatArithmetic(const JsonFile& f, TargetProfile& t) {
   t.float_arithmetic_text = f.String("/float_arithmetic/text");
 }
 
+// "input_values": {"NAME": number or [numbers], ...}; integers stay exact.
+void ParseInputValues(const JsonFile& f, TargetProfile& t) {
+  t.input_values.clear();
+  for (const auto& [name, value] : f.Object("/input_values").items()) {
+    std::string p = "/input_values/" + PointerToken(name);
+    const nlohmann::json items = value.is_array() ? value : nlohmann::json::array({value});
+    shape::InputValue v;
+    v.origin = "from the target profile";
+    for (const auto& item : items) {
+      if (item.is_number_integer()) {
+        v.numbers.push_back(item.get<int64_t>());
+      } else if (item.is_number()) {
+        v.numbers.push_back(item.get<double>());
+      } else {
+        f.Fail(p, "expected a number or a non-empty array of numbers");
+      }
+    }
+    if (v.numbers.empty()) f.Fail(p, "expected a number or a non-empty array of numbers");
+    t.input_values[name] = std::move(v);
+  }
+}
+
 // Reads the fields `f` sets into `t` (a parent's values stay where `f` is silent).
 void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::string>& seen) {
   f.OnlyKeys("", {"schema",
@@ -476,6 +498,7 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
                   "cpu_constraints",
                   "rewrites",
                   "default_input_shape",
+                  "input_values",
                   "runner_backend",
                   "float_arithmetic"});
   for (const auto& [key, value] : f.root().items()) seen.insert(key);
@@ -558,6 +581,7 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
     if (t.default_input_shape.empty()) f.Fail("/default_input_shape", "expected NAME:DIMS");
     t.default_input_shape_file = f.name();
   }
+  if (has("input_values")) ParseInputValues(f, t);
   if (has("runner_backend")) {
     t.runner_backend = f.String("/runner_backend");
     if (t.runner_backend != "rknn") f.Fail("/runner_backend", "expected \"rknn\"");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/decide/json_file.h"
+#include "lib/shape/input_values.h"
 
 namespace porttool::decide {
 
@@ -91,6 +92,9 @@ struct TargetProfile {
   std::string rewrites_file;
   std::string default_input_shape;
   std::string default_input_shape_file;
+  // Inputs whose value the deployment fixes ("input_values": {"sr": 16000}): port makes those of
+  // a model's inputs constants before simplifying (a value the user gives wins).
+  shape::InputValues input_values;
   // The generated runner's backend for this target's accelerator segments besides porttool's
   // reference one: "rknn" (librknnrt), or empty when porttool has none for it.
   std::string runner_backend;

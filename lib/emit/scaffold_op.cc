@@ -160,6 +160,27 @@ const onnx::NodeProto& FindNode(const io::Model& model, const std::string& name)
              close.empty() ? "" : " (did you mean " + Join(close, ", ") + "?)");
 }
 
+// A custom operator is a C kernel over tensors and plain attributes: a subgraph (If/Loop/Scan
+// bodies) would have to run inside it, which no target SDK's custom-op interface offers. The node
+// is refused before any analysis, whatever the options: bad input (exit 3), like the other
+// attribute types a C kernel cannot take.
+void RefuseGraphAttributes(const onnx::NodeProto& node) {
+  for (const auto& a : node.attribute()) {
+    if (a.type() != onnx::AttributeProto::GRAPH && a.type() != onnx::AttributeProto::GRAPHS &&
+        !a.has_g() && a.graphs_size() == 0) {
+      continue;
+    }
+    throw Error(ErrorKind::kBadInput,
+                fmt::format("node '{}' ({}) carries a subgraph (attribute '{}'): a custom "
+                            "operator cannot hold one, its kernel would have to run the body; "
+                            "remove the {} first (simplify inlines an If whose condition is "
+                            "constant: give the input values it depends on), or run it on a "
+                            "host that runs ONNX",
+                            node.name(), node.op_type(), a.name(), node.op_type()),
+                node.name());
+  }
+}
+
 using Vars = std::vector<std::pair<std::string, std::string>>;
 
 std::string CFloat(double v) { return fmt::format("{:a}f", static_cast<float>(v)); }
@@ -419,6 +440,7 @@ bool HasKnownKernel(const std::string& op_type) { return FindKnown(op_type) != n
 
 CustomOpSpec DescribeNode(const io::Model& source, const std::string& node_name) {
   const onnx::NodeProto& original = FindNode(source, node_name);
+  RefuseGraphAttributes(original);
   io::Model model = source;
   shape::InferShapes(model);
   try {

@@ -84,6 +84,51 @@ int ReplaceAllUses(onnx::GraphProto& graph, const std::string& from, const std::
   return count;
 }
 
+namespace {
+
+// `renames` less the names `body` defines itself (a body's own tensor shadows the outer one).
+std::unordered_map<std::string, std::string> VisibleIn(
+    const onnx::GraphProto& body, const std::unordered_map<std::string, std::string>& renames) {
+  std::unordered_map<std::string, std::string> visible = renames;
+  for (const auto& vi : body.input()) visible.erase(vi.name());
+  for (const auto& t : body.initializer()) visible.erase(t.name());
+  for (const auto& node : body.node()) {
+    for (const auto& out : node.output()) visible.erase(out);
+  }
+  return visible;
+}
+
+int RenameCapturesIn(onnx::GraphProto& body,
+                     const std::unordered_map<std::string, std::string>& renames) {
+  auto visible = VisibleIn(body, renames);
+  if (visible.empty()) return 0;
+  int count = 0;
+  for (auto& out : *body.mutable_output()) {
+    if (auto it = visible.find(out.name()); it != visible.end()) {
+      out.set_name(it->second);
+      ++count;
+    }
+  }
+  return count + RenameReads(body, visible);
+}
+
+}  // namespace
+
+int RenameReads(onnx::GraphProto& graph,
+                const std::unordered_map<std::string, std::string>& renames) {
+  int count = 0;
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& input : *node.mutable_input()) {
+      if (auto it = renames.find(input); it != renames.end()) {
+        input = it->second;
+        ++count;
+      }
+    }
+    ForEachSubgraph(node, [&](onnx::GraphProto& g) { count += RenameCapturesIn(g, renames); });
+  }
+  return count;
+}
+
 int RemoveNodes(onnx::GraphProto& graph, const std::vector<bool>& remove) {
   google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
   int removed = 0;

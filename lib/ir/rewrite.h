@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -26,6 +27,12 @@ void ForEachGraph(const onnx::GraphProto& graph,
 // that remove the producer of a graph output must make the replacement produce that name.
 // Returns the number of inputs rewritten.
 int ReplaceAllUses(onnx::GraphProto& graph, const std::string& from, const std::string& to);
+
+// ReplaceAllUses for many names at once (one walk): every reader of a key of `renames` reads its
+// value instead, in `graph`'s nodes and in captures inside subgraphs that do not define the name
+// themselves. Graph outputs of `graph` are not renamed. Returns the number of reads rewritten.
+int RenameReads(onnx::GraphProto& graph,
+                const std::unordered_map<std::string, std::string>& renames);
 
 // Removes the nodes flagged in `remove` (one flag per node), keeping the order of the rest.
 int RemoveNodes(onnx::GraphProto& graph, const std::vector<bool>& remove);

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -614,7 +615,57 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
   return outputs;
 }
 
-Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng) {
+namespace {
+
+// Integers uniform in [lo, hi], both included; the bounds must be whole numbers the type holds.
+template <class T>
+void FillIntegers(Tensor& t, const InputSpec& spec, const shape::ValueRange& r,
+                  std::mt19937_64& rng) {
+  constexpr double kMin = static_cast<double>(std::numeric_limits<T>::min());
+  constexpr double kMax = static_cast<double>(std::numeric_limits<T>::max());
+  if (r.lo != std::floor(r.lo) || r.hi != std::floor(r.hi) || r.lo < kMin || r.hi > kMax ||
+      r.hi - r.lo >= 9.007199254740992e15) {
+    ThrowUsage("input range: '{}' is {}: expected whole numbers from {:g} to {:g}, got {:g}:{:g}",
+               spec.name, ir::DtypeName(spec.dtype), kMin, kMax, r.lo, r.hi);
+  }
+  auto lo = static_cast<int64_t>(r.lo);
+  auto span = static_cast<uint64_t>(static_cast<int64_t>(r.hi) - lo) + 1;
+  T* p = t.mutable_data<T>();
+  for (int64_t i = 0; i < t.size(); ++i) p[i] = static_cast<T>(lo + int64_t(rng() % span));
+}
+
+void FillInRange(Tensor& t, const InputSpec& spec, const shape::ValueRange& r,
+                 std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  switch (spec.dtype) {
+    case TP::FLOAT: {
+      float* p = t.mutable_data<float>();
+      for (int64_t i = 0; i < t.size(); ++i) p[i] = float(r.lo + (r.hi - r.lo) * unit(rng));
+      return;
+    }
+    case TP::DOUBLE: {
+      double* p = t.mutable_data<double>();
+      for (int64_t i = 0; i < t.size(); ++i) p[i] = r.lo + (r.hi - r.lo) * unit(rng);
+      return;
+    }
+    case TP::INT8:
+      return FillIntegers<int8_t>(t, spec, r, rng);
+    case TP::UINT8:
+      return FillIntegers<uint8_t>(t, spec, r, rng);
+    case TP::INT32:
+      return FillIntegers<int32_t>(t, spec, r, rng);
+    case TP::INT64:
+      return FillIntegers<int64_t>(t, spec, r, rng);
+    default:
+      ThrowUsage("input range: '{}' is {}, which takes no range; give its value", spec.name,
+                 ir::DtypeName(spec.dtype));
+  }
+}
+
+}  // namespace
+
+Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng,
+                    const std::optional<shape::ValueRange>& range) {
   for (int64_t d : spec.dims) {
     if (d < 0) {
       ThrowUsage("input '{}' has a dynamic dim; pin its input shape ({}:DIMS)", spec.name,
@@ -622,6 +673,10 @@ Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng) {
     }
   }
   Tensor t(spec.dtype, spec.dims);
+  if (range) {
+    FillInRange(t, spec, *range, rng);
+    return t;
+  }
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   auto fill = [&](auto* p, auto gen) {
     for (int64_t i = 0; i < t.size(); ++i) p[i] = gen();
@@ -655,16 +710,21 @@ Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng) {
   return t;
 }
 
-TensorMap RandomInputs(const Session& session, uint64_t seed) {
-  return CompleteWithRandom(session, {}, seed);
+TensorMap RandomInputs(const Session& session, uint64_t seed, const shape::InputRanges& ranges) {
+  return CompleteWithRandom(session, {}, seed, ranges);
 }
 
-TensorMap CompleteWithRandom(const Session& session, TensorMap given, uint64_t seed) {
+TensorMap CompleteWithRandom(const Session& session, TensorMap given, uint64_t seed,
+                             const shape::InputRanges& ranges) {
   std::mt19937_64 rng(seed);
   for (const auto& spec : session.inputs()) {
     // Every input draws from its own stream so giving one input does not change the others.
     std::mt19937_64 input_rng(rng());
-    if (!given.count(spec.name)) given[spec.name] = RandomTensor(spec, input_rng);
+    if (given.count(spec.name)) continue;
+    auto range = ranges.find(spec.name);
+    given[spec.name] = RandomTensor(
+        spec, input_rng,
+        range == ranges.end() ? std::nullopt : std::optional<shape::ValueRange>(range->second));
   }
   return given;
 }

@@ -20,6 +20,7 @@
 #include "lib/io/model.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/tensor.h"
+#include "lib/shape/input_values.h"
 
 namespace porttool::runtime {
 
@@ -122,13 +123,20 @@ class Session {
   const std::function<void(const onnx::NodeProto&)>* after_node_ = nullptr;  // during RunTimed
 };
 
-// A random tensor for `spec`: floats uniform in [0, 1), integers in [0, 10), bool coin flips.
-// Every dim must be static (pin dynamic ones with --input-shape first); Error(kUsage) otherwise.
-Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng);
-// One random tensor per model input, reproducible for a seed.
-TensorMap RandomInputs(const Session& session, uint64_t seed);
+// A random tensor for `spec`: floats uniform in [0, 1), integers in [0, 10), bool coin flips; with
+// a range, floats in [lo, hi) and integers in [lo, hi] (Error(kUsage) for a range an integer type
+// cannot draw from, or a range on a bool input). Every dim must be static (pin dynamic ones with
+// --input-shape first); Error(kUsage) otherwise.
+Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng,
+                    const std::optional<shape::ValueRange>& range = std::nullopt);
+// One random tensor per model input, reproducible for a seed. `ranges` may name inputs this
+// session does not have (one map serves a model and its segments): those are ignored; callers
+// check the names against the model they were given for (shape::CheckInputRanges).
+TensorMap RandomInputs(const Session& session, uint64_t seed,
+                       const shape::InputRanges& ranges = {});
 // `given` plus a random tensor for every model input it lacks (same values as RandomInputs for
 // those inputs).
-TensorMap CompleteWithRandom(const Session& session, TensorMap given, uint64_t seed);
+TensorMap CompleteWithRandom(const Session& session, TensorMap given, uint64_t seed,
+                             const shape::InputRanges& ranges = {});
 
 }  // namespace porttool::runtime

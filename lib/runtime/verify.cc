@@ -33,11 +33,11 @@ VerifyResult VerifyChain(const io::Model& original, const std::vector<const io::
 
 VerifyResult VerifyChainRandom(const io::Model& original,
                                const std::vector<const io::Model*>& segments, uint64_t seed,
-                               const SessionOptions& options) {
+                               const SessionOptions& options, const shape::InputRanges& ranges) {
   TensorMap inputs;
   {
     Session session(original, options);
-    inputs = RandomInputs(session, seed);
+    inputs = RandomInputs(session, seed, ranges);
   }
   return VerifyChain(original, segments, inputs, options);
 }

@@ -26,9 +26,11 @@ struct VerifyResult {
 VerifyResult VerifyChain(const io::Model& original, const std::vector<const io::Model*>& segments,
                          const TensorMap& inputs, const SessionOptions& options = {});
 
-// Same, with reproducible random inputs for the original model (static input dims required).
+// Same, with reproducible random inputs for the original model (static input dims required),
+// drawn from `ranges` for the inputs it names.
 VerifyResult VerifyChainRandom(const io::Model& original,
                                const std::vector<const io::Model*>& segments, uint64_t seed,
-                               const SessionOptions& options = {});
+                               const SessionOptions& options = {},
+                               const shape::InputRanges& ranges = {});
 
 }  // namespace porttool::runtime

@@ -397,6 +397,7 @@ void FillReport(const io::Model& model, InferReport& report) {
 InferReport InferShapes(io::Model& model, const InferOptions& options) {
   RegisterContribSchemas();
   ApplyInputShapes(model, options.input_shapes);
+  ApplyInputValues(model, options.input_values);
   InferReport report;
   InlineSmallExternalTensors inlined(model);
   auto& graph = *model.proto.mutable_graph();

@@ -11,11 +11,13 @@
 
 #include "lib/io/model.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/shape/input_values.h"
 
 namespace porttool::shape {
 
 struct InferOptions {
   InputShapes input_shapes;  // pinned before inference (ApplyInputShapes)
+  InputValues input_values;  // then made constants (ApplyInputValues): data propagation sees them
   int max_iterations = 8;    // fixed-point cap; a warning note when hit
   bool strict = false;       // throw on the first node-level inference error
 };

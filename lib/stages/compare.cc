@@ -43,7 +43,8 @@ runtime::ModelComparison CompareStage(const io::Model& a_in, const io::Model* b_
   runtime::TensorMap inputs;
   {
     runtime::Session specs(a, options.session);
-    inputs = runtime::CompleteWithRandom(specs, o.inputs, o.seed);
+    shape::CheckInputRanges(a, o.input_ranges);
+    inputs = runtime::CompleteWithRandom(specs, o.inputs, o.seed, o.input_ranges);
   }
   if (o.save_outputs.empty()) {
     if (!b_in) ThrowUsage("nothing to compare: give a second model, or a store to record into");
@@ -72,7 +73,7 @@ std::vector<quant::TaskResult> CompareTasks(const io::Model& a_in, const io::Mod
                  util::Join(names, ", "));
     }
   }
-  runtime::TensorMap inputs = runtime::CompleteWithRandom(sa, o.inputs, o.seed);
+  runtime::TensorMap inputs = runtime::CompleteWithRandom(sa, o.inputs, o.seed, o.input_ranges);
   auto fa = sa.Run(inputs), fb = sb.Run(inputs);
   std::vector<quant::TaskResult> results;
   for (const auto& x : fa) {

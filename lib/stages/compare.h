@@ -11,6 +11,7 @@
 #include "lib/quant/task_metrics.h"
 #include "lib/runtime/compare.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/shape/input_values.h"
 
 namespace porttool::stages {
 
@@ -18,6 +19,7 @@ struct CompareStageOptions {
   runtime::CompareOptions compare;
   runtime::TensorMap inputs;  // given inputs; the others are random from `seed`
   uint64_t seed = 0;
+  shape::InputRanges input_ranges;     // what the random inputs are drawn from
   shape::InputShapes input_shapes;     // pinned on both models
   std::filesystem::path save_outputs;  // record A's inputs and outputs (and intermediates)
   std::filesystem::path load_outputs;  // compare A against this store instead of running a model

@@ -26,6 +26,7 @@
 #include "lib/decide/report.h"
 #include "lib/quant/quantize_calibrate.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/shape/input_values.h"
 #include "lib/util/error.h"
 
 namespace porttool::stages {
@@ -35,6 +36,8 @@ struct PortOptions {
   std::filesystem::path rules_dir;
   std::string target;               // a profile name or a profile file
   shape::InputShapes input_shapes;  // empty: the target's default_input_shape
+  shape::InputValues input_values;  // inputs made constants (and the profile's input_values)
+  shape::InputRanges input_ranges;  // what the verifications' random inputs draw from
   // With calibration data (request.data_dir): quantize. The request's table, thresholds and
   // progress are port's own business; the rest (method, QDQ options, target) is the user's.
   std::optional<quant::QuantizeCalibrateRequest> quantize;

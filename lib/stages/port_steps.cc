@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "lib/analysis/check.h"
 #include "lib/emit/c_names.h"
 #include "lib/emit/header.h"
 #include "lib/io/atomic_file.h"
@@ -44,12 +45,20 @@ std::string PinsText(const shape::InputShapes& pins) {
   return util::Join(parts, ",");
 }
 
-// The executor's outputs of `before` and `after` on the same seeded random inputs, compared
-// within the run's tolerance: what "verified" means for the steps that may change numerics.
+// The executor's outputs of `before` and `after` on the same seeded random inputs (drawn from
+// the given ranges), compared within the run's tolerance, and the ONNX checker on `after`: what
+// "verified" means for the steps that may change numerics. A pass can leave a model the executor
+// runs and a converter rejects (a subgraph at the wrong opset), so the outputs alone are not it.
 std::string VerifyEquivalent(const io::Model& before, const io::Model& after, const char* what,
                              const PortOptions& o) {
+  analysis::CheckReport checker;
+  analysis::RunOnnxChecker(after, checker);
+  if (!checker.findings.empty()) {
+    ThrowCheckFailed("{}: the result fails the ONNX checker: {}", what,
+                     checker.findings.front().message);
+  }
   runtime::Session a(before), b(after);
-  runtime::TensorMap inputs = runtime::RandomInputs(a, o.seed);
+  runtime::TensorMap inputs = runtime::RandomInputs(a, o.seed, o.input_ranges);
   std::vector<runtime::NamedTensor> ra = a.Run(inputs), rb = b.Run(inputs);
   double max_abs = 0;
   for (const auto& want : ra) {
@@ -68,7 +77,7 @@ std::string VerifyEquivalent(const io::Model& before, const io::Model& after, co
   }
   return fmt::format(
       "verified: {} output(s) within rtol {:g} atol {:g} of the model before (max abs {:.2g}) on "
-      "random inputs (seed {})",
+      "random inputs (seed {}), and the result passes the ONNX checker",
       ra.size(), o.rtol, o.atol, max_abs, o.seed);
 }
 
@@ -114,6 +123,9 @@ void CheckAndPinStep(PortState& s, PortStep& step) {
   }
   io::Model pinned = s.model;
   shape::ApplyInputShapes(pinned, s.pins);
+  s.values = EffectiveInputValues(s.target, s.model, o.input_values);
+  shape::CheckInputRanges(pinned, o.input_ranges, s.values);
+  shape::ApplyInputValues(pinned, s.values);
   if (auto dynamic = shape::DynamicInputDims(pinned); !dynamic.empty()) {
     ThrowUsage("inputs with unknown dims: {}; pin the input shape (e.g. {})",
                util::Join(dynamic, ", "), shape::ExampleInputShapes(pinned));
@@ -139,18 +151,80 @@ void CheckAndPinStep(PortState& s, PortStep& step) {
   s.model = std::move(pinned);
   if (!s.pins.empty())
     step.details.push_back(fmt::format("pinned {} ({})", PinsText(s.pins), s.pins_origin));
+  if (!s.values.empty()) {
+    step.details.push_back("made constants: " + shape::InputValuesText(s.values));
+  }
+  if (!o.input_ranges.empty()) {
+    std::vector<std::string> ranges;
+    for (const auto& [name, r] : o.input_ranges) {
+      ranges.push_back(fmt::format("{}={:g}:{:g}", name, r.lo, r.hi));
+    }
+    step.details.push_back("random verification inputs drawn from " + util::Join(ranges, ", "));
+  }
 }
 
 // ---- 2 simplify -------------------------------------------------------------------------------
 
+namespace {
+
+constexpr int kPortSimplifyRounds = 32;
+
+// inline-if's reasons for the Ifs still in the model after the fixed point (its last round's
+// "kept If 'NAME': REASON" notes): what the user must give for the model to become static.
+std::map<std::string, std::string> KeptIfs(const passes::TransformReport& r) {
+  constexpr std::string_view kPrefix = "kept If '";
+  std::map<std::string, std::string> kept;
+  for (auto it = r.steps.rbegin(); it != r.steps.rend(); ++it) {
+    if (it->id != "inline-if") continue;
+    for (const auto& note : it->result.notes) {
+      size_t end = note.find("': ");
+      if (note.rfind(kPrefix, 0) != 0 || end == std::string::npos) continue;
+      kept[note.substr(kPrefix.size(), end - kPrefix.size())] = note.substr(end + 3);
+    }
+    break;
+  }
+  return kept;
+}
+
+// A step that fails on a model that still has Ifs (random inputs taking a branch the model is
+// never meant to run, an If output without a static shape): the error says which If stayed and
+// what would remove it, not only where the executor or the emitter stopped.
+[[noreturn]] void RethrowNamingKeptIfs(const PortState& s, const Error& e) {
+  if (s.kept_ifs.empty()) throw;  // called from a handler: the error as it was
+  const auto& [node, reason] = *s.kept_ifs.begin();
+  throw Error(e.kind(),
+              fmt::format("{}; the model still has {} If node(s) after simplify, e.g. If '{}': {}",
+                          e.what(), s.kept_ifs.size(), node, reason),
+              node, e.tensor());
+}
+
+}  // namespace
+
 void SimplifyStep(PortState& s, PortStep& step) {
   io::Model before = s.model;
-  passes::TransformReport r = SimplifyStage(s.model, {});
+  // Each level of Ifs nested on shape-derived conditions takes one round (fold, then inline), so
+  // port, which has no round flag, allows more than the subcommand's default of 8; a round that
+  // changes nothing ends the loop, so a model that converges early costs nothing more.
+  SimplifyStageOptions options;
+  options.limits.max_rounds = kPortSimplifyRounds;
+  passes::TransformReport r = SimplifyStage(s.model, options);
   if (r.failed) ThrowCheckFailed("the simplified model fails its check");
   step.details.push_back(fmt::format("{} -> {} nodes in {} round(s): {}", r.nodes_before,
                                      r.nodes_after, r.rounds, ChangesText(r)));
   if (r.nodes_before != r.nodes_after) step.details.push_back("ops: " + OpsChangedText(r));
-  step.details.push_back(VerifyEquivalent(before, s.model, "simplify", s.options));
+  if (r.hit_cap) {
+    step.details.push_back(fmt::format(
+        "stopped at the cap of {} rounds: the model may fold or inline further", r.rounds));
+  }
+  s.kept_ifs = KeptIfs(r);
+  for (const auto& [node, reason] : s.kept_ifs) {
+    step.details.push_back(fmt::format("inline-if kept If '{}': {}", node, reason));
+  }
+  try {
+    step.details.push_back(VerifyEquivalent(before, s.model, "simplify", s.options));
+  } catch (const Error& e) {
+    RethrowNamingKeptIfs(s, e);
+  }
 }
 
 // ---- 3 rewrite --------------------------------------------------------------------------------
@@ -184,6 +258,34 @@ std::string ScanSummary(const decide::TargetScan& scan) {
                      scan.accelerator, scan.cpu_fallback, scan.unsupported);
 }
 
+bool HasSubgraph(const onnx::NodeProto& node) {
+  for (const auto& a : node.attribute()) {
+    if (a.has_g() || a.graphs_size() > 0) return true;
+  }
+  return false;
+}
+
+// An op the target cannot run becomes a custom operator to write, except one that carries a
+// subgraph (If/Loop/Scan): no custom-op interface takes a body, so the port stops here, naming
+// the node and, for an If simplify could not inline, what its condition depends on.
+void RefuseUnsupportedSubgraphs(const PortState& s) {
+  ir::GraphView view(s.model.proto.graph());
+  for (const auto& n : s.scan->scan.nodes) {
+    if (!n.parent.empty() || n.placement != decide::Placement::kUnsupported) continue;
+    const onnx::NodeProto& node = view.node(n.index);
+    if (!HasSubgraph(node)) continue;
+    auto kept = s.kept_ifs.find(n.name);
+    throw Error(
+        ErrorKind::kBadInput,
+        fmt::format("{} '{}' cannot run on {} ({}), and a node that carries a subgraph "
+                    "cannot be written as a custom operator{}; make it go away (compute both "
+                    "branches and select with Where), or port to a target whose host CPU runs it",
+                    n.op, n.name, s.target.name, n.reason,
+                    kept == s.kept_ifs.end() ? "" : "; it was not inlined: " + kept->second),
+        n.name);
+  }
+}
+
 std::string SegmentsText(const SplitPlan& plan) {
   std::vector<std::string> parts;
   for (const auto& seg : plan.split.segments) {
@@ -199,6 +301,7 @@ void SplitStep(PortState& s, PortStep& step) {
   s.scan = decide::CheckModelOnTarget(s.model, s.target);
   step.details.push_back(fmt::format("target {}: {}", s.target.name, ScanSummary(s.scan->scan)));
   for (const auto& f : s.scan->scan.findings) step.details.push_back(f);
+  RefuseUnsupportedSubgraphs(s);
   SplitStageOptions options;
   options.target = s.target;
   s.plan = PlanSplit(s.model, options);
@@ -212,7 +315,8 @@ void SplitStep(PortState& s, PortStep& step) {
   write.segment_dir = "segments";
   write.source_name = s.model_file;
   s.written = WriteSplit(*s.plan, s.dir, write, /*into_existing=*/true);
-  SplitVerification v = VerifySplit(s.model, {}, *s.plan, s.dir, s.options.seed);
+  SplitVerification v =
+      VerifySplit(s.model, {}, *s.plan, s.dir, s.options.seed, nullptr, s.options.input_ranges);
   for (const auto& p : v.problems) step.details.push_back("verify: " + p);
   if (!v.ran) throw Error(v.error_kind, "the split could not be verified: " + v.error);
   if (!v.ok()) ThrowCheckFailed("the chained segments do not reproduce the model");
@@ -449,7 +553,11 @@ void EmitLeftovers(PortState& s, PortStep& step) {
 }  // namespace
 
 void EmitStep(PortState& s, PortStep& step) {
-  EmitHeaders(s, step);
+  try {
+    EmitHeaders(s, step);
+  } catch (const Error& e) {
+    RethrowNamingKeptIfs(s, e);
+  }
   EmitRunners(s, step);
   EmitLeftovers(s, step);
 }

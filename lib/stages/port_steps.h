@@ -57,7 +57,9 @@ struct PortState {
   std::string source_sha256;
   io::Model model;  // as it goes through the steps (the source file is never written)
   shape::InputShapes pins;
-  std::string pins_origin;  // "given" | "the target profile's default"
+  std::string pins_origin;                      // "given" | "the target profile's default"
+  shape::InputValues values;                    // inputs made constants: given, and the profile's
+  std::map<std::string, std::string> kept_ifs;  // If left by simplify -> inline-if's reason
   std::optional<SplitPlan> plan;
   std::optional<decide::TargetCheck> scan;  // of the model the segments were cut from
   // What the fit gate reads, as emit measured it: each segment's float32 arena (its header's

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lib/ir/graph_view.h"
+#include "passes/input_shape_spec.h"
 
 namespace porttool::stages {
 namespace {
@@ -24,17 +25,30 @@ passes::PassContext ContextFor(const TransformLimits& limits, const NoteSink& si
   return context;
 }
 
+// Given values: the shapes are pinned first (a value must fit the pinned shape) and the values set
+// here, so nothing is left for fold-constants' own pinning. Returns the pins it still has to make.
+std::string PinAndSetValues(io::Model& model, const std::string& input_shape,
+                            const shape::InputValues& values) {
+  if (values.empty()) return input_shape;
+  shape::InputShapes pins;
+  if (!input_shape.empty()) pins = passes::ParseInputShapes({input_shape});
+  shape::PinAndSetInputs(model, pins, values);
+  return "";
+}
+
 }  // namespace
 
 passes::TransformReport SimplifyStage(io::Model& model, const SimplifyStageOptions& options) {
   passes::PassContext context = ContextFor(options.limits, options.note_sink);
-  return passes::Simplify(model, options.input_shape, context);
+  std::string pins = PinAndSetValues(model, options.input_shape, options.input_values);
+  return passes::Simplify(model, pins, context);
 }
 
 passes::TransformReport FoldStage(io::Model& model, const FoldStageOptions& options) {
   ir::RequireDefinedNames(model.proto.graph());
   std::map<std::string, std::string> fold;
-  if (!options.input_shape.empty()) fold["input-shape"] = options.input_shape;
+  std::string pins = PinAndSetValues(model, options.input_shape, options.input_values);
+  if (!pins.empty()) fold["input-shape"] = pins;
   passes::PassContext context = ContextFor(options.limits, options.note_sink);
   return passes::Transform(model, {{"fold-constants", passes::PassOptions(fold)}},
                            /*fixed_point=*/false, context);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/io/model.h"
+#include "lib/shape/input_values.h"
 #include "passes/transform.h"
 
 namespace porttool::stages {
@@ -26,16 +27,18 @@ struct SimplifyStageOptions {
   std::string input_shape;  // NAME:DIMS[,...] pinned before folding; empty: as the model is
   TransformLimits limits{};
   NoteSink note_sink{};
+  shape::InputValues input_values{};  // inputs made constants (after the pins) before folding
 };
 
-// fold-constants, eliminate-identity/dead-code/unused-initializers and the exact conv fusions
-// to a fixed point, then `check` (report.failed: the model must not be written).
+// fold-constants, inline-if, eliminate-identity/dead-code/unused-initializers and the exact conv
+// fusions to a fixed point, then `check` (report.failed: the model must not be written).
 passes::TransformReport SimplifyStage(io::Model& model, const SimplifyStageOptions& options);
 
 struct FoldStageOptions {
   std::string input_shape;
   TransformLimits limits{};
   NoteSink note_sink{};
+  shape::InputValues input_values{};
 };
 
 // fold-constants alone, once (it iterates internally up to the round cap).

@@ -90,7 +90,9 @@ RunStageResult RunStage(const io::Model& model, const RunStageOptions& options) 
                                     .no_fusion = options.no_fusion});
   runtime::TensorMap inputs = options.inputs;
   if (options.random_inputs) {
-    inputs = runtime::CompleteWithRandom(session, std::move(inputs), options.seed);
+    shape::CheckInputRanges(pinned, options.input_ranges);
+    inputs =
+        runtime::CompleteWithRandom(session, std::move(inputs), options.seed, options.input_ranges);
   }
   RunStageResult result;
   if (options.repeat > 0) result.outputs = session.Run(inputs);  // warm-up

@@ -12,6 +12,7 @@
 #include "lib/io/model.h"
 #include "lib/runtime/session.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/shape/input_values.h"
 
 namespace porttool::stages {
 
@@ -20,7 +21,8 @@ struct RunStageOptions {
   runtime::TensorMap inputs;   // given values
   bool random_inputs = false;  // fill the others with seeded random values
   uint64_t seed = 0;
-  int repeat = 0;  // timed runs after one warm-up; 0: a single run, no warm-up
+  shape::InputRanges input_ranges;  // what those random values are drawn from
+  int repeat = 0;                   // timed runs after one warm-up; 0: a single run, no warm-up
   bool profile = false;
   bool fail_on_nan = false;
   bool no_fusion = false;  // run every node as the model has it (runtime/fusion.h)

@@ -79,7 +79,8 @@ bool CheckSegments(const std::vector<io::Model>& segments, const SplitPlan& plan
 
 SplitVerification VerifySplit(const io::Model& source, const shape::InputShapes& input_shapes,
                               const SplitPlan& plan, const std::filesystem::path& dir,
-                              uint64_t seed, const runtime::KernelRegistry* kernels) {
+                              uint64_t seed, const runtime::KernelRegistry* kernels,
+                              const shape::InputRanges& ranges) {
   SplitVerification v;
   try {
     io::Model pinned = source;
@@ -92,7 +93,7 @@ SplitVerification VerifySplit(const io::Model& source, const shape::InputShapes&
     for (const auto& segment : segments) chain.push_back(&segment);
     runtime::SessionOptions session;
     session.registry = kernels;
-    runtime::VerifyResult r = runtime::VerifyChainRandom(pinned, chain, seed, session);
+    runtime::VerifyResult r = runtime::VerifyChainRandom(pinned, chain, seed, session, ranges);
     v.ran = true;
     v.identical = r.identical;
     v.outputs = r.outputs.size();

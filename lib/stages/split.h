@@ -20,6 +20,7 @@
 #include "lib/ir/split.h"
 #include "lib/runtime/kernel.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/shape/input_values.h"
 #include "lib/util/error.h"
 
 namespace porttool::stages {
@@ -67,6 +68,7 @@ struct SplitVerification {
 // Runs the pinned `source` and the segments as written under `dir` on the same random inputs.
 SplitVerification VerifySplit(const io::Model& source, const shape::InputShapes& input_shapes,
                               const SplitPlan& plan, const std::filesystem::path& dir,
-                              uint64_t seed, const runtime::KernelRegistry* kernels = nullptr);
+                              uint64_t seed, const runtime::KernelRegistry* kernels = nullptr,
+                              const shape::InputRanges& ranges = {});
 
 }  // namespace porttool::stages

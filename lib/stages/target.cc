@@ -112,4 +112,19 @@ shape::InputShapes DefaultInputShapes(const decide::TargetProfile& target, const
   return pins;
 }
 
+shape::InputValues EffectiveInputValues(const decide::TargetProfile& target, const io::Model& model,
+                                        const shape::InputValues& given) {
+  shape::InputValues values;
+  std::set<std::string> initializers;
+  for (const auto& init : model.proto.graph().initializer()) initializers.insert(init.name());
+  for (const auto& input : model.proto.graph().input()) {
+    auto it = target.input_values.find(input.name());
+    if (it != target.input_values.end() && !initializers.count(input.name())) {
+      values.insert(*it);
+    }
+  }
+  for (const auto& [name, value] : given) values[name] = value;
+  return values;
+}
+
 }  // namespace porttool::stages

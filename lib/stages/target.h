@@ -36,4 +36,10 @@ std::vector<passes::PipelineStep> TargetRewrites(const decide::TargetProfile& ta
 // cover are left out (the caller reports what stays dynamic).
 shape::InputShapes DefaultInputShapes(const decide::TargetProfile& target, const io::Model& model);
 
+// The values `port` fixes: the profile's input_values for the inputs `model` has (a profile
+// serves many models; the others are ignored), then `given` (which wins, and must name inputs of
+// the model: ApplyInputValues says so).
+shape::InputValues EffectiveInputValues(const decide::TargetProfile& target, const io::Model& model,
+                                        const shape::InputValues& given);
+
 }  // namespace porttool::stages

@@ -18,7 +18,7 @@ namespace {
 
 struct CompareCliOptions {
   std::string model_a, model_b;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, input_ranges;
   uint64_t seed = kDefaultSeed;
   std::vector<std::string> input_shapes;
   bool per_tensor = false;
@@ -125,6 +125,7 @@ int RunCompare(const CompareCliOptions& o) {
   stage.compare = options;
   stage.inputs = ReadInputFlags(o.inputs);
   stage.seed = o.seed;
+  stage.input_ranges = ParseInputRangeFlags(o.input_ranges);
   stage.input_shapes = ParseShapeFlags(o.input_shapes);
   stage.save_outputs = o.save_outputs;
   stage.load_outputs = o.load_outputs;
@@ -178,6 +179,7 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
   AddInputOption(*cmd, opts->inputs)
       ->description("An input value: NAME=FILE (.npy or .pb); inputs not given are random");
   AddSeedOption(*cmd, opts->seed, "the random inputs");
+  AddInputRangeOption(*cmd, opts->input_ranges);
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_flag("--per-tensor", opts->per_tensor,
                 "Also compare every intermediate tensor both runs produce, in execution order, "

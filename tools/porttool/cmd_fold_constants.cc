@@ -11,15 +11,17 @@ namespace {
 
 struct FoldConstantsOptions {
   std::string model;
-  std::vector<std::string> input_shapes;
+  std::vector<std::string> input_shapes, input_values;
   stages::TransformLimits limits;
   ModelOutputOptions output;
   bool json = false;
 };
 
 int RunFoldConstants(const FoldConstantsOptions& o) {
+  shape::InputValues values = ParseInputValueFlags(o.input_values);  // usage errors first
   io::Model model = io::Load(o.model);
-  auto report = stages::FoldStage(model, {util::Join(o.input_shapes, ","), o.limits, LogNotes()});
+  auto report =
+      stages::FoldStage(model, {util::Join(o.input_shapes, ","), o.limits, LogNotes(), values});
   for (const auto& note : report.steps.back().result.notes) {
     if (note.rfind("stopped at the round cap", 0) == 0) {
       spdlog::warn("{}; raise --max-rounds to go on", note);
@@ -41,6 +43,7 @@ void RegisterFoldConstants(CLI::App& app, RunFn& run) {
   AddModelArg(*cmd, opts->model);
   AddModelOutputOptions(*cmd, opts->output, /*required=*/true);
   AddInputShapeOption(*cmd, opts->input_shapes);
+  AddInputValueOption(*cmd, opts->input_values);
   AddFoldLimitOptions(*cmd, opts->limits, "Cap on infer-fold-cleanup rounds");
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunFoldConstants(*opts); }; });

@@ -16,7 +16,7 @@ namespace {
 
 struct InferShapesOptions {
   std::string model;
-  std::vector<std::string> input_shapes;
+  std::vector<std::string> input_shapes, input_values;
   int max_iterations = 8;
   ModelOutputOptions output;
   bool json = false;
@@ -82,6 +82,7 @@ void PrintText(const shape::InferReport& r, const std::vector<std::string>& file
 int RunInferShapes(const InferShapesOptions& o) {
   shape::InferOptions options;
   options.input_shapes = ParseShapeFlags(o.input_shapes);  // usage errors before loading
+  options.input_values = ParseInputValueFlags(o.input_values);
   options.max_iterations = o.max_iterations;
   io::Model model = LoadModel(o.model);
   ir::RequireDefinedNames(model.proto.graph());
@@ -124,6 +125,7 @@ void RegisterInferShapes(CLI::App& app, RunFn& run) {
   AddModelArg(*cmd, opts->model);
   AddModelOutputOptions(*cmd, opts->output, /*required=*/true);
   AddInputShapeOption(*cmd, opts->input_shapes);
+  AddInputValueOption(*cmd, opts->input_values);
   cmd->add_option("--max-iterations", opts->max_iterations,
                   "Cap on inference passes while shapes keep changing")
       ->check(InRange(1, 1000))

@@ -15,7 +15,7 @@ namespace {
 
 struct PortCliOptions {
   std::string model, target, rules_dir, facts, output;
-  std::vector<std::string> input_shapes;
+  std::vector<std::string> input_shapes, input_values, input_ranges;
   QuantizeFlags quant;
   bool dry_run = false, force = false, keep_failed = false, json = false;
   int threads = 1;
@@ -82,6 +82,8 @@ int RunPort(const PortCliOptions& o) {
   options.rules_dir = ResolveRulesDir(o.rules_dir);
   options.target = o.target;
   options.input_shapes = ParseShapeFlags(o.input_shapes);
+  options.input_values = ParseInputValueFlags(o.input_values);
+  options.input_ranges = ParseInputRangeFlags(o.input_ranges);
   if (!o.quant.data.empty()) options.quantize = QuantizeRequestFromFlags(o.quant, o.threads);
   if (o.quant.data.empty() &&
       (!o.quant.eval_data.empty() || !o.quant.accuracy_target.empty() || o.quant.target_sqnr)) {
@@ -145,6 +147,8 @@ void RegisterPort(CLI::App& app, RunFn& run) {
       ->description(
           "Pin an input's dims: NAME:DIMS, e.g. x:1x3x640x640 (default: the target profile's "
           "default_input_shape; repeat, or separate with ',')");
+  AddInputValueOption(*cmd, o->input_values);
+  AddInputRangeOption(*cmd, o->input_ranges);
   AddQuantizeOptions(*cmd, o->quant);
   cmd->add_option("--facts", o->facts, "Project facts for the decision report (docs/facts.md)")
       ->check(CLI::ExistingFile);

@@ -23,7 +23,7 @@ namespace {
 
 struct RunOptions {
   std::string model;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, input_ranges;
   bool random_inputs = false;
   uint64_t seed = kDefaultSeed;
   std::vector<std::string> input_shapes;
@@ -132,6 +132,10 @@ int RunRun(const RunOptions& o) {
   options.inputs = ReadInputFlags(o.inputs);
   options.random_inputs = o.random_inputs;
   options.seed = o.seed;
+  options.input_ranges = ParseInputRangeFlags(o.input_ranges);
+  if (!o.input_ranges.empty() && !o.random_inputs) {
+    ThrowUsage("--input-range shapes the values of --random-inputs: give both");
+  }
   options.repeat = o.repeat;
   options.profile = o.profile;
   options.fail_on_nan = o.fail_on_nan;
@@ -176,6 +180,7 @@ void RegisterRun(CLI::App& app, RunFn& run) {
   cmd->add_flag("--random-inputs", opts->random_inputs,
                 "Fill inputs not given with --input with random values (floats in [0,1))");
   AddSeedOption(*cmd, opts->seed, "--random-inputs");
+  AddInputRangeOption(*cmd, opts->input_ranges);
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_option("--output-dir", opts->output_dir,
                   "Write each output to DIR/<output name>.npy (unsafe characters become '_')");

@@ -21,7 +21,7 @@ struct SplitOptions {
   std::string output;
   bool copy_weights = false;
   uint64_t bridge_warn_bytes = uint64_t{1} << 20;
-  std::vector<std::string> input_shapes;
+  std::vector<std::string> input_shapes, input_values, input_ranges;
   bool json = false;
   std::vector<std::string> custom_ops;
   bool auto_cut = false;
@@ -94,7 +94,15 @@ int RunSplit(const SplitOptions& o) {
   options.partition = {o.min_segment_nodes, o.max_segments};
   options.input_shapes = ParseShapeFlags(o.input_shapes);
   options.bridge_warn_bytes = o.bridge_warn_bytes;
+  shape::InputValues values = ParseInputValueFlags(o.input_values);
+  shape::InputRanges ranges = ParseInputRangeFlags(o.input_ranges);
   io::Model source = LoadModel(o.model);
+  if (!values.empty()) {
+    // The split is of the model with those inputs constant, and verified as such.
+    shape::PinAndSetInputs(source, options.input_shapes, values);
+    options.input_shapes.clear();
+  }
+  shape::CheckInputRanges(source, ranges);
   auto schemas = LoadCustomOps(o.custom_ops, &source, /*with_kernels=*/false);
   stages::SplitPlan plan = stages::PlanSplit(source, options);
   std::filesystem::path dir =
@@ -106,7 +114,7 @@ int RunSplit(const SplitOptions& o) {
   if (o.verify) {
     auto custom = LoadCustomOps(o.custom_ops, &source, /*with_kernels=*/true);
     verify = stages::VerifySplit(source, options.input_shapes, plan, written.dir, o.seed,
-                                 custom->Kernels());
+                                 custom->Kernels(), ranges);
   }
   for (const auto& note : plan.notes) spdlog::warn("{}", WithFlagHint(note));
   for (const auto& note : written.notes) spdlog::warn("{}", note);
@@ -174,6 +182,8 @@ void RegisterSplit(CLI::App& app, RunFn& run) {
                   "Warn, with smaller cut candidates nearby, when a bridge exceeds this size")
       ->capture_default_str();
   AddInputShapeOption(*cmd, opts->input_shapes);
+  AddInputValueOption(*cmd, opts->input_values);
+  AddInputRangeOption(*cmd, opts->input_ranges);
   AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunSplit(*opts); }; });

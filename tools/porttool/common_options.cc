@@ -4,6 +4,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -40,6 +42,20 @@ CLI::Option* AddInputOption(CLI::App& cmd, std::vector<std::string>& specs) {
   return cmd.add_option("--input", specs,
                         "An input value: NAME=FILE (.npy or ONNX TensorProto .pb); repeat per "
                         "input");
+}
+
+CLI::Option* AddInputValueOption(CLI::App& cmd, std::vector<std::string>& specs) {
+  return cmd.add_option(
+      "--input-value", specs,
+      "An input whose value is known, made a constant before simplifying (Ifs on it are "
+      "inlined): NAME=16000 (a scalar), NAME=1,2,3 (a small tensor of the input's declared "
+      "shape) or NAME=FILE.npy|.pb; repeat per input");
+}
+
+CLI::Option* AddInputRangeOption(CLI::App& cmd, std::vector<std::string>& specs) {
+  return cmd.add_option("--input-range", specs,
+                        "The values random inputs draw for an input: NAME=LO:HI (floats in "
+                        "[LO, HI), integers in [LO, HI]); repeat per input");
 }
 
 CLI::Option* AddSeedOption(CLI::App& cmd, uint64_t& seed, const std::string& what) {
@@ -98,6 +114,83 @@ runtime::TensorMap ReadInputFlags(const std::vector<std::string>& specs) {
     tensors[name] = runtime::ReadTensorFile(spec.substr(eq + 1));
   }
   return tensors;
+}
+
+namespace {
+
+std::optional<shape::InputNumber> ParseNumber(const std::string& text) {
+  int64_t i = 0;
+  const char* end = text.data() + text.size();
+  if (auto [ptr, ec] = std::from_chars(text.data(), end, i); ec == std::errc() && ptr == end) {
+    return i;
+  }
+  double d = 0;
+  if (auto [ptr, ec] = std::from_chars(text.data(), end, d);
+      ec == std::errc() && ptr == end && std::isfinite(d)) {
+    return d;
+  }
+  return std::nullopt;
+}
+
+bool IsTensorFile(const std::string& value) {
+  return util::EndsWith(value, ".npy") || util::EndsWith(value, ".pb");
+}
+
+// NAME and the text after '=', or a usage error quoting the spec.
+std::pair<std::string, std::string> SplitSpec(const std::string& flag, const std::string& spec,
+                                              const char* expected) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    ThrowUsage("{} '{}': expected {}", flag, spec, expected);
+  }
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+}  // namespace
+
+shape::InputValues ParseInputValueFlags(const std::vector<std::string>& specs) {
+  constexpr char kExpected[] = "NAME=NUMBER, NAME=N1,N2,... or NAME=FILE.npy";
+  shape::InputValues values;
+  for (const auto& spec : specs) {
+    auto [name, text] = SplitSpec("--input-value", spec, kExpected);
+    if (values.count(name)) ThrowUsage("--input-value: '{}' is given more than once", name);
+    shape::InputValue value;
+    if (IsTensorFile(text)) {
+      value.tensor = runtime::TensorToProto(runtime::ReadTensorFile(text), name);
+    } else {
+      for (const auto& item : util::Split(text, ',')) {
+        auto number = ParseNumber(item);
+        if (!number) {
+          ThrowUsage("--input-value '{}': '{}' is not a number (expected {})", spec, item,
+                     kExpected);
+        }
+        value.numbers.push_back(*number);
+      }
+    }
+    values[name] = std::move(value);
+  }
+  return values;
+}
+
+shape::InputRanges ParseInputRangeFlags(const std::vector<std::string>& specs) {
+  shape::InputRanges ranges;
+  for (const auto& spec : specs) {
+    auto [name, text] = SplitSpec("--input-range", spec, "NAME=LO:HI");
+    if (ranges.count(name)) ThrowUsage("--input-range: '{}' is given more than once", name);
+    // The separator is the first ':' after the first character, so LO may be negative.
+    auto colon = text.find(':', 1);
+    auto lo = ParseNumber(text.substr(0, colon));
+    auto hi = colon == std::string::npos ? std::nullopt : ParseNumber(text.substr(colon + 1));
+    if (!lo || !hi) ThrowUsage("--input-range '{}': expected NAME=LO:HI with two numbers", spec);
+    auto as_double = [](const shape::InputNumber& n) {
+      return std::visit([](auto v) { return static_cast<double>(v); }, n);
+    };
+    ranges[name] = {as_double(*lo), as_double(*hi)};
+    if (!(ranges[name].lo <= ranges[name].hi)) {
+      ThrowUsage("--input-range '{}': LO is above HI", spec);
+    }
+  }
+  return ranges;
 }
 
 namespace {
@@ -440,6 +533,9 @@ std::string WithFlagHint(const std::string& message) {
   }
   // Library messages name their subject in words; the subjects a flag sets get that flag.
   static const std::pair<const char*, const char*> kHints[] = {
+      {"input value:", "--input-value NAME=VALUE"},
+      {"give the value to inline it", "--input-value NAME=VALUE"},
+      {"input range:", "--input-range NAME=LO:HI"},
       {"input shape", "--input-shape NAME:DIMS"},
       {"or generate random inputs", "--input NAME=FILE or --random-inputs"},
       {"give its value", "--input NAME=FILE"},

@@ -18,6 +18,7 @@
 #include "lib/quant/quantize_calibrate.h"
 #include "lib/runtime/session.h"
 #include "lib/shape/input_shapes.h"
+#include "lib/shape/input_values.h"
 #include "lib/stages/custom_ops.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -40,6 +41,10 @@ CLI::Option* AddModelArg(CLI::App& cmd, std::string& path);
 CLI::Option* AddJsonFlag(CLI::App& cmd, bool& json);
 CLI::Option* AddInputShapeOption(CLI::App& cmd, std::vector<std::string>& specs);
 CLI::Option* AddInputOption(CLI::App& cmd, std::vector<std::string>& specs);
+// --input-value NAME=VALUE (repeatable): an input whose value is known, made a constant.
+CLI::Option* AddInputValueOption(CLI::App& cmd, std::vector<std::string>& specs);
+// --input-range NAME=LO:HI (repeatable): the values random inputs draw for NAME.
+CLI::Option* AddInputRangeOption(CLI::App& cmd, std::vector<std::string>& specs);
 CLI::Option* AddSeedOption(CLI::App& cmd, uint64_t& seed, const std::string& what);
 CLI::Option* AddThreadsOption(CLI::App& cmd, int& threads);
 CLI::Option* AddRulesDirOption(CLI::App& cmd, std::string& dir);
@@ -53,6 +58,12 @@ shape::InputShapes ParseShapeFlags(const std::vector<std::string>& specs);
 // --input NAME=FILE values, read (.npy or .pb); a malformed spec or repeated name is a usage
 // error naming the flag.
 runtime::TensorMap ReadInputFlags(const std::vector<std::string>& specs);
+// --input-value values: NAME=16000, NAME=1,2,3 (numbers, converted to the input's type when
+// applied) or NAME=FILE.npy|.pb (read here). A malformed spec, a bad number or a repeated name is
+// a usage error naming the flag; an unreadable file is bad input.
+shape::InputValues ParseInputValueFlags(const std::vector<std::string>& specs);
+// --input-range values: NAME=LO:HI; usage errors name the flag.
+shape::InputRanges ParseInputRangeFlags(const std::vector<std::string>& specs);
 
 // The rules directory: --rules-dir, else $PORTTOOL_RULES_DIR, else <prefix>/share/porttool/rules
 // next to an installed binary, else the source tree's rules/.
