@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/shape/infer.h"
+#include "lib/runtime/shape_completion.h"
 #include "passes/input_shape_spec.h"
 
 namespace porttool::passes {
@@ -12,12 +12,22 @@ PassResult InferShapesPass::Run(io::Model& model, const PassOptions& options, Pa
   if (options.Has("input-shape"))
     infer.input_shapes = ParseInputShapes({options.Get("input-shape")});
   infer.max_iterations = static_cast<int>(options.GetInt("max-iterations", 8));
-  shape::InferReport report = shape::InferShapes(model, infer);
+  runtime::ShapeCompletion completion =
+      runtime::CompleteShapes(model, infer.input_shapes, {}, infer.max_iterations);
+  const shape::InferReport& report = completion.inference;
   PassResult result;
   result.changes = 0;  // annotations only: never a reason to run another fixed-point round
   result.notes.push_back(fmt::format("{} of {} tensors static, {} symbolic, {} unresolved",
                                      report.tensors_static, report.tensors_total,
                                      report.tensors_symbolic, report.unresolved.size()));
+  if (!completion.by_execution.empty()) {
+    result.notes.push_back(fmt::format("{} tensor shape(s) measured by one executor run",
+                                       completion.by_execution.size()));
+  }
+  if (!completion.execution_error.empty()) {
+    result.notes.push_back("running the model to measure shapes failed: " +
+                           completion.execution_error);
+  }
   for (const auto& u : report.unresolved) {
     result.notes.push_back(
         fmt::format("unresolved '{}' (node '{}', {}): {}", u.tensor, u.node, u.op_type, u.reason));

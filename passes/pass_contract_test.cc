@@ -27,8 +27,10 @@ std::string Invocation(const Pass& pass) {
 // own tests cover it.
 bool Executable(const Pass& pass) { return pass.id() != "replace-with-custom-op"; }
 
-// Passes whose job changes any model: annotate it, relabel its opset.
-const std::set<std::string> kChangesEveryModel = {"infer-shapes", "check", "convert-opset"};
+// Passes whose job changes any model: annotate it, relabel its opset, name the nodes the text
+// parser leaves unnamed.
+const std::set<std::string> kChangesEveryModel = {"infer-shapes", "check", "convert-opset",
+                                                  "name-nodes"};
 
 TEST(PassContract, NothingToMatchChangesNothing) {
   const io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>

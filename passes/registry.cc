@@ -18,6 +18,7 @@
 #include "passes/hardswish.h"
 #include "passes/infer_shapes.h"
 #include "passes/inline_if.h"
+#include "passes/name_nodes.h"
 #include "passes/pass.h"
 #include "passes/replace_with_custom_op.h"
 #include "passes/resize_nearest_half_pixel.h"
@@ -32,6 +33,7 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<InferShapesPass>());
     r->push_back(std::make_unique<CheckPass>());
     r->push_back(std::make_unique<TopoSortPass>());
+    r->push_back(std::make_unique<NameNodesPass>());
     r->push_back(std::make_unique<EliminateIdentityPass>());
     r->push_back(std::make_unique<FoldConstantsPass>());
     r->push_back(std::make_unique<InlineIfPass>());

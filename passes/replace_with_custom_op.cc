@@ -3,7 +3,8 @@
 // Before: a = Div(x, c); b = Erf(a); y = Mul(b, x)        node='Div_0,Erf_0,Mul_0'
 // After:  y = com.example.MyGelu(x, c)                    + opset_import com.example:1
 //
-// Preconditions: every name exists (Error kUsage with the closest names otherwise); the set is
+// Preconditions: every node exists (a name, or "#N" for the node at position N of the graph as
+// the pass sees it; Error kUsage with the closest names otherwise); the set is
 // convex (no path leaves the set and comes back, which would make a cycle; Error kUsage); it is
 // in the main graph. The new node reads the set's boundary inputs in first-use order and writes
 // every tensor the rest of the graph (or the graph outputs) reads, keeping their names.
@@ -17,6 +18,7 @@
 
 #include "lib/ir/constants.h"
 #include "lib/ir/graph_view.h"
+#include "lib/ir/node_names.h"
 #include "lib/ir/rewrite.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -29,12 +31,7 @@ std::set<int> ResolveNodes(const ir::GraphView& view, const std::string& spec) {
   for (auto name : util::Split(spec, ',')) {
     name.erase(0, name.find_first_not_of(' '));
     name.erase(name.find_last_not_of(' ') + 1);
-    int index = view.FindNode(name);
-    if (index < 0) {
-      ThrowUsage("replace-with-custom-op: no node named '{}'; closest: {}", name,
-                 util::Join(util::ClosestNames(name, view.NodeNames(), 3), ", "));
-    }
-    nodes.insert(index);
+    nodes.insert(ir::ResolveNodeRef(view, name, "replace-with-custom-op: node"));
   }
   return nodes;
 }
@@ -59,7 +56,7 @@ void CheckConvex(const ir::GraphView& view, const std::set<int>& set) {
           ThrowUsage(
               "replace-with-custom-op: node '{}' leaves the set and feeds '{}' back into "
               "it; add it to the set or choose another boundary",
-              view.node(n).name(), view.node(c).name());
+              ir::NodeLabel(view, n), ir::NodeLabel(view, c));
         }
         if (seen.insert(c).second) stack.push_back(c);
       }

@@ -12,7 +12,7 @@ class ReplaceWithCustomOpPass : public Pass {
     return "Turn a node or a connected set of nodes into one custom-domain op";
   }
   std::vector<OptionHelp> options() const override {
-    return {{"node", "node name, or several quoted and comma-separated: node='a,b'"},
+    return {{"node", "node name or '#N', or several quoted and comma-separated: node='a,#3'"},
             {"domain", "custom domain, e.g. com.example"},
             {"op", "custom op type, e.g. MyGelu"}};
   }

@@ -55,7 +55,10 @@ TransformReport Simplify(io::Model& model, const std::string& input_shape, PassC
                                      {"fuse-conv-add", {}},
                                      {"eliminate-dead-code", {}},
                                      {"eliminate-unused-initializers", {}}};
+  // Named first, so every note, report and segment below shows a name, not a blank.
+  auto named = RunPipeline(model, {{"name-nodes", {}}}, context);
   TransformReport report = Transform(model, steps, /*fixed_point=*/true, context);
+  report.steps.insert(report.steps.begin(), std::move(named.front()));
   auto check = RunPipeline(model, {{"check", {}}}, context);
   report.failed = check.back().result.failed;
   report.steps.push_back(std::move(check.back()));

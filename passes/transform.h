@@ -35,11 +35,11 @@ std::vector<OpCount> OpCounts(const TransformReport& report);
 TransformReport Transform(io::Model& model, const std::vector<PipelineStep>& steps,
                           bool fixed_point, PassContext& context);
 
-// simplify: fold-constants, inline-if, eliminate-identity/dead-code/unused-initializers and the
-// exact fusions (fuse-conv-bn, fuse-conv-mul, fuse-conv-add), run to a fixed point, then `check`.
-// Folding and inlining alternate: a condition computed from shapes or from a given input value
-// folds to a constant, its If is inlined, and the nested Ifs of the taken branch reach the main
-// graph for the next round.
+// simplify: name-nodes first (once), then fold-constants, inline-if,
+// eliminate-identity/dead-code/unused-initializers and the exact fusions (fuse-conv-bn,
+// fuse-conv-mul, fuse-conv-add), run to a fixed point, then `check`. Folding and inlining
+// alternate: a condition computed from shapes or from a given input value folds to a constant, its
+// If is inlined, and the nested Ifs of the taken branch reach the main graph for the next round.
 TransformReport Simplify(io::Model& model, const std::string& input_shape, PassContext& context);
 
 // Before quantization (what ONNX Runtime's quant_pre_process does with its basic fusions): the

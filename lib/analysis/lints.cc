@@ -1,6 +1,7 @@
 // The porting lints of `porttool check`: what the ONNX checker accepts but a port trips over.
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string_view>
@@ -8,6 +9,8 @@
 
 #include "lib/analysis/check.h"
 #include "lib/ir/graph_view.h"
+#include "lib/ir/initializer_inputs.h"
+#include "lib/ir/node_names.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -24,10 +27,6 @@ bool IsOnnxDefinedDomain(const std::string& domain) {
 std::string Canonical(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
 
 std::string DomainLabel(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
-
-std::string NodeLabel(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? fmt::format("#{} ({})", index, node.op_type()) : node.name();
-}
 
 void LintOpsets(const io::Model& model, CheckReport& report) {
   for (const auto& op : model.proto.opset_import()) {
@@ -60,7 +59,7 @@ void LintDeprecatedOps(const io::Model& model, const ir::GraphView& view, CheckR
     if (!IsOnnxDefinedDomain(domain) || !opsets.count(domain)) continue;
     const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opsets[domain], domain);
     if (!schema || !schema->Deprecated()) continue;
-    report.Add({Severity::kWarning, "deprecated-op", NodeLabel(node, i), "",
+    report.Add({Severity::kWarning, "deprecated-op", ir::NodeLabel(node, i), "",
                 fmt::format("{} is deprecated at opset {}; converters and NPU compilers may "
                             "reject it",
                             node.op_type(), opsets[domain]),
@@ -78,7 +77,7 @@ void LintCustomDomains(const ir::GraphView& view, CheckReport& report) {
     const auto& node = view.node(i);
     if (IsOnnxDefinedDomain(node.domain())) continue;
     auto& use = uses[{node.domain(), node.op_type()}];
-    if (use.count++ == 0) use.first_node = NodeLabel(node, i);
+    if (use.count++ == 0) use.first_node = ir::NodeLabel(node, i);
   }
   for (const auto& [key, use] : uses) {
     report.Add({Severity::kWarning, "custom-domain", use.first_node, "",
@@ -114,6 +113,23 @@ void LintDynamicInputs(const io::Model& model, CheckReport& report) {
   }
 }
 
+void LintInitializerInputs(const ir::GraphView& view, CheckReport& report) {
+  std::vector<std::string> names = ir::InitializerInputs(view.graph());
+  if (names.empty()) return;
+  constexpr size_t kShown = 3;
+  std::vector<std::string> shown(
+      names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), kShown)));
+  report.Add(
+      {Severity::kWarning, "initializer-input", "", names.front(),
+       fmt::format("{} initializer(s) are also listed as graph inputs ({}{}), as "
+                   "exporters did before IR 4: porttool treats them as initializers (a value given "
+                   "for one at run time replaces it), but a converter or runtime may ask "
+                   "the caller to feed them",
+                   names.size(), util::Join(shown, ", "),
+                   names.size() > kShown ? fmt::format(" and {} more", names.size() - kShown) : ""),
+       "drop them from the graph inputs (the initializers stay)"});
+}
+
 bool Used(const ir::GraphView& view, const std::string& name) {
   return !view.Consumers(name).empty() || view.IsGraphOutput(name);
 }
@@ -143,9 +159,9 @@ void LintDeadNodes(const ir::GraphView& view, CheckReport& report) {
       any_used |= Used(view, out);
     }
     if (!any_output || any_used) continue;
-    report.Add({Severity::kWarning, "dead-node", NodeLabel(node, i), node.output(0),
-                fmt::format("node '{}' ({}) computes outputs nobody uses", NodeLabel(node, i),
-                            node.op_type()),
+    report.Add({Severity::kWarning, "dead-node", ir::NodeLabel(node, i), node.output(0),
+                fmt::format("node {} computes outputs nobody uses",
+                            ir::QuotedNodeLabel(ir::NodeLabel(node, i), node.op_type())),
                 "remove it (and whatever only feeds it) before porting"});
   }
 }
@@ -156,10 +172,10 @@ void LintLeftovers(const ir::GraphView& view, CheckReport& report) {
     if (!node.domain().empty() || (node.op_type() != "Identity" && node.op_type() != "Dropout")) {
       continue;
     }
-    report.Add({Severity::kInfo, "inference-leftover", NodeLabel(node, i), "",
+    report.Add({Severity::kInfo, "inference-leftover", ir::NodeLabel(node, i), "",
                 fmt::format("{} node '{}' does nothing at inference time but may cost a copy "
                             "on the target",
-                            node.op_type(), NodeLabel(node, i)),
+                            node.op_type(), ir::NodeLabel(node, i)),
                 "fold it away: connect its consumers to its input"});
   }
 }
@@ -178,10 +194,10 @@ void LintTopology(const ir::GraphView& view, CheckReport& report) {
       if (view.Producer(name) < i) continue;
       const auto& node = view.node(i);
       report.Add(
-          {Severity::kError, "not-topological", NodeLabel(node, i), name,
+          {Severity::kError, "not-topological", ir::NodeLabel(node, i), name,
            fmt::format("node '{}' reads '{}' before the node producing it; ONNX requires "
                        "nodes in topological order",
-                       NodeLabel(node, i), name),
+                       ir::NodeLabel(node, i), name),
            "the graph is acyclic, so porttool can reorder the nodes: porttool chain MODEL -p "
            "topo-sort -o OUT"});
       return;  // one finding is enough: the fix reorders everything
@@ -214,7 +230,7 @@ void LintDangling(const ir::GraphView& view, CheckReport& report) {
       report.Add({Severity::kError, "dangling-input", "", name, message,
                   "remove the output or connect it"});
     } else {
-      report.Add({Severity::kError, "dangling-input", NodeLabel(view.node(i), i), name, message,
+      report.Add({Severity::kError, "dangling-input", ir::NodeLabel(view.node(i), i), name, message,
                   "connect it to the tensor it should read, or add the missing initializer"});
     }
   }
@@ -228,6 +244,7 @@ void RunPortingLints(const io::Model& model, CheckReport& report) {
   LintDeprecatedOps(model, view, report);
   LintCustomDomains(view, report);
   LintDynamicInputs(model, report);
+  LintInitializerInputs(view, report);
   LintUnused(view, report);
   LintDeadNodes(view, report);
   LintLeftovers(view, report);

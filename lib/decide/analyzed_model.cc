@@ -10,6 +10,7 @@
 #include "lib/analysis/static_values.h"
 #include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
+#include "lib/ir/node_names.h"
 #include "lib/runtime/shape_completion.h"
 #include "lib/shape/infer.h"
 #include "lib/util/checked_math.h"
@@ -238,7 +239,7 @@ void AnalyzedModel::DeriveFacts() {
       continue;
     }
     total += *macs;
-    facts_.macs_by_node.push_back({n, v.node(n).name(), v.node(n).op_type(), *macs});
+    facts_.macs_by_node.push_back({n, ir::NodeLabel(v, n), v.node(n).op_type(), *macs});
   }
   std::stable_sort(facts_.macs_by_node.begin(), facts_.macs_by_node.end(),
                    [](const NodeCost& a, const NodeCost& b) { return a.macs > b.macs; });

@@ -8,6 +8,7 @@
 
 #include "lib/decide/analyzed_model.h"
 #include "lib/decide/rules_dir.h"
+#include "lib/ir/node_names.h"
 #include "lib/util/json_text.h"
 #include "lib/util/strings.h"
 
@@ -184,9 +185,9 @@ ReportStep BottleneckStep(const DecisionReport& r) {
   }
   step.findings.push_back("MACs by op: " + util::Join(ops, ", ") + ".");
   for (size_t i = 0; i < std::min<size_t>(5, costs.size()); ++i) {
-    step.findings.push_back(fmt::format("#{} {} ({}): {} ({:.1f}%)", i + 1, costs[i].name,
-                                        costs[i].op, Macs(costs[i].macs),
-                                        100.0 * costs[i].macs / total));
+    step.findings.push_back(fmt::format("#{} {}: {} ({:.1f}%)", i + 1,
+                                        ir::LabelWithOp(costs[i].name, costs[i].op),
+                                        Macs(costs[i].macs), 100.0 * costs[i].macs / total));
   }
   return step;
 }
@@ -242,7 +243,7 @@ std::vector<std::string> NextSteps(const DecisionReport& r) {
                     nodes.size(), util::Join(nodes, ", ")));
   }
   for (const auto& nr : r.remedies) {
-    out.push_back(fmt::format("{} ({}): {}", nr.node, nr.op, nr.remedies.front().text));
+    out.push_back(fmt::format("{}: {}", ir::LabelWithOp(nr.node, nr.op), nr.remedies.front().text));
   }
   if (r.memory && r.memory->fits && !*r.memory->fits) {
     out.push_back("Memory does not fit: quantize, prune, or pick a target with more RAM/flash.");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "lib/ir/dtype.h"
+#include "lib/ir/node_names.h"
 #include "lib/util/strings.h"
 
 namespace porttool::decide {
@@ -75,7 +76,7 @@ NodeScan ScanNode(const AnalyzedModel& model, const TargetProfile& t, int index)
   const auto& node = model.graph().node(index);
   NodeScan s;
   s.index = index;
-  s.name = node.name();
+  s.name = ir::NodeLabel(node, index);
   s.op = OpKey(node);
   s.in_backbone = model.FeedsComputeLayer(index);
   if (t.unsupported_ops.count(s.op)) {
@@ -312,8 +313,8 @@ std::string TargetCheckToText(const TargetCheck& c) {
   for (const auto& f : c.scan.findings) out += "  finding: " + f + "\n";
   for (const auto& s : c.scan.nodes) {
     if (s.placement == Placement::kAccelerator) continue;
-    out +=
-        fmt::format("  {:<12} {} ({}): {}\n", PlacementName(s.placement), s.name, s.op, s.reason);
+    out += fmt::format("  {:<12} {}: {}\n", PlacementName(s.placement),
+                       ir::LabelWithOp(s.name, s.op), s.reason);
     for (const auto& f : s.failures) {
       out += fmt::format("      {} {} [{}; {}]\n", f.id, f.text, f.detail, f.source);
     }

@@ -28,7 +28,7 @@ struct ConstraintFailure {
 
 struct NodeScan {
   int index = -1;    // in the main graph; for a subgraph node, the index of its main-graph ancestor
-  std::string name;  // "parent/child" for a node inside an If/Loop/Scan body
+  std::string name;  // ir::NodeLabel; "parent/child" for a node inside an If/Loop/Scan body
   std::string parent;  // the main-graph If/Loop/Scan node it belongs to; empty in the main graph
   std::string op;      // OpKey
   Placement placement = Placement::kAccelerator;

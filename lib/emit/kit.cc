@@ -12,6 +12,7 @@
 #include "lib/emit/c_names.h"
 #include "lib/io/atomic_file.h"
 #include "lib/ir/dtype.h"
+#include "lib/ir/node_names.h"
 #include "lib/runtime/compare.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
@@ -404,9 +405,12 @@ class KitWriter {
       : model_(model), options_(options), out_dir_(std::move(out_dir)) {
     sha256_ = model.path.empty() ? std::string() : Sha256File(model.path);
     const auto& g = model.proto.graph();
+    if (options.select == KitOptions::Select::kNode) {
+      node_index_ = ir::ResolveNodeRef(ir::GraphView(g), options.name, "kit node");
+    }
     for (const auto& init : g.initializer()) constants_.insert(init.name());
     for (int i = 0; i < g.node_size(); ++i) {
-      if (Selected(g.node(i))) {
+      if (Selected(i)) {
         for (const auto& in : g.node(i).input()) ++pending_uses_[in];
       }
       for (const auto& out : g.node(i).output()) {
@@ -426,7 +430,7 @@ class KitWriter {
       auto it = producer_.find(name);
       if (it == producer_.end() || !ran_.insert(it->second).second) return;
       const auto& node = model_.proto.graph().node(it->second);
-      if (!Selected(node)) return;
+      if (!Selected(it->second)) return;
       OnNode(it->second);
       for (const auto& in : node.input()) {
         if (--uses[in] == 0) cache_.erase(in);
@@ -446,12 +450,12 @@ class KitWriter {
   const std::vector<std::string>& skipped() const { return skipped_; }
 
  private:
-  bool Selected(const onnx::NodeProto& node) const {
+  bool Selected(int index) const {
     switch (options_.select) {
       case KitOptions::Select::kNode:
-        return node.name() == options_.name;
+        return index == node_index_;
       case KitOptions::Select::kOp:
-        return node.op_type() == options_.name;
+        return model_.proto.graph().node(index).op_type() == options_.name;
       case KitOptions::Select::kAll:
         return true;
     }
@@ -477,7 +481,7 @@ class KitWriter {
     const auto& node = model_.proto.graph().node(index);
     for (const auto& a : node.attribute()) {
       if (a.has_g() || a.graphs_size() > 0) {
-        if (set_ == 0) skipped_.push_back(node.name() + " (has a subgraph)");
+        if (set_ == 0) skipped_.push_back(ir::NodeLabel(node, index) + " (has a subgraph)");
         return;
       }
     }
@@ -514,7 +518,7 @@ class KitWriter {
     }
     kit.info = {{"op", node.op_type()},
                 {"domain", node.domain().empty() ? "ai.onnx" : node.domain()},
-                {"node", node.name()},
+                {"node", ir::NodeLabel(node, index)},
                 {"attributes", AttributesJson(node)},
                 {"layout", "NCHW"},
                 {"seed", options_.seed},
@@ -636,20 +640,22 @@ class KitWriter {
   std::vector<std::string> skipped_;
   const runtime::TensorMap* feeds_ = nullptr;
   int set_ = 0;
+  int node_index_ = -1;  // with Select::kNode: the node options_.name addresses
 };
 
 void CheckSelection(const io::Model& model, const KitOptions& options) {
   if (options.select == KitOptions::Select::kAll) return;
+  if (options.select == KitOptions::Select::kNode) {
+    ir::ResolveNodeRef(ir::GraphView(model.proto.graph()), options.name, "kit node");
+    return;
+  }
   std::vector<std::string> pool;
   for (const auto& node : model.proto.graph().node()) {
-    std::string candidate =
-        options.select == KitOptions::Select::kNode ? node.name() : node.op_type();
-    if (candidate == options.name) return;
-    pool.push_back(candidate);
+    if (node.op_type() == options.name) return;
+    pool.push_back(node.op_type());
   }
   auto close = ClosestNames(options.name, pool);
-  ThrowUsage("no {} '{}' in the model's main graph{}",
-             options.select == KitOptions::Select::kNode ? "node" : "node of op type", options.name,
+  ThrowUsage("no node of op type '{}' in the model's main graph{}", options.name,
              close.empty() ? "" : " (did you mean " + Join(close, ", ") + "?)");
 }
 

@@ -16,6 +16,7 @@
 #include "lib/io/staging_dir.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
+#include "lib/ir/node_names.h"
 #include "lib/runtime/shapes_by_execution.h"
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
@@ -149,22 +150,16 @@ nlohmann::json AttributeValue(const onnx::AttributeProto& a) {
   }
 }
 
-const onnx::NodeProto& FindNode(const io::Model& model, const std::string& name) {
-  std::vector<std::string> names;
-  for (const auto& node : model.proto.graph().node()) {
-    if (node.name() == name) return node;
-    names.push_back(node.name());
-  }
-  auto close = ClosestNames(name, names);
-  ThrowUsage("no node '{}' in the model's main graph{}", name,
-             close.empty() ? "" : " (did you mean " + Join(close, ", ") + "?)");
+const onnx::NodeProto& FindNode(const io::Model& model, const std::string& ref, int& index) {
+  index = ir::ResolveNodeRef(ir::GraphView(model.proto.graph()), ref, "node to scaffold");
+  return model.proto.graph().node(index);
 }
 
 // A custom operator is a C kernel over tensors and plain attributes: a subgraph (If/Loop/Scan
 // bodies) would have to run inside it, which no target SDK's custom-op interface offers. The node
 // is refused before any analysis, whatever the options: bad input (exit 3), like the other
 // attribute types a C kernel cannot take.
-void RefuseGraphAttributes(const onnx::NodeProto& node) {
+void RefuseGraphAttributes(const onnx::NodeProto& node, int index) {
   for (const auto& a : node.attribute()) {
     if (a.type() != onnx::AttributeProto::GRAPH && a.type() != onnx::AttributeProto::GRAPHS &&
         !a.has_g() && a.graphs_size() == 0) {
@@ -176,7 +171,7 @@ void RefuseGraphAttributes(const onnx::NodeProto& node) {
                             "remove the {} first (simplify inlines an If whose condition is "
                             "constant: give the input values it depends on), or run it on a "
                             "host that runs ONNX",
-                            node.name(), node.op_type(), a.name(), node.op_type()),
+                            ir::NodeLabel(node, index), node.op_type(), a.name(), node.op_type()),
                 node.name());
   }
 }
@@ -439,8 +434,9 @@ ScaffoldVars TemplateVarsFor(const CustomOpSpec& spec) {
 bool HasKnownKernel(const std::string& op_type) { return FindKnown(op_type) != nullptr; }
 
 CustomOpSpec DescribeNode(const io::Model& source, const std::string& node_name) {
-  const onnx::NodeProto& original = FindNode(source, node_name);
-  RefuseGraphAttributes(original);
+  int index = -1;
+  const onnx::NodeProto& original = FindNode(source, node_name, index);
+  RefuseGraphAttributes(original, index);
   io::Model model = source;
   shape::InferShapes(model);
   try {
@@ -493,7 +489,7 @@ CustomOpSpec DescribeNode(const io::Model& source, const std::string& node_name)
   spec.shape_rule = elementwise || unknown ? "same_as_input" : "static";
   spec.source_model = source.path.filename().string();
   spec.source_sha256 = source.path.empty() ? "" : Sha256File(source.path);
-  spec.source_node = original.name();
+  spec.source_node = ir::NodeLabel(original, index);
   return spec;
 }
 

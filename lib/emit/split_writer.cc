@@ -11,6 +11,7 @@
 #include "lib/io/external_data.h"
 #include "lib/io/staging_dir.h"
 #include "lib/ir/dtype.h"
+#include "lib/ir/node_names.h"
 #include "lib/util/error.h"
 #include "lib/util/json_text.h"
 #include "lib/util/sha256.h"
@@ -82,7 +83,7 @@ nlohmann::json PipelineManifest(const ir::SplitResult& result, const io::Model& 
                             {"outputs", TensorListJson(seg.outputs)}};
     if (seg.role == ir::SegmentRole::kHost) {
       nlohmann::json names = nlohmann::json::array();
-      for (int i : seg.nodes) names.push_back(source.proto.graph().node(i).name());
+      for (int i : seg.nodes) names.push_back(ir::NodeLabel(source.proto.graph().node(i), i));
       entry["host_nodes"] = names;
     }
     segments.push_back(entry);

@@ -9,6 +9,7 @@
 
 #include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
+#include "lib/ir/node_names.h"
 #include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 #include "lib/util/json_text.h"
@@ -199,16 +200,12 @@ bool SubgraphHoldsNode(const onnx::GraphProto& graph, const std::string& name) {
 }
 
 int ResolveOne(const GraphView& view, const std::string& name) {
-  std::vector<int> found = view.NodesNamed(name);
-  if (found.size() == 1) return found.front();
-  if (found.size() > 1) {
-    std::vector<std::string> where;
-    for (int i : found) where.push_back(fmt::format("#{} ({})", i, view.node(i).op_type()));
-    ThrowUsage(
-        "node name '{}' is ambiguous: {} nodes carry it ({}); give the nodes unique names "
-        "first",
-        name, found.size(), util::Join(where, ", "));
+  // A name several nodes carry, or none ('' when nodes are unnamed), is ResolveNodeRef's to
+  // explain; a tensor, weight or nested node given for a node gets its own message below.
+  if (name.empty() || view.NodesNamed(name).size() > 1) {
+    return ResolveNodeRef(view, name, "cut node");
   }
+  if (int index = FindNodeRef(view, name); index >= 0) return index;
   if (view.Initializer(name)) {
     ThrowUsage(
         "'{}' is an initializer (a weight), not a node; a cut node is named by its node name",
@@ -219,18 +216,20 @@ int ResolveOne(const GraphView& view, const std::string& name) {
   }
   if (int producer = view.Producer(name); producer >= 0) {
     ThrowUsage("'{}' is a tensor, not a node; it is produced by node '{}' ({}): give cut node '{}'",
-               name, view.node(producer).name(), view.node(producer).op_type(),
-               view.node(producer).name());
+               name, NodeLabel(view, producer), view.node(producer).op_type(),
+               NodeLabel(view, producer));
   }
   for (int i = 0; i < view.node_count(); ++i) {
     if (NodeHoldsNested(view.node(i), name)) {
       ThrowUsage(
           "node '{}' is inside a subgraph of node '{}' ({}); a node inside a subgraph "
           "cannot be cut: cut at '{}' instead (it moves whole)",
-          name, view.node(i).name(), view.node(i).op_type(), view.node(i).name());
+          name, NodeLabel(view, i), view.node(i).op_type(), NodeLabel(view, i));
     }
   }
-  auto closest = util::ClosestNames(name, view.NodeNames());
+  std::vector<std::string> labels;
+  for (int i = 0; i < view.node_count(); ++i) labels.push_back(NodeLabel(view, i));
+  auto closest = util::ClosestNames(name, labels);
   throw Error(ErrorKind::kUsage,
               fmt::format("no node named '{}'{}", name,
                           closest.empty() ? std::string("")

@@ -9,6 +9,7 @@
 
 #include "lib/ir/constants.h"
 #include "lib/ir/graph_view.h"
+#include "lib/ir/node_names.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -329,20 +330,11 @@ class QdqBuilder {
       }
     }
     std::map<int, std::string> excluded;
-    for (const auto& name : options_.int16_nodes) {
-      if (view.FindNode(name) < 0) {
-        ThrowUsage("int16 node '{}' is not in the graph (did you mean: {}?)", name,
-                   util::Join(util::ClosestNames(name, view.NodeNames(), 3), ", "));
-      }
-      int16_.insert(name);
+    for (const auto& ref : options_.int16_nodes) {
+      int16_.insert(view.node(ir::ResolveNodeRef(view, ref, "int16 node")).name());
     }
-    for (const auto& name : options_.exclude_nodes) {
-      int idx = view.FindNode(name);
-      if (idx < 0) {
-        ThrowUsage("excluded node '{}' is not in the graph (did you mean: {}?)", name,
-                   util::Join(util::ClosestNames(name, view.NodeNames(), 3), ", "));
-      }
-      excluded[idx] = "excluded by the user (node name)";
+    for (const auto& ref : options_.exclude_nodes) {
+      excluded[ir::ResolveNodeRef(view, ref, "excluded node")] = "excluded by the user (node name)";
     }
     for (const auto& name : options_.fallback_nodes) {
       if (int idx = view.FindNode(name); idx >= 0) {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "lib/ir/dtype.h"
+#include "lib/ir/node_names.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -330,8 +331,10 @@ class SpillFile {
 // Tensor name -> (node, op) of the node of `model` that produces it.
 std::map<std::string, std::pair<std::string, std::string>> Producers(const io::Model& model) {
   std::map<std::string, std::pair<std::string, std::string>> producer;
-  for (const auto& n : model.proto.graph().node()) {
-    for (const auto& out : n.output()) producer[out] = {n.name(), n.op_type()};
+  const auto& graph = model.proto.graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& n = graph.node(i);
+    for (const auto& out : n.output()) producer[out] = {ir::NodeLabel(n, i), n.op_type()};
   }
   return producer;
 }

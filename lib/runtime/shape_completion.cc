@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <set>
 
+#include "lib/ir/node_names.h"
 #include "lib/runtime/shapes_by_execution.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -26,9 +26,9 @@ std::string ShapeCompletion::Summary() const {
     }
   }
   std::string reason = root->reason.substr(0, root->reason.find(" (reached through the inputs"));
-  std::string out =
-      fmt::format("{} tensor(s) have no static shape: node '{}' ({}) blocks {} of them: {}",
-                  unresolved.size(), root->node, root->op_type, blocked[root->node], reason);
+  std::string out = fmt::format("{} tensor(s) have no static shape: node {} blocks {} of them: {}",
+                                unresolved.size(), ir::QuotedNodeLabel(root->node, root->op_type),
+                                blocked[root->node], reason);
   if (blocked.size() > 1) out += fmt::format(" ({} blocking nodes in all)", blocked.size());
   if (!execution_error.empty()) {
     out += fmt::format("; running the model to measure them failed: {}", execution_error);
@@ -36,10 +36,13 @@ std::string ShapeCompletion::Summary() const {
   return out;
 }
 
-ShapeCompletion CompleteShapes(io::Model& model, const shape::InputShapes& pins) {
+ShapeCompletion CompleteShapes(io::Model& model, const shape::InputShapes& pins,
+                               const shape::InputValues& values, int max_iterations) {
   ShapeCompletion c;
   shape::InferOptions options;
   options.input_shapes = pins;
+  options.input_values = values;
+  options.max_iterations = max_iterations;
   c.inference = shape::InferShapes(model, options);
   c.dynamic_inputs = shape::DynamicInputDims(model);
   c.unresolved = c.inference.unresolved;
@@ -49,9 +52,13 @@ ShapeCompletion CompleteShapes(io::Model& model, const shape::InputShapes& pins)
   } catch (const Error& e) {
     c.execution_error = e.what();
   }
-  std::set<std::string> filled(c.by_execution.begin(), c.by_execution.end());
-  std::erase_if(c.unresolved,
-                [&](const shape::UnresolvedTensor& u) { return filled.count(u.tensor) > 0; });
+  if (c.by_execution.empty()) return c;
+  shape::InferReport after = shape::DescribeShapes(model);
+  c.inference.tensors_total = after.tensors_total;
+  c.inference.tensors_static = after.tensors_static;
+  c.inference.tensors_symbolic = after.tensors_symbolic;
+  c.inference.unresolved = after.unresolved;
+  c.unresolved = std::move(after.unresolved);
   return c;
 }
 

@@ -17,7 +17,9 @@
 namespace porttool::runtime {
 
 struct ShapeCompletion {
-  shape::InferReport inference;                     // static inference alone
+  // Static inference's iterations and notes, with the counts and unknown tensors of the model as
+  // the completion leaves it.
+  shape::InferReport inference;
   std::vector<std::string> by_execution;            // tensors whose shape the executor supplied
   std::vector<shape::UnresolvedTensor> unresolved;  // still unknown after both
   std::vector<std::string> dynamic_inputs;          // "x[0]=N": inputs the pins left dynamic
@@ -29,9 +31,14 @@ struct ShapeCompletion {
   std::string Summary() const;
 };
 
-// Pins `pins` on `model` (Error(kUsage) for a name that is not an input or a wrong rank), infers
-// shapes, and completes them by execution when every input is static. Writes the shapes into the
-// model's value_info. Never throws for shapes it cannot complete: it reports them.
-ShapeCompletion CompleteShapes(io::Model& model, const shape::InputShapes& pins);
+// Pins `pins` on `model` (Error(kUsage) for a name that is not an input or a wrong rank), makes
+// the inputs in `values` constants, infers shapes (at most `max_iterations` passes), and completes
+// them by execution when every input is static. Writes the shapes into the model's value_info.
+// Never throws for shapes it cannot complete: it reports them. Every subcommand that needs shapes
+// (infer-shapes included) goes through this one function, so none sees fewer static shapes than
+// another.
+ShapeCompletion CompleteShapes(io::Model& model, const shape::InputShapes& pins,
+                               const shape::InputValues& values = {},
+                               int max_iterations = shape::InferOptions{}.max_iterations);
 
 }  // namespace porttool::runtime

@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 #include "lib/io/node_attributes.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
+#include "lib/ir/node_names.h"
 #include "lib/util/error.h"
 
 namespace porttool::shape {
@@ -202,7 +204,22 @@ void RunOnnxInference(onnx::ModelProto& proto, bool strict) {
 
 enum class ShapeState { kStatic, kSymbolic, kUnknown };
 
-ShapeState StateOf(const onnx::ValueInfoProto* vi) {
+// The dim names a user can pin: those of the real graph inputs. Any other dim_param is a
+// placeholder for a dim nobody knows: ONNX's own "unk__0" for a Conv of a symbolic H, tf2onnx's
+// "unk__363", an exporter's name on an output. Counted as symbolic, such a tensor looked as good
+// as [N, 3] and was never completed by execution after the inputs were pinned.
+std::unordered_set<std::string> PinnableDimNames(const ir::GraphView& view) {
+  std::unordered_set<std::string> names;
+  for (const auto* vi : view.RealInputs()) {
+    if (!vi->type().has_tensor_type()) continue;
+    for (const auto& d : vi->type().tensor_type().shape().dim()) {
+      if (d.has_dim_param()) names.insert(d.dim_param());
+    }
+  }
+  return names;
+}
+
+ShapeState StateOf(const onnx::ValueInfoProto* vi, const std::unordered_set<std::string>& named) {
   if (!vi || !vi->has_type()) return ShapeState::kUnknown;
   const auto& type = vi->type();
   if (!type.has_tensor_type()) {
@@ -213,21 +230,19 @@ ShapeState StateOf(const onnx::ValueInfoProto* vi) {
   bool symbolic = false;
   for (const auto& d : type.tensor_type().shape().dim()) {
     if (d.has_dim_value()) continue;
-    if (!d.has_dim_param()) return ShapeState::kUnknown;
+    if (!d.has_dim_param() || !named.count(d.dim_param())) return ShapeState::kUnknown;
     symbolic = true;
   }
   return symbolic ? ShapeState::kSymbolic : ShapeState::kStatic;
-}
-
-std::string NodeLabel(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? fmt::format("#{} ({})", index, node.op_type()) : node.name();
 }
 
 // Finds, for every node with an unknown output, the upstream node where shapes stopped flowing
 // and why. Nodes are visited in topological order so a node's blockers are known before it.
 class BlockerFinder {
  public:
-  BlockerFinder(const onnx::ModelProto& model, const ir::GraphView& view) : view_(view) {
+  BlockerFinder(const onnx::ModelProto& model, const ir::GraphView& view,
+                const std::unordered_set<std::string>& named)
+      : view_(view), named_(named) {
     for (const auto& op : model.opset_import()) {
       opsets_[op.domain() == "ai.onnx" ? "" : op.domain()] = static_cast<int>(op.version());
     }
@@ -263,30 +278,39 @@ class BlockerFinder {
     return memo_.emplace(index, found).first->second;
   }
 
-  // Whether the tensor has at least a rank (enough for most ops to proceed).
-  bool HasShape(const std::string& name) const {
+  // Whether the tensor's shape is known: static, or symbolic in dims the inputs name.
+  bool Known(const std::string& name) const {
     if (view_.Initializer(name)) return true;
-    const auto* vi = view_.ValueInfo(name);
-    if (!vi || !vi->has_type()) return false;
-    const auto& type = vi->type();
-    return !type.has_tensor_type() || type.tensor_type().has_shape();
+    return StateOf(view_.ValueInfo(name), named_) != ShapeState::kUnknown;
   }
 
  private:
   // The blocker at `index` itself, or (through `next`) the producer to look at instead.
   Blocker Step(int index, int& next) {
     for (const auto& input : view_.NodeReads(index)) {
-      if (HasShape(input)) continue;
+      if (Known(input)) continue;
       int producer = view_.Producer(input);
       if (producer < 0 || producer == index) {
-        return {index, fmt::format("input '{}' has no type or shape (declare it, or pin its "
-                                   "input shape)",
-                                   input)};
+        return {index,
+                view_.GraphInput(input)
+                    ? fmt::format("graph input '{}' has unknown dims (pin its input shape)", input)
+                    : fmt::format("input '{}' has no type or shape (declare it, or pin its "
+                                  "input shape)",
+                                  input)};
       }
       next = producer;
       return {};
     }
     return {index, ReasonWithKnownInputs(index)};
+  }
+
+  // An input of the node with symbolic dims (the reason its outputs got placeholders), if any.
+  std::optional<std::string> SymbolicInput(int index) const {
+    for (const auto& input : view_.NodeReads(index)) {
+      if (view_.Initializer(input)) continue;
+      if (StateOf(view_.ValueInfo(input), named_) == ShapeState::kSymbolic) return input;
+    }
+    return std::nullopt;
   }
 
   std::string ReasonWithKnownInputs(int index) {
@@ -305,6 +329,12 @@ class BlockerFinder {
     }
     if (!schema->has_type_and_shape_inference_function()) {
       return fmt::format("{} has no shape-inference function in ONNX 1.12", node.op_type());
+    }
+    if (auto symbolic = SymbolicInput(index)) {
+      return fmt::format(
+          "its output dims are computed from the symbolic dims of input '{}' {}, which ONNX "
+          "cannot name; pin the input shape to make them static",
+          *symbolic, ir::ShapeToString(view_.ValueInfo(*symbolic)->type()));
     }
     return Probe(node, *schema);
   }
@@ -353,6 +383,7 @@ class BlockerFinder {
   }
 
   const ir::GraphView& view_;
+  const std::unordered_set<std::string>& named_;
   std::unordered_map<std::string, int> opsets_;
   std::unordered_map<int, Blocker> memo_;
 };
@@ -370,13 +401,14 @@ std::vector<int> SafeTopoOrder(const ir::GraphView& view) {
 void FillReport(const io::Model& model, InferReport& report) {
   const auto& graph = model.proto.graph();
   ir::GraphView view(graph);
-  BlockerFinder finder(model.proto, view);
+  const std::unordered_set<std::string> named = PinnableDimNames(view);
+  BlockerFinder finder(model.proto, view, named);
   for (int index : SafeTopoOrder(view)) {
     const auto& node = graph.node(index);
     for (const auto& out : node.output()) {
       if (out.empty()) continue;
       ++report.tensors_total;
-      ShapeState state = StateOf(view.ValueInfo(out));
+      ShapeState state = StateOf(view.ValueInfo(out), named);
       if (state == ShapeState::kStatic) ++report.tensors_static;
       if (state == ShapeState::kSymbolic) ++report.tensors_symbolic;
       if (state != ShapeState::kUnknown) continue;
@@ -384,9 +416,9 @@ void FillReport(const io::Model& model, InferReport& report) {
       const auto& blocking_node = graph.node(blocker.node);
       std::string reason = blocker.reason;
       if (blocker.node != index) {
-        reason += fmt::format(" (reached through the inputs of '{}')", NodeLabel(node, index));
+        reason += fmt::format(" (reached through the inputs of '{}')", ir::NodeLabel(node, index));
       }
-      report.unresolved.push_back({out, NodeLabel(blocking_node, blocker.node),
+      report.unresolved.push_back({out, ir::NodeLabel(blocking_node, blocker.node),
                                    blocking_node.op_type(), reason, blocker.node == index});
     }
   }
@@ -426,6 +458,12 @@ InferReport InferShapes(io::Model& model, const InferOptions& options) {
   io::CheckClaimedSizes(model.proto.graph(), model.path.empty()
                                                  ? std::string("inferred shapes")
                                                  : model.path.string() + " (inferred shapes)");
+  FillReport(model, report);
+  return report;
+}
+
+InferReport DescribeShapes(const io::Model& model) {
+  InferReport report;
   FillReport(model, report);
   return report;
 }

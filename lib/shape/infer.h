@@ -34,8 +34,8 @@ struct InferReport {
   int iterations = 0;
   int tensors_total = 0;                     // node outputs in the main graph
   int tensors_static = 0;                    // with a fully static shape
-  int tensors_symbolic = 0;                  // with a shape that has symbolic dims
-  std::vector<UnresolvedTensor> unresolved;  // no shape at all, or unknown dims
+  int tensors_symbolic = 0;                  // symbolic dims, each named by a real graph input
+  std::vector<UnresolvedTensor> unresolved;  // no shape, unknown dims or placeholder names
   std::vector<std::string> notes;            // warnings (cap hit, errors tolerated)
 };
 
@@ -43,6 +43,11 @@ struct InferReport {
 // Throws Error(kBadInput) when inference itself fails (naming the node) and Error(kUsage) for
 // bad input-shape overrides.
 InferReport InferShapes(io::Model& model, const InferOptions& options = {});
+
+// The counts and unknown tensors of InferReport for the shapes `model` records now, without
+// inferring anything (after the executor has filled some in). A dim named by no real graph input
+// (ONNX's "unk__0", tf2onnx's "unk__363") is unknown, not symbolic: nothing can pin it.
+InferReport DescribeShapes(const io::Model& model);
 
 // InferShapes with default options as the type-completion function that lib/ir's sub-model
 // builders take (ir::TypeInferenceFn: split and extract are handed it, lib/ir does not include

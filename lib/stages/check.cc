@@ -1,5 +1,9 @@
 #include "lib/stages/check.h"
 
+#include <fmt/format.h>
+
+#include "lib/ir/initializer_inputs.h"
+
 namespace porttool::stages {
 
 CheckStageResult CheckStage(io::Model& model, const CheckStageOptions& options) {
@@ -13,6 +17,18 @@ CheckStageResult CheckStage(io::Model& model, const CheckStageOptions& options) 
     decide::AddTargetFindings(*result.target, result.report);
   }
   return result;
+}
+
+std::vector<std::string> ApplyCheckFixes(io::Model& model) {
+  std::vector<std::string> fixed;
+  auto dropped = ir::DropInitializerInputs(*model.proto.mutable_graph());
+  if (!dropped.empty()) {
+    fixed.push_back(fmt::format(
+        "[initializer-input] dropped {} initializer(s) from the graph inputs (the initializers "
+        "stay)",
+        dropped.size()));
+  }
+  return fixed;
 }
 
 nlohmann::json CheckJson(const CheckStageResult& result) {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "lib/analysis/check.h"
 #include "lib/decide/scan.h"
@@ -28,6 +30,11 @@ struct CheckStageResult {
 };
 
 CheckStageResult CheckStage(io::Model& model, const CheckStageOptions& options);
+
+// The fixes that need no one's judgement, made on `model`: initializers listed as graph inputs
+// are dropped from the inputs (finding "initializer-input"). One line per fix made; empty when
+// there was nothing to fix.
+std::vector<std::string> ApplyCheckFixes(io::Model& model);
 
 // `check --json` keeps this many findings of each id and counts the rest.
 inline constexpr size_t kJsonFindingsPerId = 100;

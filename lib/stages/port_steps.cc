@@ -113,6 +113,7 @@ std::string SegmentStem(const ir::Segment& seg) { return fs::path(seg.file).stem
 void CheckAndPinStep(PortState& s, PortStep& step) {
   const PortOptions& o = s.options;
   s.model = io::Load(o.model);
+  if (o.quantize) s.quantize = WithNodeNames(s.model, *o.quantize);  // before simplify moves nodes
   s.model_file = o.model.filename().string();
   s.source_sha256 = util::Sha256File(o.model);
   s.pins = o.input_shapes;
@@ -363,7 +364,7 @@ void QuantizeStep(PortState& s, PortStep& step) {
   // Once on the whole model: one table, so every bridge has one scale and zero point on both
   // sides of a cut; the mixed-precision search (when a target is given) runs here too.
   QuantizeStageOptions whole;
-  whole.request = *s.options.quantize;
+  whole.request = *s.quantize;
   whole.request.calibration.threads = s.options.threads;
   whole.request.evaluate = true;
   whole.prepare = false;  // simplify already made the exact conv fusions
@@ -392,7 +393,7 @@ void QuantizeStep(PortState& s, PortStep& step) {
       continue;
     }
     QuantizeStageOptions part;
-    part.request = *s.options.quantize;
+    part.request = *s.quantize;
     part.request.data_dir.clear();
     part.request.eval_dir.clear();
     part.request.table = q.table;

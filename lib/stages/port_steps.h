@@ -56,6 +56,8 @@ struct PortState {
   std::string model_file;  // the source's file name, as the bundle records it
   std::string source_sha256;
   io::Model model;  // as it goes through the steps (the source file is never written)
+  // options.quantize with its node references ("#N") as names of the source's nodes (WithNodeNames)
+  std::optional<quant::QuantizeCalibrateRequest> quantize;
   shape::InputShapes pins;
   std::string pins_origin;                      // "given" | "the target profile's default"
   shape::InputValues values;                    // inputs made constants: given, and the profile's

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "lib/ir/node_names.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 #include "passes/transform.h"
@@ -39,6 +40,15 @@ std::vector<std::string> Prepare(io::Model& model) {
 
 }  // namespace
 
+quant::QuantizeCalibrateRequest WithNodeNames(io::Model& model,
+                                              quant::QuantizeCalibrateRequest request) {
+  auto& graph = *model.proto.mutable_graph();
+  request.qdq.exclude_nodes =
+      ir::NameAddressedNodes(graph, request.qdq.exclude_nodes, "excluded node");
+  request.qdq.int16_nodes = ir::NameAddressedNodes(graph, request.qdq.int16_nodes, "int16 node");
+  return request;
+}
+
 quant::CalibrationTable ReadCalibrationTable(const std::filesystem::path& path) {
   return quant::CalibrationTable::FromJson(ReadJsonFile(path, "table"), path.string());
 }
@@ -52,10 +62,15 @@ quant::QuantizeCalibrateResult QuantizeStage(const io::Model& model,
   if (options.request.data_dir.empty() && options.table_in.empty() && !options.request.table) {
     ThrowUsage("no calibration samples and no table to apply: give calibration data, or a table");
   }
-  quant::QuantizeCalibrateRequest request = options.request;
-  if (!options.table_in.empty()) request.table = ReadCalibrationTable(options.table_in);
   io::Model prepared = model;
+  quant::QuantizeCalibrateRequest request = WithNodeNames(prepared, options.request);
+  if (!options.table_in.empty()) request.table = ReadCalibrationTable(options.table_in);
   std::vector<std::string> notes;
+  // The search, the sensitivity ranking and the kept-float lists name nodes: none is left blank.
+  if (int named = ir::NameUnnamedNodes(*prepared.proto.mutable_graph()); named > 0) {
+    notes.push_back(
+        fmt::format("named {} unnamed node(s) <op>_<position> (as name-nodes does)", named));
+  }
   if (options.prepare) notes = Prepare(prepared);
   quant::QuantizeCalibrateResult result = quant::QuantizeCalibrate(prepared, request);
   result.notes.insert(result.notes.begin(), notes.begin(), notes.end());

@@ -22,6 +22,13 @@ struct QuantizeStageOptions {
 quant::QuantizeCalibrateResult QuantizeStage(const io::Model& model,
                                              const QuantizeStageOptions& options);
 
+// The request with its node references ("#N", "#N (Op)" or names, as the user gave them for
+// `model`) turned into the real names of those nodes, an addressed unnamed node being named first
+// (ir::NameAddressedNodes). QuantizeStage does this itself; a caller that transforms the model
+// before quantizing it (port simplifies first) calls it on the model the user addressed.
+quant::QuantizeCalibrateRequest WithNodeNames(io::Model& model,
+                                              quant::QuantizeCalibrateRequest request);
+
 // A calibration table file (`--table` written by quantize-calibrate). Error(kBadInput) naming
 // the file for an unreadable file, invalid JSON or a malformed table.
 quant::CalibrationTable ReadCalibrationTable(const std::filesystem::path& path);

@@ -30,8 +30,9 @@ struct SimplifyStageOptions {
   shape::InputValues input_values{};  // inputs made constants (after the pins) before folding
 };
 
-// fold-constants, inline-if, eliminate-identity/dead-code/unused-initializers and the exact conv
-// fusions to a fixed point, then `check` (report.failed: the model must not be written).
+// name-nodes, then fold-constants, inline-if, eliminate-identity/dead-code/unused-initializers and
+// the exact conv fusions to a fixed point, then `check` (report.failed: the model must not be
+// written).
 passes::TransformReport SimplifyStage(io::Model& model, const SimplifyStageOptions& options);
 
 struct FoldStageOptions {

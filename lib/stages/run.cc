@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "lib/ir/graph_view.h"
+#include "lib/runtime/initializer_inputs.h"
 
 namespace porttool::stages {
 namespace {
@@ -85,6 +86,7 @@ Latency RunStageResult::latency() const {
 RunStageResult RunStage(const io::Model& model, const RunStageOptions& options) {
   io::Model pinned = model;
   if (!options.input_shapes.empty()) shape::ApplyInputShapes(pinned, options.input_shapes);
+  const std::vector<std::string> fed = runtime::FeedInitializerInputs(pinned, options.inputs);
   runtime::Session session(pinned, {.fail_on_nan = options.fail_on_nan,
                                     .registry = options.kernels,
                                     .no_fusion = options.no_fusion});
@@ -108,6 +110,8 @@ RunStageResult RunStage(const io::Model& model, const RunStageOptions& options) 
         std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
   result.warnings = session.warnings();
+  if (!fed.empty())
+    result.warnings.insert(result.warnings.begin(), runtime::FedInitializersNote(fed));
   result.fused_nodes = session.fused_nodes();
   if (options.profile) {
     result.profile = profiler.Medians();

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "lib/analysis/check.h"
 #include "lib/analysis/cut_advice.h"
 #include "lib/runtime/shape_completion.h"
@@ -13,9 +15,14 @@ namespace {
 
 // Segments need complete types (the ONNX checker rejects a bridge without a shape).
 io::Model CompletedModel(const io::Model& source, const shape::InputShapes& pins,
-                         std::vector<std::string>& notes) {
+                         std::vector<std::string>& notes, std::string& incomplete) {
   io::Model completed = source;
   runtime::ShapeCompletion c = runtime::CompleteShapes(completed, pins);
+  if (!c.complete()) incomplete = c.Summary();
+  if (!c.dynamic_inputs.empty()) {
+    incomplete +=
+        fmt::format("; pin the input shape (e.g. {})", shape::ExampleInputShapes(completed));
+  }
   notes.insert(notes.end(), c.inference.notes.begin(), c.inference.notes.end());
   if (!c.by_execution.empty()) {
     notes.push_back(fmt::format(
@@ -26,11 +33,27 @@ io::Model CompletedModel(const io::Model& source, const shape::InputShapes& pins
   return completed;
 }
 
+// Every boundary tensor without a byte size, once, in segment order.
+std::vector<std::string> UnsizedTensors(const ir::SplitResult& split) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& name, const std::optional<uint64_t>& bytes) {
+    if (!bytes && seen.insert(name).second) out.push_back(name);
+  };
+  for (const auto& seg : split.segments) {
+    for (const auto& t : seg.inputs) add(t.name, t.bytes);
+    for (const auto& t : seg.outputs) add(t.name, t.bytes);
+  }
+  for (const auto& b : split.bridges) add(b.tensor, b.bytes);
+  return out;
+}
+
 }  // namespace
 
 SplitPlan PlanSplit(const io::Model& source, const SplitStageOptions& options) {
   SplitPlan plan;
-  plan.model = CompletedModel(source, options.input_shapes, plan.notes);
+  std::string incomplete;
+  plan.model = CompletedModel(source, options.input_shapes, plan.notes, incomplete);
   ir::SplitOptions split;
   split.infer_types = shape::TypeInference();
   if (!options.target) {
@@ -43,6 +66,8 @@ SplitPlan PlanSplit(const io::Model& source, const SplitStageOptions& options) {
                                            {.bridge_warn_bytes = options.bridge_warn_bytes});
   plan.notes.insert(plan.notes.end(), plan.split.notes.begin(), plan.split.notes.end());
   for (const auto& advice : plan.split.advice) plan.notes.push_back(advice.message);
+  plan.unsized = UnsizedTensors(plan.split);
+  if (!plan.unsized.empty()) plan.unsized_why = incomplete;
   return plan;
 }
 

@@ -38,6 +38,10 @@ struct SplitPlan {
   ir::SplitResult split;
   std::optional<decide::Partition> partition;  // with a target
   std::vector<std::string> notes;              // shape completion, untyped tensors, cut advice
+  // Segment inputs, outputs and bridges with no static byte size (pipeline.json would say
+  // "bytes": null), and why: the inputs left dynamic, or the node that blocks their shapes.
+  std::vector<std::string> unsized;
+  std::string unsized_why;
 };
 
 // Error(kUsage) for unknown or ambiguous cut nodes (naming close matches).

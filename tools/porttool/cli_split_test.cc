@@ -53,7 +53,7 @@ TEST(CliSplit, DemoAtCustomGeluGivesThreeValidSegmentsAndAManifest) {
   TempDir dir;
   fs::path out = dir / "demo.split";
   auto r = RunPorttool("split " + testing::TestData("demo_detector.onnx").string() +
-                       " --at Custom_GELU_0 -o " + out.string());
+                       " --at Custom_GELU_0 --input-shape images:1x3x64x64 -o " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("01_host.onnx"), std::string::npos) << r.out;
   nlohmann::json m = ReadManifest(out);
@@ -117,9 +117,9 @@ TEST(CliSplit, UnknownNodeIsAUsageErrorWithSuggestions) {
 
 TEST(CliSplit, DefaultOutputDirectoryIsTheModelStemInTheCurrentDirectory) {
   TempDir dir;
-  auto r =
-      testing::RunShell("cd " + dir.path().string() + " && " + testing::PorttoolBin() + " split " +
-                        testing::TestData("demo_detector.onnx").string() + " --at Custom_GELU_0");
+  auto r = testing::RunShell("cd " + dir.path().string() + " && " + testing::PorttoolBin() +
+                             " split " + testing::TestData("demo_detector.onnx").string() +
+                             " --at Custom_GELU_0 --input-shape images:1x3x64x64");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "demo_detector.split" / "pipeline.json"));
 }

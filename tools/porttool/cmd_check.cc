@@ -1,4 +1,5 @@
-// `porttool check MODEL [--json]`: ONNX checker + strict shape inference + porting lints.
+// `porttool check MODEL [--json] [--fix -o OUT]`: ONNX checker + strict shape inference + porting
+// lints, and the fixes that need no one's judgement.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -18,20 +19,35 @@ struct CheckOptions {
   std::string target;
   std::string rules_dir;
   std::vector<std::string> input_shapes;
+  bool fix = false;
+  ModelOutputOptions output;
 };
 
+// --fix: the findings' automatic fixes on the model as loaded, written to -o (the report above
+// is of the model before them).
+std::vector<std::string> WriteFixed(io::Model& model, const CheckOptions& o) {
+  std::vector<std::string> fixed = stages::ApplyCheckFixes(model);
+  SaveModel(model, o.output);
+  return fixed;
+}
+
 int RunCheck(const CheckOptions& o) {
+  if (o.fix != !o.output.output.empty()) ThrowUsage("--fix and -o go together: --fix -o OUT");
   stages::CheckStageOptions options;
   options.full_check = !o.no_full_check;
   options.input_shapes = ParseShapeFlags(o.input_shapes);
   if (!o.target.empty()) options.target = LoadTargetFlag(o.rules_dir, o.target);
   io::Model model = LoadModel(o.model);
+  if (o.fix) RefuseOverwritingInput(model, o.output);
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
   stages::CheckStageResult result = stages::CheckStage(model, options);
   const analysis::CheckReport& report = result.report;
+  std::vector<std::string> fixed;
+  if (o.fix) fixed = WriteFixed(model, o);
   if (o.json) {
     nlohmann::json doc = stages::CheckJson(result);
     doc["model"] = o.model;
+    if (o.fix) doc["fixed"] = fixed, doc["written"] = o.output.output;
     PrintJson(doc);
   } else {
     if (result.target) std::cout << decide::TargetCheckToText(*result.target);
@@ -52,6 +68,11 @@ int RunCheck(const CheckOptions& o) {
         "{}: {} ({} errors, {} warnings, {} infos)\n", o.model,
         report.HasErrors() ? "FAILED" : "OK", report.Count(analysis::Severity::kError),
         report.Count(analysis::Severity::kWarning), report.Count(analysis::Severity::kInfo));
+    for (const auto& line : fixed) std::cout << "fixed: " << line << "\n";
+    if (o.fix) {
+      std::cout << fmt::format("wrote {}{}\n", o.output.output,
+                               fixed.empty() ? " (nothing to fix: the model as it was)" : "");
+    }
   }
   return result.ok() ? kExitOk : kExitCheckFailed;
 }
@@ -76,6 +97,10 @@ void RegisterCheck(CLI::App& app, RunFn& run) {
   AddRulesDirOption(*cmd, opts->rules_dir);
   AddInputShapeOption(*cmd, opts->input_shapes);
   AddCustomOpOption(*cmd, opts->custom_ops);
+  cmd->add_flag("--fix", opts->fix,
+                "Write the model with the fixes that need no judgement (initializers dropped from "
+                "the graph inputs) to -o; the findings are of the model before them");
+  AddModelOutputOptions(*cmd, opts->output, /*required=*/false);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCheck(*opts); }; });
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "lib/ir/node_names.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/compare.h"
@@ -87,8 +88,8 @@ void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& 
   if (o.per_tensor) {
     if (result.first_divergent) {
       const auto& c = result.intermediates[*result.first_divergent];
-      fmt::print("first divergent tensor (execution order): {} from node '{}' ({})\n", c.name,
-                 c.node, c.op);
+      fmt::print("first divergent tensor (execution order): {} from node {}\n", c.name,
+                 ir::QuotedNodeLabel(c.node, c.op));
       PrintRow(c);
     }
     size_t over = 0;

@@ -6,7 +6,8 @@
 #include <map>
 
 #include "lib/ir/graph_view.h"
-#include "lib/shape/infer.h"
+#include "lib/ir/node_names.h"
+#include "lib/runtime/shape_completion.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
@@ -24,7 +25,9 @@ struct InferShapesOptions {
   bool allow_partial = false;
 };
 
-nlohmann::json ReportJson(const shape::InferReport& r, const std::vector<std::string>& files) {
+nlohmann::json ReportJson(const runtime::ShapeCompletion& c,
+                          const std::vector<std::string>& files) {
+  const shape::InferReport& r = c.inference;
   nlohmann::json unresolved = nlohmann::json::array();
   for (const auto& u : r.unresolved) {
     unresolved.push_back({{"tensor", u.tensor},
@@ -37,6 +40,7 @@ nlohmann::json ReportJson(const shape::InferReport& r, const std::vector<std::st
           {"tensors", r.tensors_total},
           {"static", r.tensors_static},
           {"symbolic", r.tensors_symbolic},
+          {"by_execution", c.by_execution.size()},
           {"unresolved", unresolved},
           {"notes", r.notes},
           {"written", files}};
@@ -61,24 +65,31 @@ void PrintBlockers(const shape::InferReport& r) {
                  std::string reason =
                      u->reason.substr(0, u->reason.find(" (reached through the inputs"));
                  std::cout << fmt::format(
-                     "  root blocker '{}' ({}): {}; {} tensor(s) unknown because of it\n", u->node,
-                     u->op_type, reason, blocked[u->node]);
+                     "  root blocker {}: {}; {} tensor(s) unknown because of it\n",
+                     ir::QuotedNodeLabel(u->node, u->op_type), reason, blocked[u->node]);
                });
   if (!spdlog::should_log(spdlog::level::debug)) return;
   for (const auto& u : r.unresolved) {
-    std::cout << fmt::format("  unknown {}: blocked at '{}' ({}): {}\n", u.tensor, u.node,
-                             u.op_type, u.reason);
+    std::cout << fmt::format("  unknown {}: blocked at {}: {}\n", u.tensor,
+                             ir::QuotedNodeLabel(u.node, u.op_type), u.reason);
   }
 }
 
-void PrintText(const shape::InferReport& r, const std::vector<std::string>& files) {
-  std::cout << fmt::format("{} tensors: {} static, {} symbolic, {} unknown ({} iteration{})\n",
+void PrintText(const runtime::ShapeCompletion& c, const std::vector<std::string>& files) {
+  const shape::InferReport& r = c.inference;
+  std::cout << fmt::format("{} tensors: {} static, {} symbolic, {} unknown ({} iteration{}{})\n",
                            r.tensors_total, r.tensors_static, r.tensors_symbolic,
-                           r.unresolved.size(), r.iterations, r.iterations == 1 ? "" : "s");
+                           r.unresolved.size(), r.iterations, r.iterations == 1 ? "" : "s",
+                           c.by_execution.empty() ? ""
+                                                  : fmt::format("; {} measured by one executor run",
+                                                                c.by_execution.size()));
   PrintBlockers(r);
   for (const auto& f : files) std::cout << "wrote " << f << "\n";
 }
 
+// Shapes are completed as split, emit-header, decide and port complete them: static inference to
+// a fixed point, then one executor run for what it cannot follow (Shape -> Gather -> Concat in
+// PyTorch 1.x exports, Pad amounts from a Concat of a Split in tf2onnx ones).
 int RunInferShapes(const InferShapesOptions& o) {
   shape::InferOptions options;
   options.input_shapes = ParseShapeFlags(o.input_shapes);  // usage errors before loading
@@ -88,28 +99,39 @@ int RunInferShapes(const InferShapesOptions& o) {
   ir::RequireDefinedNames(model.proto.graph());
   RefuseOverwritingInput(model, o.output);
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/false);
-  shape::InferReport report;
+  runtime::ShapeCompletion c;
   {
     StageTimer timer("infer shapes");
-    report = shape::InferShapes(model, options);
+    c = runtime::CompleteShapes(model, options.input_shapes, options.input_values,
+                                options.max_iterations);
   }
-  for (const auto& note : report.notes) spdlog::warn("{}", note);
-  bool partial = !report.unresolved.empty();
+  for (const auto& note : c.inference.notes) spdlog::warn("{}", note);
+  bool partial = !c.unresolved.empty();
   std::vector<std::string> files;
   if (!partial || o.allow_partial) files = SaveModel(model, o.output);
   if (o.json) {
-    PrintJson(ReportJson(report, files));
+    PrintJson(ReportJson(c, files));
   } else {
-    PrintText(report, files);
+    PrintText(c, files);
   }
-  if (partial && !o.allow_partial) {
-    spdlog::error(
-        "shape inference left {} tensor(s) unknown; nothing written (fix the root blocker above, "
-        "or pass --allow-partial to write the partial graph)",
-        report.unresolved.size());
-    return kExitCheckFailed;
+  if (!partial) return kExitOk;
+  const auto& first = c.unresolved.front();
+  std::string why = c.Summary();
+  if (!c.dynamic_inputs.empty()) {
+    why += fmt::format("; pin the input shape (e.g. {})", shape::ExampleInputShapes(model));
   }
-  return kExitOk;
+  std::string what =
+      fmt::format("tensor '{}' has no known shape (blocked at node {}): {}", first.tensor,
+                  ir::QuotedNodeLabel(first.node, first.op_type), WithFlagHint(why));
+  if (o.allow_partial) {  // asked for: the partial graph is the result, and says so
+    spdlog::warn("{}; the partial graph was written (--allow-partial)", what);
+    return kExitOk;
+  }
+  spdlog::error(
+      "{}; nothing written (fix the root blocker above, or pass --allow-partial to write the "
+      "partial graph)",
+      what);
+  return kExitCheckFailed;
 }
 
 }  // namespace

@@ -133,9 +133,21 @@ int RunSplit(const SplitOptions& o) {
     if (plan.partition) std::cout << decide::PartitionToText(*plan.partition);
     if (verify) std::cout << VerifyLine(*verify);
   }
+  // A split whose boundary sizes are unknown is no finished split: the runner cannot size its
+  // buffers, so exit 1 rather than an exit 0 beside "bytes": null.
+  if (!plan.unsized.empty()) {
+    spdlog::error(
+        "'{}'{} has no static size (pipeline.json records \"bytes\": null): {}; the split was "
+        "written to {}/",
+        plan.unsized.front(),
+        plan.unsized.size() > 1 ? fmt::format(" (and {} more)", plan.unsized.size() - 1) : "",
+        plan.unsized_why.empty() ? "its type has no fixed size" : WithFlagHint(plan.unsized_why),
+        written.dir.string());
+  }
   // A verification that could not run keeps its error's exit code (1 means "ran and differed").
+  if (verify && !verify->ran) return ExitCodeFor(verify->error_kind);
+  if (!plan.unsized.empty()) return kExitCheckFailed;
   if (!verify) return kExitOk;
-  if (!verify->ran) return ExitCodeFor(verify->error_kind);
   return verify->ok() ? kExitOk : kExitCheckFailed;
 }
 

@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -506,10 +507,28 @@ nlohmann::json ErrorJson(ErrorKind kind, const std::string& message, const std::
   return {{"error", error}};
 }
 
+namespace {
+
+// A word as a POSIX shell reads it: node labels such as "#83 (Reshape)" would otherwise start a
+// comment or split into words.
+std::string ShellWord(const std::string& word) {
+  bool plain = !word.empty();
+  for (char c : word)
+    plain &= std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_-./:=@%+,", c);
+  if (plain) return word;
+  return "'" + util::ReplaceAll(word, "'", "'\\''") + "'";
+}
+
+}  // namespace
+
 std::optional<std::string> FixCommand(const analysis::Finding& f, const io::Model& model,
                                       const std::string& model_path) {
   if ((f.id == "custom-domain" || f.id == "target-unsupported") && !f.node.empty()) {
-    return fmt::format("porttool split {} --at {}", model_path, f.node);
+    return fmt::format("porttool split {} --at {}", model_path, ShellWord(f.node));
+  }
+  if (f.id == "initializer-input") {
+    return fmt::format("porttool check {} --fix -o {}.fixed.onnx", model_path,
+                       fs::path(model_path).stem().string());
   }
   if (f.id == "dynamic-input" && !f.tensor.empty()) {
     for (const auto& input : model.proto.graph().input()) {
