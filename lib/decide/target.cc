@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lib/decide/analyzed_model.h"
+#include "lib/decide/effective_attr.h"
 #include "lib/decide/rules_dir.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -45,20 +46,7 @@ const onnx::AttributeProto* FindAttr(const onnx::NodeProto& node, const std::str
   return nullptr;
 }
 
-nlohmann::json AttrJson(const onnx::AttributeProto& a) {
-  switch (a.type()) {
-    case onnx::AttributeProto::STRING:
-      return a.s();
-    case onnx::AttributeProto::INT:
-      return a.i();
-    case onnx::AttributeProto::FLOAT:
-      return a.f();
-    case onnx::AttributeProto::INTS:
-      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    default:
-      return nullptr;
-  }
-}
+std::string ValueText(const nlohmann::json& v) { return v.dump(); }
 
 std::string InputName(const onnx::NodeProto& node, int i) {
   return i < node.input_size() ? node.input(i) : std::string();
@@ -75,42 +63,60 @@ const TensorInfo* RankedInfo(const AnalyzedModel& m, const std::string& tensor) 
   return info && info->has_shape ? info : nullptr;
 }
 
-CheckResult CheckAttrIn(const nlohmann::json& p, const onnx::NodeProto& node) {
-  const onnx::AttributeProto* a = FindAttr(node, p["attr"]);
-  nlohmann::json value = a ? AttrJson(*a) : p.value("default", nlohmann::json());
+// An attribute the node's mode ignores passes whatever its value; an absent one is compared at
+// its default (the schema's for the node's op version, else the profile's `default`).
+CheckResult CheckAttrIn(const nlohmann::json& p, const onnx::NodeProto& node, int64_t opset) {
+  std::string attr = p["attr"];
+  if (IgnoredBecause(node, opset, attr)) return Pass();
+  nlohmann::json value =
+      EffectiveAttr(node, opset, attr).value_or(p.value("default", nlohmann::json()));
   if (value.is_null()) return Pass();
   for (const auto& allowed : p["values"]) {
-    if (allowed == value) return Pass();
+    if (SameAttrValue(allowed, value)) return Pass();
   }
-  return Fail(fmt::format("{} is {}", p["attr"].get<std::string>(), value.dump()));
+  return Fail(fmt::format("{} is {}{}", attr, ValueText(value),
+                          FindAttr(node, attr) ? "" : " (its default)"));
 }
 
 CheckResult CheckAttrRange(const nlohmann::json& p, const onnx::NodeProto& node,
                            const AnalyzedModel& m) {
   std::string attr = p["attr"];
   std::vector<int64_t> values;
-  if (const auto* a = FindAttr(node, attr)) {
-    if (a->type() == onnx::AttributeProto::INT) values = {a->i()};
-    values.insert(values.end(), a->ints().begin(), a->ints().end());
-  } else if (p.value("from_weight", false)) {
+  const auto* a = FindAttr(node, attr);
+  if (a && a->type() == onnx::AttributeProto::INT) values = {a->i()};
+  if (a) values.insert(values.end(), a->ints().begin(), a->ints().end());
+  if (!a && p.value("from_weight", false)) {
     const TensorInfo* w = RankedInfo(m, InputName(node, 1));
     if (!w) return Unverified(attr + " not set and the weight shape is unknown");
     values.assign(w->dims.begin() + std::min<size_t>(2, w->dims.size()), w->dims.end());
+  } else if (!a) {
+    auto def = EffectiveAttr(node, m.facts().opset, attr);
+    if (def && def->is_array()) values = def->get<std::vector<int64_t>>();
+    if (def && def->is_number_integer()) values = {def->get<int64_t>()};
   }
   double lo = p["min"], hi = p["max"];
   for (int64_t v : values) {
     if (v < lo || v > hi) {
-      return Fail(
-          fmt::format("{} = [{}] is outside [{}, {}]", attr, fmt::join(values, ", "), lo, hi));
+      return Fail(fmt::format("{} = [{}]{} is outside [{}, {}]", attr, fmt::join(values, ", "),
+                              a ? "" : " (its default)", lo, hi));
     }
   }
   return Pass();
 }
 
-CheckResult CheckAttrsUnset(const nlohmann::json& p, const onnx::NodeProto& node) {
+// "Not supported to set" means not set to anything but its default: an attribute written at its
+// default value, or one the node's mode ignores, changes nothing the converter computes.
+CheckResult CheckAttrsUnset(const nlohmann::json& p, const onnx::NodeProto& node, int64_t opset) {
   std::vector<std::string> set;
-  for (const auto& name : p["attrs"]) {
-    if (FindAttr(node, name)) set.push_back(name);
+  for (const auto& entry : p["attrs"]) {
+    const std::string name = entry;
+    const auto* a = FindAttr(node, name);
+    if (!a || IgnoredBecause(node, opset, name)) continue;
+    auto def = AttrDefault(node.op_type(), opset, name);
+    nlohmann::json value = AttrJson(*a);
+    if (def && SameAttrValue(value, *def)) continue;
+    set.push_back(fmt::format("{} = {}{}", name, ValueText(value),
+                              def ? " (default " + ValueText(*def) + ")" : ""));
   }
   if (set.empty()) return Pass();
   return Fail(util::Join(set, ", ") + (set.size() == 1 ? " is set" : " are set"));
@@ -119,8 +125,8 @@ CheckResult CheckAttrsUnset(const nlohmann::json& p, const onnx::NodeProto& node
 CheckResult CheckAxisIn(const nlohmann::json& p, const onnx::NodeProto& node,
                         const AnalyzedModel& m) {
   int64_t axis = 0;
-  if (const auto* a = FindAttr(node, "axis")) {
-    axis = a->i();
+  if (auto value = EffectiveAttr(node, m.facts().opset, "axis"); value && value->is_number()) {
+    axis = value->get<int64_t>();
   } else {
     for (const auto& d : p["defaults"]) {
       if (d["since"].get<int64_t>() <= m.facts().opset) axis = d["value"];
@@ -135,8 +141,9 @@ CheckResult CheckAxisIn(const nlohmann::json& p, const onnx::NodeProto& node,
   for (const auto& allowed : p["values"]) {
     if (allowed.get<int64_t>() == normalized) return Pass();
   }
-  return Fail(axis == normalized ? fmt::format("axis is {}", axis)
-                                 : fmt::format("axis is {} (= {})", axis, normalized));
+  std::string shown = axis == normalized ? fmt::format("axis is {}", axis)
+                                         : fmt::format("axis is {} (= {})", axis, normalized);
+  return Fail(FindAttr(node, "axis") ? shown : shown + " (its default)");
 }
 
 CheckResult CheckInputRank(const nlohmann::json& p, const onnx::NodeProto& node,
@@ -310,12 +317,17 @@ Check ParseCheck(const JsonFile& f, const std::string& p) {
 }
 
 CheckResult RunCheck(const Check& check, const AnalyzedModel& m, int node_index) {
-  const onnx::NodeProto& node = m.graph().node(node_index);
+  return RunCheckOnVariant(check, m, node_index, m.graph().node(node_index));
+}
+
+CheckResult RunCheckOnVariant(const Check& check, const AnalyzedModel& m,
+                              [[maybe_unused]] int node_index, const onnx::NodeProto& node) {
   const auto& p = check.params;
   const std::string& k = check.kind;
-  if (k == "attr_in") return CheckAttrIn(p, node);
+  const int64_t opset = m.facts().opset;
+  if (k == "attr_in") return CheckAttrIn(p, node, opset);
   if (k == "attr_range") return CheckAttrRange(p, node, m);
-  if (k == "attrs_unset") return CheckAttrsUnset(p, node);
+  if (k == "attrs_unset") return CheckAttrsUnset(p, node, opset);
   if (k == "axis_in") return CheckAxisIn(p, node, m);
   if (k == "input_rank") return CheckInputRank(p, node, m);
   if (k == "max_rank") return CheckMaxRank(p, node, m);

@@ -7,6 +7,8 @@
 // ONNX's schema registry, or the profile's own domain-qualified ops) with file/line/pointer errors.
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@ class AnalyzedModel;
 // A machine-checkable constraint: `kind` picks the check, `params` holds its arguments.
 // Kinds: attr_in, attr_range, attrs_unset, axis_in, input_rank, max_rank, batch, input_absent,
 // input_constant, inputs_constant, resize_scale, static_shapes (see docs/facts.md "Targets").
+// Attribute checks compare effective values (effective_attr.h).
 struct Check {
   std::string kind;
   nlohmann::json params;
@@ -47,6 +50,10 @@ struct CheckResult {
 // Validates a check's parameters; `pointer` locates it in `file` for errors.
 Check ParseCheck(const JsonFile& file, const std::string& pointer);
 CheckResult RunCheck(const Check& check, const AnalyzedModel& model, int node_index);
+// RunCheck on `variant` standing in for node `node_index` (same inputs and outputs, its own
+// attributes): what a rule decides for each value an attribute may take.
+CheckResult RunCheckOnVariant(const Check& check, const AnalyzedModel& model, int node_index,
+                              const onnx::NodeProto& variant);
 
 struct TargetProfile {
   std::string name;
