@@ -180,6 +180,9 @@ std::vector<Case> AttributeCases() {
         for (const auto& c : list) add(table, op, c.id, c.check);
       }
     }
+    for (const auto& l : t.lowerings) {
+      for (const auto& c : l.conditions) add("lowerings", l.op, l.id, c);
+    }
     // Generic constraints apply to every op; none of the shipped ones reads an attribute.
     for (const auto& c : t.generic_constraints) {
       EXPECT_TRUE(AttrsOf(c.check).empty()) << name << " " << c.id << ": a generic attribute "

@@ -7,6 +7,7 @@
 
 #include "lib/decide/analyzed_model.h"
 #include "lib/decide/effective_attr.h"
+#include "lib/decide/patterns.h"
 #include "lib/decide/rules_dir.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -37,7 +38,9 @@ const std::map<std::string, std::vector<std::string>> kCheckParams = {
     {"input_constant", {"input"}},
     {"inputs_constant", {"inputs"}},
     {"resize_scale", {"min", "max", "integer", "allow_from_one"}},
-    {"static_shapes", {}}};
+    {"static_shapes", {}},
+    {"reduce_axes", {"sets"}},
+    {"layer_norm_pattern", {}}};
 
 const onnx::AttributeProto* FindAttr(const onnx::NodeProto& node, const std::string& name) {
   for (const auto& a : node.attribute()) {
@@ -256,6 +259,28 @@ CheckResult CheckResizeScale(const nlohmann::json& p, const onnx::NodeProto& nod
   return Pass();
 }
 
+// The reduced axes (normalised by the input rank) are one of the allowed sets, each also
+// normalised: [[2, 3]] is "over H and W of NCHW", [[-1]] "over the last axis".
+CheckResult CheckReduceAxes(const nlohmann::json& p, const onnx::NodeProto& node,
+                            const AnalyzedModel& m) {
+  auto axes = ReducedAxes(m, node);
+  if (!axes) return Unverified("the reduced axes or the input rank are unknown");
+  const int64_t rank = static_cast<int64_t>(RankedInfo(m, InputName(node, 0))->dims.size());
+  for (const auto& set : p["sets"]) {
+    std::set<int64_t> allowed;
+    for (int64_t a : set.get<std::vector<int64_t>>()) allowed.insert(a < 0 ? a + rank : a);
+    if (std::vector<int64_t>(allowed.begin(), allowed.end()) == *axes) return Pass();
+  }
+  return Fail(fmt::format("reduces axes [{}] of a rank-{} input", fmt::join(*axes, ", "), rank));
+}
+
+CheckResult CheckLayerNormPattern(const AnalyzedModel& m, int node_index) {
+  if (LayerNormMembers(m, node_index)) return Pass();
+  return Fail(
+      "not part of a ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div layer norm over the "
+      "trailing axes");
+}
+
 CheckResult CheckStaticShapes(const onnx::NodeProto& node, const AnalyzedModel& m) {
   for (const auto& names : {node.input(), node.output()}) {
     for (const auto& name : names) {
@@ -312,6 +337,16 @@ Check ParseCheck(const JsonFile& f, const std::string& p) {
     const auto& inputs = f.Array(p + "/inputs");
     for (size_t i = 0; i < inputs.size(); ++i) f.Integer(p + "/inputs/" + std::to_string(i));
   }
+  if (k == "reduce_axes") {
+    const auto& sets = f.Array(p + "/sets");
+    if (sets.empty()) f.Fail(p + "/sets", "expected at least one set of axes");
+    for (size_t i = 0; i < sets.size(); ++i) {
+      std::string sp = p + "/sets/" + std::to_string(i);
+      const auto& axes = f.Array(sp);
+      if (axes.empty()) f.Fail(sp, "expected a non-empty array of axes");
+      for (size_t j = 0; j < axes.size(); ++j) f.Integer(sp + "/" + std::to_string(j));
+    }
+  }
   c.params = f.At(p);
   return c;
 }
@@ -320,8 +355,8 @@ CheckResult RunCheck(const Check& check, const AnalyzedModel& m, int node_index)
   return RunCheckOnVariant(check, m, node_index, m.graph().node(node_index));
 }
 
-CheckResult RunCheckOnVariant(const Check& check, const AnalyzedModel& m,
-                              [[maybe_unused]] int node_index, const onnx::NodeProto& node) {
+CheckResult RunCheckOnVariant(const Check& check, const AnalyzedModel& m, int node_index,
+                              const onnx::NodeProto& node) {
   const auto& p = check.params;
   const std::string& k = check.kind;
   const int64_t opset = m.facts().opset;
@@ -338,6 +373,8 @@ CheckResult RunCheckOnVariant(const Check& check, const AnalyzedModel& m,
     return CheckInputsConstant(p["inputs"].get<std::vector<int>>(), node, m);
   if (k == "resize_scale") return CheckResizeScale(p, node, m);
   if (k == "static_shapes") return CheckStaticShapes(node, m);
+  if (k == "reduce_axes") return CheckReduceAxes(p, node, m);
+  if (k == "layer_norm_pattern") return CheckLayerNormPattern(m, node_index);
   ThrowInternal("check kind '{}' passed validation but has no implementation", k);
 }
 
@@ -416,6 +453,53 @@ std::map<std::string, std::vector<Constraint>> ParseOpConstraints(const JsonFile
   return out;
 }
 
+std::vector<Lowering> ParseLowerings(const JsonFile& f, const TargetProfile& t) {
+  std::vector<Lowering> out;
+  const auto& arr = f.Array("/lowerings");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    std::string lp = "/lowerings/" + std::to_string(i);
+    f.OnlyKeys(lp, {"id", "op", "becomes", "conditions", "text", "source"});
+    Lowering l;
+    l.id = f.String(lp + "/id");
+    l.op = f.String(lp + "/op");
+    if (!IsKnownOp(l.op, DeclaredOps(t))) {
+      f.Fail(lp + "/op", "unknown op name \"" + l.op +
+                             "\" (expected an ai.onnx op known to ONNX's schema registry, or a "
+                             "\"domain:Op\" the profile declares)");
+    }
+    l.becomes = f.Strings(lp + "/becomes");
+    if (l.becomes.empty()) f.Fail(lp + "/becomes", "expected at least one op");
+    const auto& conditions = f.Array(lp + "/conditions");
+    for (size_t c = 0; c < conditions.size(); ++c) {
+      l.conditions.push_back(ParseCheck(f, lp + "/conditions/" + std::to_string(c)));
+    }
+    l.text = f.String(lp + "/text");
+    l.source = f.String(lp + "/source");
+    for (const auto& other : out) {
+      if (other.id == l.id) f.Fail(lp + "/id", "duplicate lowering id \"" + l.id + "\"");
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// After `extends` is resolved: a lowering must become ops this profile's accelerator runs (a
+// child profile that drops an op from its accelerator list cannot inherit a lowering into it).
+void CheckLoweringTargets(const TargetProfile& t) {
+  for (size_t i = 0; i < t.lowerings.size(); ++i) {
+    const auto& becomes = t.lowerings[i].becomes;
+    for (size_t j = 0; j < becomes.size(); ++j) {
+      if (t.AcceleratorHas(becomes[j])) continue;
+      JsonFile::Load(t.lowerings_file)
+          .Fail("/lowerings/" + std::to_string(i) + "/becomes/" + std::to_string(j),
+                "\"" + becomes[j] + "\" is not an accelerator op of target " + t.name +
+                    (t.lowerings_file == t.file ? ""
+                                                : " (which inherits these lowerings; give it "
+                                                  "its own \"lowerings\")"));
+    }
+  }
+}
+
 void ParseHardware(const JsonFile& f, TargetProfile& t) {
   f.OnlyKeys("/hardware", {"class", "ram_bytes", "flash_bytes", "usable_fraction", "weights_in_ram",
                            "has_host_cpu", "onnx_toolchain"});
@@ -475,6 +559,7 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
                   "generic_constraints",
                   "op_constraints",
                   "cpu_constraints",
+                  "lowerings",
                   "rewrites",
                   "default_input_shape",
                   "runner_backend"});
@@ -549,6 +634,10 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
     t.generic_constraints = ParseConstraints(f, "/generic_constraints");
   if (has("op_constraints")) t.op_constraints = ParseOpConstraints(f, "/op_constraints", t);
   if (has("cpu_constraints")) t.cpu_constraints = ParseOpConstraints(f, "/cpu_constraints", t);
+  if (has("lowerings")) {
+    t.lowerings = ParseLowerings(f, t);
+    t.lowerings_file = f.name();
+  }
   if (has("rewrites")) {
     t.rewrites = f.String("/rewrites");
     t.rewrites_file = f.name();
@@ -592,6 +681,7 @@ TargetProfile LoadTargetFile(const std::filesystem::path& path) {
       JsonFile::Load(path).Fail("", std::string("missing required field \"") + key + "\"");
     }
   }
+  CheckLoweringTargets(t);
   if (t.name != path.stem().string()) {
     JsonFile::Load(path).Fail(
         "/name", "expected \"" + path.stem().string() + "\" (the name must match the file name)");
