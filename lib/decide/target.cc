@@ -94,8 +94,10 @@ CheckResult CheckAttrRange(const nlohmann::json& p, const onnx::NodeProto& node,
     values.assign(w->dims.begin() + std::min<size_t>(2, w->dims.size()), w->dims.end());
   } else if (!a) {
     auto def = EffectiveAttr(node, m.facts().opset, attr);
-    if (def && def->is_array()) values = def->get<std::vector<int64_t>>();
-    if (def && def->is_number_integer()) values = {def->get<int64_t>()};
+    if (def && def->is_number()) def = nlohmann::json::array({*def});
+    for (const auto& v : def && def->is_array() ? *def : nlohmann::json::array()) {
+      if (v.is_number()) values.push_back(v.get<int64_t>());
+    }
   }
   double lo = p["min"], hi = p["max"];
   for (int64_t v : values) {
