@@ -31,7 +31,7 @@ std::optional<std::vector<int64_t>> TrailingMeanAxes(const AnalyzedModel& m, int
   const auto& n = NodeAt(m, index);
   if (n.op_type() != "ReduceMean" || n.output_size() != 1) return std::nullopt;
   auto keep = EffectiveAttr(n, m.facts().opset, "keepdims");
-  if (!keep || keep->get<int64_t>() != 1) return std::nullopt;
+  if (!keep || !keep->is_number_integer() || keep->get<int64_t>() != 1) return std::nullopt;
   auto axes = ReducedAxes(m, n);
   const TensorInfo* in = m.Info(n.input(0));
   if (!axes || axes->empty() || !in || !in->has_shape) return std::nullopt;
