@@ -83,6 +83,13 @@ ReportStep ScanStep(const DecisionReport& r) {
       s.static_folded));
   std::map<std::string, std::pair<int, std::string>> by_reason;  // "op placement" -> count, why
   for (const auto& n : s.nodes) {
+    if (n.lowering) {
+      // Named, so a reader can check the claim against the vendor's own words.
+      auto& entry = by_reason[fmt::format("{} -> accelerator as {} through lowering {}", n.op,
+                                          util::Join(n.lowering->becomes, "+"), n.lowering->id)];
+      ++entry.first;
+      entry.second = n.lowering->text + " (" + n.lowering->source + ")";
+    }
     if (n.placement == Placement::kAccelerator) continue;
     std::string why = n.reason;
     if (!n.failures.empty()) {
