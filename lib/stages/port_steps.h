@@ -12,6 +12,7 @@
 #include "lib/decide/scan.h"
 #include "lib/decide/target.h"
 #include "lib/emit/split_writer.h"
+#include "lib/emit/vendor_steps.h"
 #include "lib/io/model.h"
 #include "lib/quant/quantize_calibrate.h"
 #include "lib/stages/port.h"
@@ -57,6 +58,7 @@ struct PortState {
   std::optional<decide::DecisionReport> decision;
   nlohmann::json report_json;                 // what report.json holds
   std::vector<std::string> headers, runners;  // bundle-relative
+  emit::VendorStepResult vendor;              // the step to the device: files and what is missing
   std::filesystem::path dir;                  // where files go (the staging directory)
 };
 
