@@ -390,9 +390,11 @@ void WriteRknn(const VendorStepRequest& req, Writer& w, VendorStepResult& r) {
       "rknn/: convert.py for rknn-toolkit2 {} (target_platform {}), {}, {}", tool.version,
       tool.platform, Plural(q.segments.size(), "accelerator segment"),
       q.calibration
-          ? fmt::format("int8 on the {} calibration sample(s) in rknn/dataset/, {} kept at "
-                        "higher precision (hybrid quantization)",
-                        q.calibration->samples, Plural(layers, "layer"))
+          ? fmt::format(
+                "int8 on the {} calibration sample(s) in rknn/dataset/, {}", q.calibration->samples,
+                layers == 0
+                    ? std::string("no layer kept at higher precision")
+                    : Plural(layers, "layer") + " kept at higher precision (hybrid quantization)")
           : "float (" + tool.float_precision + ", no quantization)"));
 }
 
