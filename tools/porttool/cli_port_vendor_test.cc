@@ -30,7 +30,7 @@ using testing::TempDir;
 // Large enough that the cost model gives the NPU segments (at 64x64 the demo runs on the host).
 constexpr int kSize = 160;
 const std::string kDemoPin = fmt::format("--input-shape images:1x3x{0}x{0}", kSize);
-const char* kPython = "/usr/bin/python3";
+const char* kPython = testing::kSystemPython;
 constexpr int kImages = 8;      // port holds out the last quarter for its evaluation
 constexpr int kCalibrated = 6;  // so the first 6 are what it calibrates on
 const double kMean[3] = {0.485, 0.456, 0.406};
