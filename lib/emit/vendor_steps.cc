@@ -320,6 +320,70 @@ std::string RknnNormalizationSection(const VendorStepRequest& req) {
   return "";
 }
 
+std::string RknnConvertPy(const VendorStepRequest& q) {
+  const VendorToolSpec& tool = *q.tool;
+  Json segments = Json::array();
+  for (size_t s = 0; s < q.segments.size(); ++s) {
+    segments.push_back(RknnSegmentJson(q.segments[s], s == 0, q.calibration.has_value()));
+  }
+  Json raised = Json::object();
+  for (const auto& [kind, precision] : tool.raised_precision) raised[kind] = precision;
+  Json calibration = nullptr;
+  if (q.calibration) {
+    calibration = {{"method", q.calibration->method},
+                   {"per_channel", q.calibration->per_channel},
+                   {"symmetric", q.calibration->symmetric}};
+  }
+  return FillTemplate(
+      Template("rknn/vendor/convert.py"),
+      {{"target", q.target},
+       {"toolkit_version", tool.version},
+       {"platform", tool.platform},
+       {"float_dtype", tool.float_precision.empty() ? "None" : Json(tool.float_precision).dump()},
+       {"quantize", q.calibration ? "True" : "False"},
+       {"calibration", PyLiteral(calibration)},
+       {"raised_precision", PyLiteral(raised)},
+       {"segments", PyLiteral(segments)}});
+}
+
+std::string RknnReadme(const VendorStepRequest& q) {
+  std::string rows;
+  for (size_t s = 0; s < q.segments.size(); ++s) {
+    const VendorSegment& seg = q.segments[s];
+    rows += fmt::format("| `{}` | `segments/{}.rknn` | {} | {} |\n", seg.file, seg.stem,
+                        Code(seg.inputs),
+                        q.calibration ? "`rknn/" + DatasetList(seg, s == 0) + "`" : "none");
+  }
+  return FillTemplate(Template("rknn/vendor/README.md"),
+                      {{"target", q.target},
+                       {"toolkit_version", q.tool->version},
+                       {"platform", q.tool->platform},
+                       {"segment_rows", rows},
+                       {"quantization_section", RknnQuantizationSection(q)},
+                       {"normalization_section", RknnNormalizationSection(q)},
+                       {"quantized_note", q.calibration ? " (porttool's int8 included)" : ""},
+                       {"toolkit_quantization",
+                        q.calibration ? ", and it quantizes again on the same samples by its own "
+                                        "rules (the int8 ranges are the toolkit's, not porttool's)"
+                                      : ""}});
+}
+
+std::string RknnDetails(const VendorStepRequest& q) {
+  size_t layers = 0;
+  for (const auto& seg : q.segments) layers += seg.float_outputs.size() + seg.int16_outputs.size();
+  std::string what =
+      !q.calibration
+          ? "float (" + q.tool->float_precision + ", no quantization)"
+          : fmt::format(
+                "int8 on the {} calibration sample(s) in rknn/dataset/, {}", q.calibration->samples,
+                layers == 0
+                    ? std::string("no layer kept at higher precision")
+                    : Plural(layers, "layer") + " kept at higher precision (hybrid quantization)");
+  return fmt::format("rknn/: convert.py for rknn-toolkit2 {} (target_platform {}), {}, {}",
+                     q.tool->version, q.tool->platform,
+                     Plural(q.segments.size(), "accelerator segment"), what);
+}
+
 void WriteRknn(const VendorStepRequest& req, Writer& w, VendorStepResult& r) {
   VendorStepRequest q = req;  // with the layers the tool cannot express dropped
   const VendorToolSpec& tool = *q.tool;
@@ -340,62 +404,10 @@ void WriteRknn(const VendorStepRequest& req, Writer& w, VendorStepResult& r) {
     KeepExpressible(tool, q.target, seg.stem, "float", seg.float_outputs, r);
     KeepExpressible(tool, q.target, seg.stem, "int16", seg.int16_outputs, r);
   }
-  Json segments = Json::array();
-  for (size_t s = 0; s < q.segments.size(); ++s) {
-    segments.push_back(RknnSegmentJson(q.segments[s], s == 0, q.calibration.has_value()));
-  }
-  Json raised = Json::object();
-  for (const auto& [kind, precision] : tool.raised_precision) raised[kind] = precision;
-  Json calibration = nullptr;
-  if (q.calibration) {
-    calibration = {{"method", q.calibration->method},
-                   {"per_channel", q.calibration->per_channel},
-                   {"symmetric", q.calibration->symmetric}};
-  }
-  w.Text("rknn/convert.py",
-         FillTemplate(Template("rknn/vendor/convert.py"),
-                      {{"target", q.target},
-                       {"toolkit_version", tool.version},
-                       {"platform", tool.platform},
-                       {"float_dtype",
-                        tool.float_precision.empty() ? "None" : Json(tool.float_precision).dump()},
-                       {"quantize", q.calibration ? "True" : "False"},
-                       {"calibration", PyLiteral(calibration)},
-                       {"raised_precision", PyLiteral(raised)},
-                       {"segments", PyLiteral(segments)}}));
-  std::string rows;
-  for (size_t s = 0; s < q.segments.size(); ++s) {
-    const VendorSegment& seg = q.segments[s];
-    rows += fmt::format("| `{}` | `segments/{}.rknn` | {} | {} |\n", seg.file, seg.stem,
-                        Code(seg.inputs),
-                        q.calibration ? "`rknn/" + DatasetList(seg, s == 0) + "`" : "none");
-  }
-  w.Text("rknn/README.md",
-         FillTemplate(Template("rknn/vendor/README.md"),
-                      {{"target", q.target},
-                       {"toolkit_version", tool.version},
-                       {"platform", tool.platform},
-                       {"segment_rows", rows},
-                       {"quantization_section", RknnQuantizationSection(q)},
-                       {"normalization_section", RknnNormalizationSection(q)},
-                       {"quantized_note", q.calibration ? " (porttool's int8 included)" : ""},
-                       {"toolkit_quantization",
-                        q.calibration ? ", and it quantizes again on the same samples by its own "
-                                        "rules (the int8 ranges are the toolkit's, not porttool's)"
-                                      : ""}}));
+  w.Text("rknn/convert.py", RknnConvertPy(q));
+  w.Text("rknn/README.md", RknnReadme(q));
   if (q.calibration) WriteDatasets(q, w);
-  size_t layers = 0;
-  for (const auto& seg : q.segments) layers += seg.float_outputs.size() + seg.int16_outputs.size();
-  r.details.push_back(fmt::format(
-      "rknn/: convert.py for rknn-toolkit2 {} (target_platform {}), {}, {}", tool.version,
-      tool.platform, Plural(q.segments.size(), "accelerator segment"),
-      q.calibration
-          ? fmt::format(
-                "int8 on the {} calibration sample(s) in rknn/dataset/, {}", q.calibration->samples,
-                layers == 0
-                    ? std::string("no layer kept at higher precision")
-                    : Plural(layers, "layer") + " kept at higher precision (hybrid quantization)")
-          : "float (" + tool.float_precision + ", no quantization)"));
+  r.details.push_back(RknnDetails(q));
 }
 
 // ---- trtexec ----------------------------------------------------------------------------------
@@ -424,6 +436,78 @@ std::string TensorrtCache(const std::string& cache, const std::string& header) {
   return header + (eol == std::string::npos ? "\n" : cache.substr(eol));
 }
 
+// The layers held above int8 on the trtexec lines, for the README.
+struct HeldLayers {
+  size_t count = 0;
+  std::set<std::string> precisions;
+  std::vector<std::string> text;  // "<segment>: `node`, ..."
+};
+
+std::string TrtexecInt8Line(const VendorStepRequest& req, const VendorSegment& seg,
+                            HeldLayers& held, VendorStepResult& r) {
+  const VendorToolSpec& tool = *req.tool;
+  std::vector<std::string> float_nodes = seg.float_nodes, int16_nodes = seg.int16_nodes;
+  KeepExpressible(tool, req.target, seg.stem, "float", float_nodes, r);
+  KeepExpressible(tool, req.target, seg.stem, "int16", int16_nodes, r);
+  std::vector<std::string> specs, named;
+  for (const auto& [nodes, kind] :
+       {std::pair{&float_nodes, "float"}, std::pair{&int16_nodes, "int16"}}) {
+    for (const auto& node : *nodes) {
+      // The spec is "name:precision[,...]": a name holding ',' or ':' cannot be written.
+      if (node.find_first_of(",:") != std::string::npos) {
+        r.missing.push_back(fmt::format(
+            "{} {}: node '{}' ({}) cannot be named in trtexec's layer precision list (it holds "
+            "',' or ':'): set its precision through the TensorRT API",
+            req.target, seg.stem, node, kind));
+        continue;
+      }
+      held.precisions.insert(RaisedPrecision(tool, kind));
+      specs.push_back(node + ":" + RaisedPrecision(tool, kind));
+      named.push_back(node);
+    }
+  }
+  held.count += named.size();
+  if (!named.empty()) held.text.push_back(seg.stem + ": " + Code(named));
+  std::string constraints = specs.empty()
+                                ? ""
+                                : FillTemplate(Template("tensorrt/vendor/layer_precisions.txt"),
+                                               {{"layers", ShellWord(util::Join(specs, ","))}});
+  return FillTemplate(Template("tensorrt/vendor/trtexec_int8.txt"),
+                      {{"onnx", ShellWord(seg.file)},
+                       {"engine", ShellWord("tensorrt/" + seg.stem + ".engine")},
+                       {"cache", "tensorrt/calibration.cache"},
+                       {"layer_precisions", constraints}});
+}
+
+// The README's section on precision: fp16, or the calibration cache and the held layers.
+std::string TensorrtPrecisionSection(const VendorStepRequest& req, const std::string& header,
+                                     const HeldLayers& held) {
+  if (!req.calibration) return std::string(Template("tensorrt/vendor/float.md"));
+  std::string layers;
+  if (held.count > 0) {
+    layers = FillTemplate(
+        Template("tensorrt/vendor/layers.md"),
+        {{"layer_count", std::to_string(held.count)},
+         {"precisions", util::Join({held.precisions.begin(), held.precisions.end()}, "/")},
+         {"layer_text", util::Join(held.text, "; ")}});
+  }
+  return FillTemplate(Template("tensorrt/vendor/quantized.md"),
+                      {{"header", header},
+                       {"version", req.tool->version},
+                       {"method", req.calibration->method},
+                       {"samples", std::to_string(req.calibration->samples)},
+                       {"layers_text", layers}});
+}
+
+// The commands of a script, indented as a Markdown code block.
+std::string Indented(const std::string& commands) {
+  std::string out;
+  for (const auto& line : util::Split(commands, '\n')) {
+    if (!line.empty()) out += "    " + line + "\n";
+  }
+  return out;
+}
+
 void WriteTensorrt(const VendorStepRequest& req, Writer& w, VendorStepResult& r) {
   const VendorToolSpec& tool = *req.tool;
   if (!req.calibration && tool.float_precision != "fp16") {
@@ -446,85 +530,32 @@ void WriteTensorrt(const VendorStepRequest& req, Writer& w, VendorStepResult& r)
     header =
         FillTemplate(Template("tensorrt/vendor/calibration_header.txt"), {{"version_code", code}});
   }
-  std::string commands, lines, layers_text;
-  size_t layer_count = 0;
-  std::set<std::string> precisions;
+  std::string commands;
+  HeldLayers held;
   for (const auto& seg : req.segments) {
-    std::string engine = "tensorrt/" + seg.stem + ".engine";
-    if (!req.calibration) {
-      commands += FillTemplate(Template("tensorrt/vendor/trtexec_float.txt"),
-                               {{"onnx", ShellWord(seg.file)}, {"engine", ShellWord(engine)}});
-      continue;
-    }
-    std::vector<std::string> float_nodes = seg.float_nodes, int16_nodes = seg.int16_nodes;
-    KeepExpressible(tool, req.target, seg.stem, "float", float_nodes, r);
-    KeepExpressible(tool, req.target, seg.stem, "int16", int16_nodes, r);
-    std::vector<std::string> specs, named;
-    for (const auto& [nodes, kind] :
-         {std::pair{&float_nodes, "float"}, std::pair{&int16_nodes, "int16"}}) {
-      for (const auto& node : *nodes) {
-        // The spec is "name:precision[,...]": a name holding ',' or ':' cannot be written.
-        if (node.find_first_of(",:") != std::string::npos) {
-          r.missing.push_back(fmt::format(
-              "{} {}: node '{}' ({}) cannot be named in trtexec's layer precision list (it holds "
-              "',' or ':'): set its precision through the TensorRT API",
-              req.target, seg.stem, node, kind));
-          continue;
-        }
-        precisions.insert(RaisedPrecision(tool, kind));
-        specs.push_back(node + ":" + RaisedPrecision(tool, kind));
-        named.push_back(node);
-      }
-    }
-    layer_count += named.size();
-    if (!named.empty()) layers_text += seg.stem + ": " + Code(named) + "; ";
-    std::string constraints = specs.empty()
-                                  ? ""
-                                  : FillTemplate(Template("tensorrt/vendor/layer_precisions.txt"),
-                                                 {{"layers", ShellWord(util::Join(specs, ","))}});
-    commands += FillTemplate(Template("tensorrt/vendor/trtexec_int8.txt"),
-                             {{"onnx", ShellWord(seg.file)},
-                              {"engine", ShellWord(engine)},
-                              {"cache", "tensorrt/calibration.cache"},
-                              {"layer_precisions", constraints}});
+    commands += req.calibration
+                    ? TrtexecInt8Line(req, seg, held, r)
+                    : FillTemplate(Template("tensorrt/vendor/trtexec_float.txt"),
+                                   {{"onnx", ShellWord(seg.file)},
+                                    {"engine", ShellWord("tensorrt/" + seg.stem + ".engine")}});
   }
-  for (const auto& line : util::Split(commands, '\n')) {
-    if (!line.empty()) lines += "    " + line + "\n";
-  }
-  std::string section;
-  if (!req.calibration) {
-    section = Template("tensorrt/vendor/float.md");
-  } else {
+  if (req.calibration) {
     w.Text("tensorrt/calibration.cache", TensorrtCache(req.calibration->tensorrt_cache, header));
-    std::string layers;
-    if (layer_count > 0) {
-      layers_text.resize(layers_text.size() - 2);
-      layers =
-          FillTemplate(Template("tensorrt/vendor/layers.md"),
-                       {{"layer_count", std::to_string(layer_count)},
-                        {"precisions", util::Join({precisions.begin(), precisions.end()}, "/")},
-                        {"layer_text", layers_text}});
-    }
-    section = FillTemplate(Template("tensorrt/vendor/quantized.md"),
-                           {{"header", header},
-                            {"version", tool.version},
-                            {"method", req.calibration->method},
-                            {"samples", std::to_string(req.calibration->samples)},
-                            {"layers_text", layers}});
   }
   w.Text("tensorrt/build_engine.sh",
          FillTemplate(Template("tensorrt/vendor/build_engine.sh"),
                       {{"version", tool.version}, {"target", req.target}, {"commands", commands}}));
   w.Text("tensorrt/README.md",
-         FillTemplate(Template("tensorrt/vendor/README.md"), {{"version", tool.version},
-                                                              {"target", req.target},
-                                                              {"lines", lines},
-                                                              {"precision_section", section}}));
+         FillTemplate(Template("tensorrt/vendor/README.md"),
+                      {{"version", tool.version},
+                       {"target", req.target},
+                       {"lines", Indented(commands)},
+                       {"precision_section", TensorrtPrecisionSection(req, header, held)}}));
   r.details.push_back(fmt::format(
       "tensorrt/: build_engine.sh, one trtexec {} line per accelerator segment ({}){}",
       tool.version, req.segments.size(),
       req.calibration ? fmt::format(", int8 from calibration.cache, {} held at higher precision",
-                                    Plural(layer_count, "layer"))
+                                    Plural(held.count, "layer"))
                       : ", fp16"));
 }
 
@@ -532,7 +563,7 @@ void WriteTensorrt(const VendorStepRequest& req, Writer& w, VendorStepResult& r)
 
 void WriteStedgeai(const VendorStepRequest& req, Writer& w, VendorStepResult& r) {
   const VendorToolSpec& tool = *req.tool;
-  std::string commands, lines;
+  std::string commands;
   for (const auto& seg : req.segments) {
     const bool qdq = req.calibration && !seg.qdq_file.empty();
     if (qdq && !seg.int16_nodes.empty()) {
@@ -547,9 +578,6 @@ void WriteStedgeai(const VendorStepRequest& req, Writer& w, VendorStepResult& r)
                               {"name", SanitizeCIdentifier("net_" + seg.stem)},
                               {"output", ShellWord("stedgeai/" + seg.stem)}});
   }
-  for (const auto& line : util::Split(commands, '\n')) {
-    if (!line.empty()) lines += "    " + line + "\n";
-  }
   w.Text("stedgeai/generate.sh",
          FillTemplate(Template("stedgeai/generate.sh"),
                       {{"version", tool.version}, {"target", req.target}, {"commands", commands}}));
@@ -559,7 +587,7 @@ void WriteStedgeai(const VendorStepRequest& req, Writer& w, VendorStepResult& r)
                    {{"version", tool.version},
                     {"target", req.target},
                     {"platform", tool.platform},
-                    {"lines", lines},
+                    {"lines", Indented(commands)},
                     {"model_text",
                      req.calibration ? "the QDQ segment (`segments/<segment>.qdq.onnx`): int8 with "
                                        "porttool's calibration table, its kept-float nodes float32"
