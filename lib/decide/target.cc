@@ -571,6 +571,39 @@ void ParseInputValues(const JsonFile& f, TargetProfile& t) {
   }
 }
 
+VendorTool ParseVendorTool(const JsonFile& f) {
+  const std::string p = "/vendor_tool";
+  f.OnlyKeys(
+      p, {"tool", "version", "platform", "float_precision", "raised_precision", "source", "text"});
+  VendorTool v;
+  v.tool = f.String(p + "/tool");
+  static const std::set<std::string> kTools = {"rknn-toolkit2", "trtexec", "stedgeai", "none"};
+  if (!kTools.count(v.tool)) {
+    f.Fail(p + "/tool",
+           "expected one of rknn-toolkit2, trtexec, stedgeai, none (the tools port "
+           "writes a step for)");
+  }
+  v.source = f.String(p + "/source");
+  v.version = f.StringOr(p + "/version", "");
+  v.platform = f.StringOr(p + "/platform", "");
+  v.float_precision = f.StringOr(p + "/float_precision", "");
+  v.text = f.StringOr(p + "/text", "");
+  if (v.tool != "none" && v.version.empty()) {
+    f.Fail(p + "/version", "expected the tool's version the values are for");
+  }
+  if ((v.tool == "rknn-toolkit2" || v.tool == "stedgeai") && v.platform.empty()) {
+    f.Fail(p + "/platform", "expected the tool's name for the target");
+  }
+  if (f.Has(p + "/raised_precision")) {
+    f.OnlyKeys(p + "/raised_precision", {"float", "int16"});
+    for (const char* key : {"float", "int16"}) {
+      std::string at = p + "/raised_precision/" + key;
+      if (f.Has(at)) v.raised_precision[key] = f.String(at);
+    }
+  }
+  return v;
+}
+
 // Reads the fields `f` sets into `t` (a parent's values stay where `f` is silent).
 void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::string>& seen) {
   f.OnlyKeys("", {"schema",
@@ -599,7 +632,8 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
                   "default_input_shape",
                   "input_values",
                   "runner_backend",
-                  "float_arithmetic"});
+                  "float_arithmetic",
+                  "vendor_tool"});
   for (const auto& [key, value] : f.root().items()) seen.insert(key);
   if (f.String("/schema") != "porttool.target/1") {
     f.Fail("/schema", "expected \"porttool.target/1\"");
@@ -690,6 +724,7 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
     if (t.runner_backend != "rknn") f.Fail("/runner_backend", "expected \"rknn\"");
   }
   if (has("float_arithmetic")) ParseFloatArithmetic(f, t);
+  if (has("vendor_tool")) t.vendor_tool = ParseVendorTool(f);
 }
 
 void LoadInto(const std::filesystem::path& path, TargetProfile& t, std::set<std::string>& seen,

@@ -72,6 +72,22 @@ struct Lowering {
   std::string source;
 };
 
+// The vendor tool that takes an accelerator segment from the bundle to the device (the profile's
+// "vendor_tool"), in the tool's own words: port writes its command lines from templates
+// (lib/emit/templates/<tool>/) filled with these values, each traced to `source`.
+struct VendorTool {
+  std::string tool;     // rknn-toolkit2 | trtexec | stedgeai | none (the segments load as they are)
+  std::string version;  // of the tool the values are for
+  std::string platform;  // the tool's name for the target (target_platform, --target)
+  // What the target computes unquantized segments in; empty: no float arithmetic at all, so a
+  // port without calibration has no step to the device.
+  std::string float_precision;
+  // Nodes porttool kept "float" or raised to "int16", in the precision the tool gives them;
+  // a missing entry: the tool has none for them.
+  std::map<std::string, std::string> raised_precision;
+  std::string source, text;
+};
+
 struct TargetProfile {
   std::string name;
   std::string title;
@@ -121,6 +137,7 @@ struct TargetProfile {
   // The generated runner's backend for this target's accelerator segments besides porttool's
   // reference one: "rknn" (librknnrt), or empty when porttool has none for it.
   std::string runner_backend;
+  std::optional<VendorTool> vendor_tool;  // absent: no known step from the bundle to the device
   // ops
   enum class Fallback { kAll, kList, kNone };
   Fallback fallback = Fallback::kNone;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "lib/io/model.h"
 #include "lib/ir/constants.h"
@@ -397,14 +398,20 @@ Gate CompletenessGate(const PortState& s) {
       }
     }
   }
-  for (const auto& m : s.device_steps_missing) missing.push_back(m);
+  for (const auto& m : s.vendor.missing) missing.push_back(m);
   g.measured = missing.empty() ? "nothing missing" : util::Join(missing, "; ");
   g.status = missing.empty() ? GateStatus::kPass : GateStatus::kFail;
   if (!missing.empty()) {
     g.finding = fmt::format("{} item(s) left before the device: {}", missing.size(),
                             util::Join(missing, "; "));
   }
-  for (const auto& f : s.device_step_files) g.notes.push_back("tool step: " + f);
+  std::set<std::string> folders;
+  for (const auto& f : s.vendor.files) folders.insert(f.substr(0, f.find('/')) + "/");
+  if (!folders.empty()) {
+    g.notes.push_back(fmt::format("the tool step to the device: {} file(s) in {}",
+                                  s.vendor.files.size(),
+                                  util::Join({folders.begin(), folders.end()}, ", ")));
+  }
   return g;
 }
 

@@ -24,6 +24,7 @@
 #include "lib/stages/check.h"
 #include "lib/stages/emit_header.h"
 #include "lib/stages/emit_runner.h"
+#include "lib/stages/port_vendor.h"
 #include "lib/stages/quantize.h"
 #include "lib/stages/rewrite.h"
 #include "lib/stages/scaffold.h"
@@ -559,6 +560,9 @@ void EmitStep(PortState& s, PortStep& step) {
     RethrowNamingKeptIfs(s, e);
   }
   EmitRunners(s, step);
+  s.vendor = WritePortVendorSteps(s);
+  for (const auto& d : s.vendor.details) step.details.push_back(d);
+  for (const auto& m : s.vendor.missing) step.details.push_back("missing: " + m);
   EmitLeftovers(s, step);
 }
 
@@ -575,6 +579,9 @@ std::vector<std::string> PlannedDetails(const PortState& s, const std::string& s
   if (step == "emit") {
     return {"would write a header per segment, the reference runner" +
                 std::string(s.target.runner_backend == "rknn" ? " and the rknn runner" : "") +
+                (s.target.vendor_tool && s.target.vendor_tool->tool != "none"
+                     ? ", the " + s.target.vendor_tool->tool + " step to the device"
+                     : std::string()) +
                 ", and a custom-operator package per op the target cannot run",
             "then the decision report (report.md, report.json, report.html)"};
   }

@@ -13,6 +13,7 @@
 #include "lib/decide/scan.h"
 #include "lib/decide/target.h"
 #include "lib/emit/split_writer.h"
+#include "lib/emit/vendor_steps.h"
 #include "lib/io/model.h"
 #include "lib/quant/quantize_calibrate.h"
 #include "lib/stages/port.h"
@@ -66,8 +67,6 @@ struct PortState {
   // plan) and the runner's bridge arena.
   std::vector<uint64_t> segment_arena;
   std::optional<uint64_t> bridge_arena;
-  // The steps from the bundle to the device: the tool files written, and the ones that are not.
-  std::vector<std::string> device_step_files, device_steps_missing;
   emit::WriteSplitResult written;
   std::vector<io::Model> segments;  // as written
   std::optional<PortQuantization> quant;
@@ -76,6 +75,7 @@ struct PortState {
   PortVerdict verdict;                        // computed once the steps are done
   nlohmann::json report_json;                 // what report.json holds
   std::vector<std::string> headers, runners;  // bundle-relative
+  emit::VendorStepResult vendor;              // the step to the device: files and what is missing
   std::filesystem::path dir;                  // where files go (the staging directory)
 };
 
