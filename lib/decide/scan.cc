@@ -102,6 +102,18 @@ const Lowering* ApplicableLowering(const AnalyzedModel& model, const TargetProfi
   return nullptr;
 }
 
+// "fails accelerator constraint rknn.resize.coord (coordinate_transformation_mode is
+// \"asymmetric\")": which constraint, and what the node has, not just that one failed.
+std::string FailedConstraintsText(const std::vector<ConstraintFailure>& failures) {
+  std::vector<std::string> parts;
+  for (const auto& f : failures) {
+    parts.push_back(f.detail.empty() ? f.id : f.id + " (" + f.detail + ")");
+  }
+  if (parts.empty()) return "fails accelerator constraint(s)";
+  return fmt::format("fails accelerator constraint{} {}", parts.size() == 1 ? "" : "s",
+                     util::Join(parts, "; "));
+}
+
 std::string WithLoweringNotes(std::string reason, const std::vector<std::string>& not_applied) {
   return not_applied.empty() ? reason : reason + " (" + util::Join(not_applied, "; ") + ")";
 }
@@ -131,7 +143,7 @@ NodeScan ScanNode(const AnalyzedModel& model, const TargetProfile& t, int index)
       if (lowering) s.lowering = *lowering;
       return s;
     }
-    s.reason = WithLoweringNotes("fails accelerator constraint(s)", not_applied);
+    s.reason = WithLoweringNotes(FailedConstraintsText(s.failures), not_applied);
   } else {
     s.reason = WithLoweringNotes("not an accelerator op on this target", not_applied);
   }
