@@ -36,6 +36,9 @@ struct NodeScan {
   std::vector<ConstraintFailure> failures;
   std::vector<std::string> unverified;  // checks that needed unknown shapes/constants
   bool in_backbone = true;              // a compute layer follows it
+  // Where it runs is not decided: some of its checks need shapes that stay unknown until the
+  // model's dynamic input dims are pinned (it is listed at its placement without them).
+  bool undecided = false;
 };
 
 struct TargetScan {
@@ -48,6 +51,7 @@ struct TargetScan {
   int unsupported = 0;
   int constants_skipped = 0;          // Constant nodes: folded by converters, not scanned
   int static_folded = 0;              // other nodes with a static value (shape arithmetic)
+  int undecided = 0;                  // nodes whose placement needs pinned input shapes
   std::vector<std::string> findings;  // model-level: opset range, dynamic inputs
 };
 
