@@ -32,7 +32,7 @@ if [ "$mode" = install ]; then
   docs=("$build/porttool.bash" "$build/porttool.1")
   restore() { for f in "${docs[@]}"; do [ -e "$f.kept" ] && mv -f "$f.kept" "$f"; done; rm -rf "$tmp"; }
   trap restore EXIT
-  for f in "${docs[@]}"; do mv "$f" "$f.kept"; done
+  for f in "${docs[@]}"; do [ ! -e "$f" ] || mv "$f" "$f.kept"; done
   if cmake --install "$build" --prefix "$tmp/partial" >"$tmp/partial.log" 2>&1; then
     fail "cmake --install succeeded without the completion and man page"
   fi
