@@ -131,6 +131,13 @@ Partition PlanPartition(const AnalyzedModel& model, const std::vector<bool>& for
     std::vector<int> seg = SegmentOfStep(current.host, order);
     int segments = static_cast<int>(current.segments.size());
     bool too_many = options.max_segments > 0 && segments > options.max_segments;
+    // The last accelerator segment never moves for an estimated gain: the host and switch figures
+    // are assumptions, and a small model would otherwise always go wholly to the host, losing
+    // the accelerator the user ports for (the all-host estimate stays among the alternatives).
+    // Only the user's own bounds (--min-segment-nodes, --max-segments) move it.
+    int accelerator_segments =
+        static_cast<int>(std::count_if(current.segments.begin(), current.segments.end(),
+                                       [](const SegmentEstimate& e) { return !e.host; }));
     std::optional<PartitionPlan> best;
     int best_rank = -1;
     double best_gain = 0;
@@ -141,8 +148,9 @@ Partition PlanPartition(const AnalyzedModel& model, const std::vector<bool>& for
       double gain = current.total_ms - moved.total_ms;
       // Below --min-segment-nodes first, then real gains, then (over --max-segments) the
       // cheapest loss.
+      bool worth_moving = gain > 1e-9 && accelerator_segments > 1;
       int rank = current.segments[s].nodes < options.min_segment_nodes ? 2
-                 : gain > 1e-9                                         ? 1
+                 : worth_moving                                        ? 1
                  : too_many                                            ? 0
                                                                        : -1;
       if (rank < 0 || rank < best_rank || (rank == best_rank && gain <= best_gain)) continue;

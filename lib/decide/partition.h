@@ -3,8 +3,9 @@
 // go either way. A partition is costed from the target profile: accelerator and host throughput
 // (MACs, or output elements for ops without MACs), the transfer of every bridge tensor, and a
 // fixed cost per segment switch. An accelerator island whose bridges and switches cost more than
-// running it on the host saves is moved to the host; --min-segment-nodes and --max-segments bound
-// the result. The alternatives considered are reported with their estimates.
+// running it on the host saves is moved to the host, except the last one: an estimate never
+// sends a model the accelerator can run wholly to the host. --min-segment-nodes and
+// --max-segments bound the result. The alternatives considered are reported with their estimates.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -77,5 +77,34 @@ TEST(Partition, MaxSegmentsAndMinSegmentNodesBoundTheResult) {
   EXPECT_NE(PartitionToText(big.partition).find("alternatives considered"), std::string::npos);
 }
 
+// A small accelerator segment before a CPU-only tail (rknn-rk3588 has no GreaterOrEqual or Cast on
+// its NPU): on the profile's assumed figures the host alone is cheaper, but the estimate never
+// sends the whole model to the host (issue 48: hey_jarvis went "host only" this way).
+TEST(Partition, TheLastAcceleratorSegmentStaysUnlessTheUserBoundsMoveIt) {
+  auto model =
+      std::make_unique<AnalyzedModel>(io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8] x) => (float[1,8] y) {
+  s = Sigmoid (x)
+  r = Relu (s)
+  half = Constant <value = float {0.5}> ()
+  b = GreaterOrEqual (r, half)
+  y = Cast <to = 1> (b)
+})"),
+                                      shape::InputShapes{});
+  TargetProfile rk3588 = LoadTarget(testing::SourceDir() / "rules", "rknn-rk3588");
+  std::vector<bool> forced = HostNodes(*model, ScanTarget(*model, rk3588));
+  Partition p = PlanPartition(*model, forced, rk3588, {});
+  const PartitionPlan& all_host = p.alternatives.back();
+  ASSERT_EQ(all_host.name, "all on the host");
+  EXPECT_LT(all_host.total_ms, p.chosen.total_ms);  // the estimate prefers the host...
+  ASSERT_EQ(p.chosen.segments.size(), 2u);          // ...and the accelerator is kept
+  EXPECT_FALSE(p.chosen.segments[0].host);
+  EXPECT_TRUE(p.chosen.segments[1].host);
+  // --max-segments 1 is the user's own bound: it still moves it.
+  Partition one = PlanPartition(*model, forced, rk3588, {1, 1});
+  ASSERT_EQ(one.chosen.segments.size(), 1u);
+  EXPECT_TRUE(one.chosen.segments[0].host);
+}
+
 }  // namespace
 }  // namespace porttool::decide

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "lib/ir/dtype.h"
 #include "lib/ir/node_names.h"
 #include "lib/util/strings.h"
@@ -60,7 +62,12 @@ void ScanSubgraphs(const onnx::NodeProto& parent, const std::string path, int in
           }
         } else if (t.FallbackHas(s.op)) {
           s.placement = Placement::kCpuFallback;
-          s.reason = "not an accelerator op on this target (inside a subgraph)";
+          s.reason = "not an accelerator op on this target (inside a subgraph";
+          for (const auto& l : t.lowerings) {
+            // Lowering conditions read main-graph shapes and constants, as constraints do.
+            if (l.op == s.op) s.reason += "; lowering " + l.id + " not checked there";
+          }
+          s.reason += ")";
         } else {
           s.placement = Placement::kUnsupported;
           s.reason = "not an accelerator op on this target and no CPU fallback for it";
@@ -70,6 +77,46 @@ void ScanSubgraphs(const onnx::NodeProto& parent, const std::string path, int in
       }
     }
   }
+}
+
+// The first lowering of the node's op whose conditions all pass, or nullptr; `not_applied`
+// collects why the others did not (an unverifiable condition does not hold: placing a node on
+// the accelerator on an unknown would be a pass for something not checked).
+const Lowering* ApplicableLowering(const AnalyzedModel& model, const TargetProfile& t, int index,
+                                   NodeScan& s, std::vector<std::string>& not_applied) {
+  for (const auto& l : t.lowerings) {
+    if (l.op != s.op) continue;
+    std::string why;
+    for (const auto& condition : l.conditions) {
+      CheckResult r = RunCheck(condition, model, index);
+      if (r.status == CheckResult::Status::kPass) continue;
+      why = r.status == CheckResult::Status::kFail ? r.detail : "not verified: " + r.detail;
+      if (r.status == CheckResult::Status::kUnverified) {
+        s.unverified.push_back(l.id + ": " + r.detail + " (lowering not applied)");
+      }
+      break;
+    }
+    if (why.empty()) return &l;
+    not_applied.push_back(
+        fmt::format("lowering {} to {} does not apply: {}", l.id, util::Join(l.becomes, "+"), why));
+  }
+  return nullptr;
+}
+
+// "fails accelerator constraint rknn.resize.coord (coordinate_transformation_mode is
+// \"asymmetric\")": which constraint, and what the node has, not just that one failed.
+std::string FailedConstraintsText(const std::vector<ConstraintFailure>& failures) {
+  std::vector<std::string> parts;
+  for (const auto& f : failures) {
+    parts.push_back(f.detail.empty() ? f.id : f.id + " (" + f.detail + ")");
+  }
+  if (parts.empty()) return "fails accelerator constraint(s)";
+  return fmt::format("fails accelerator constraint{} {}", parts.size() == 1 ? "" : "s",
+                     util::Join(parts, "; "));
+}
+
+std::string WithLoweringNotes(std::string reason, const std::vector<std::string>& not_applied) {
+  return not_applied.empty() ? reason : reason + " (" + util::Join(not_applied, "; ") + ")";
 }
 
 NodeScan ScanNode(const AnalyzedModel& model, const TargetProfile& t, int index) {
@@ -84,13 +131,22 @@ NodeScan ScanNode(const AnalyzedModel& model, const TargetProfile& t, int index)
     s.reason = t.unsupported_reason;
     return s;
   }
-  if (t.AcceleratorHas(s.op)) {
+  // The converter rewrites before it places: a lowering that applies decides, even for an op the
+  // accelerator also runs under its own name (rknn-toolkit2 turns MatMul with a constant B into
+  // a Convolution rather than its exMatMul).
+  std::vector<std::string> not_applied;
+  const Lowering* lowering = ApplicableLowering(model, t, index, s, not_applied);
+  if (lowering || t.AcceleratorHas(s.op)) {
     bool generic_ok = RunConstraints(t.generic_constraints, model, index, s);
-    bool specific_ok = RunConstraints(ConstraintsFor(t.op_constraints, s.op), model, index, s);
-    if (generic_ok && specific_ok) return s;
-    s.reason = "fails accelerator constraint(s)";
+    bool specific_ok =
+        lowering || RunConstraints(ConstraintsFor(t.op_constraints, s.op), model, index, s);
+    if (generic_ok && specific_ok) {
+      if (lowering) s.lowering = *lowering;
+      return s;
+    }
+    s.reason = WithLoweringNotes(FailedConstraintsText(s.failures), not_applied);
   } else {
-    s.reason = "not an accelerator op on this target";
+    s.reason = WithLoweringNotes("not an accelerator op on this target", not_applied);
   }
   if (t.FallbackHas(s.op)) {
     NodeScan cpu;
@@ -110,6 +166,49 @@ NodeScan ScanNode(const AnalyzedModel& model, const TargetProfile& t, int index)
   }
   s.placement = Placement::kUnsupported;
   return s;
+}
+
+// One line per lowering used: which nodes the converter rewrites, into what, and why we say so.
+std::string LoweringsText(const TargetScan& scan) {
+  constexpr size_t kNamesShown = 5;
+  std::map<std::string, std::pair<const Lowering*, std::vector<std::string>>> by_id;
+  for (const auto& s : scan.nodes) {
+    if (!s.lowering) continue;
+    auto& entry = by_id[s.lowering->id];
+    entry.first = &*s.lowering;
+    entry.second.push_back(s.name.empty() ? "#" + std::to_string(s.index) : s.name);
+  }
+  std::string out;
+  for (const auto& [id, entry] : by_id) {
+    const auto& [lowering, names] = entry;
+    std::vector<std::string> shown(names.begin(),
+                                   names.begin() + std::min(names.size(), kNamesShown));
+    out += fmt::format(
+        "  {:<12} {} {} node(s) as {} via {}: {}{}\n      {} [{}]\n", "lowered", names.size(),
+        lowering->op, util::Join(lowering->becomes, "+"), id, util::Join(shown, ", "),
+        names.size() > shown.size() ? fmt::format(" and {} more", names.size() - shown.size()) : "",
+        lowering->text, lowering->source);
+  }
+  return out;
+}
+
+// What the scan could not decide, by op, and what decides it.
+std::string UndecidedFinding(const AnalyzedModel& model, const TargetScan& scan) {
+  std::map<std::string, int> by_op;
+  std::string example;
+  for (const auto& s : scan.nodes) {
+    if (!s.undecided) continue;
+    ++by_op[s.op];
+    if (example.empty()) example = s.unverified.front();
+  }
+  std::vector<std::string> ops;
+  for (const auto& [op, n] : by_op) ops.push_back(fmt::format("{} x{}", op, n));
+  return fmt::format(
+      "Could not decide where {} node(s) run on {} ({}): their checks need static shapes and the "
+      "input dims {} are not pinned (e.g. {}); pin the input shape to decide. They are counted "
+      "at their op's placement until then, and are not missing kernels.",
+      scan.undecided, scan.target, util::Join(ops, ", "),
+      util::Join(model.facts().dynamic_inputs, ", "), example);
 }
 
 std::string Percent(uint64_t part, uint64_t whole) {
@@ -146,11 +245,16 @@ TargetScan ScanTarget(const AnalyzedModel& model, const TargetProfile& t) {
     scan.nodes.push_back(ScanNode(model, t, i));
     ScanSubgraphs(g.node(i), scan.nodes.back().name, i, t, scan.nodes);
   }
-  for (const auto& s : scan.nodes) {
+  const bool pinned = model.facts().dynamic_inputs.empty();
+  for (auto& s : scan.nodes) {
+    s.undecided = !pinned && !s.unverified.empty() && s.placement != Placement::kUnsupported;
     scan.accelerator += s.placement == Placement::kAccelerator;
     scan.cpu_fallback += s.placement == Placement::kCpuFallback;
     scan.unsupported += s.placement == Placement::kUnsupported;
+    scan.lowered += s.lowering.has_value();
+    scan.undecided += s.undecided;
   }
+  if (scan.undecided > 0) scan.findings.push_back(UndecidedFinding(model, scan));
   int64_t opset = model.facts().opset;
   if (opset < t.opset_min || opset > t.opset_max) {
     scan.findings.push_back(fmt::format(
@@ -273,18 +377,29 @@ nlohmann::json ScanToJson(const TargetScan& scan) {
     }
     if (!failures.empty()) n["failed_constraints"] = failures;
     if (!s.unverified.empty()) n["unverified"] = s.unverified;
+    if (s.undecided) n["undecided"] = true;
+    if (s.lowering) {
+      n["lowering"] = {{"id", s.lowering->id},
+                       {"becomes", s.lowering->becomes},
+                       {"text", s.lowering->text},
+                       {"source", s.lowering->source}};
+    }
     n["in_backbone"] = s.in_backbone;
     nodes.push_back(n);
   }
-  return {{"target", scan.target},
-          {"counts",
-           {{"accelerator", scan.accelerator},
-            {"cpu_fallback", scan.cpu_fallback},
-            {"unsupported", scan.unsupported},
-            {"constants_skipped", scan.constants_skipped},
-            {"static_folded", scan.static_folded}}},
-          {"findings", scan.findings},
-          {"nodes", nodes}};
+  nlohmann::json doc = {{"target", scan.target},
+                        {"counts",
+                         {{"accelerator", scan.accelerator},
+                          {"cpu_fallback", scan.cpu_fallback},
+                          {"unsupported", scan.unsupported},
+                          {"lowered", scan.lowered},
+                          {"constants_skipped", scan.constants_skipped},
+                          {"static_folded", scan.static_folded}}},
+                        {"findings", scan.findings},
+                        {"nodes", nodes}};
+  // Only when there is any: a pinned model's report stays as it was.
+  if (scan.undecided > 0) doc["counts"]["undecided"] = scan.undecided;
+  return doc;
 }
 
 nlohmann::json MemoryToJson(const MemoryFit& m) {
@@ -306,11 +421,13 @@ nlohmann::json TargetCheckToJson(const TargetCheck& c) {
 
 std::string TargetCheckToText(const TargetCheck& c) {
   std::string out = fmt::format(
-      "target {}: {} on accelerator, {} on CPU fallback, {} unsupported "
+      "target {}: {} on accelerator{}, {} on CPU fallback, {} unsupported "
       "({} Constant and {} static-value nodes folded)\n",
-      c.scan.target, c.scan.accelerator, c.scan.cpu_fallback, c.scan.unsupported,
-      c.scan.constants_skipped, c.scan.static_folded);
+      c.scan.target, c.scan.accelerator,
+      c.scan.lowered ? fmt::format(" ({} through the converter's lowerings)", c.scan.lowered) : "",
+      c.scan.cpu_fallback, c.scan.unsupported, c.scan.constants_skipped, c.scan.static_folded);
   for (const auto& f : c.scan.findings) out += "  finding: " + f + "\n";
+  out += LoweringsText(c.scan);
   for (const auto& s : c.scan.nodes) {
     if (s.placement == Placement::kAccelerator) continue;
     out += fmt::format("  {:<12} {}: {}\n", PlacementName(s.placement),

@@ -1,8 +1,9 @@
 // Target compatibility scan and memory fit: where each node of a model would run on a target
-// (accelerator, CPU fallback, or unsupported) with the sentence of the constraint that failed,
-// model-level findings (opset range, dynamic inputs), and whether weights and the activation
-// arena fit the target's usable flash and RAM. This is `porttool check --target` and the input of
-// `split --auto --target` (HostNodes) and of the decision report.
+// (accelerator, directly or through the converter's lowering, CPU fallback, or unsupported) with
+// the sentence of the constraint that failed, model-level findings (opset range, dynamic
+// inputs), and whether weights and the activation arena fit the target's usable flash and RAM. This
+// is `porttool check --target` and the input of `split --auto --target` (HostNodes) and of the
+// decision report.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,12 @@ struct NodeScan {
   std::vector<ConstraintFailure> failures;
   std::vector<std::string> unverified;  // checks that needed unknown shapes/constants
   bool in_backbone = true;              // a compute layer follows it
+  // The converter's lowering the node runs on the accelerator through (Gemm as Conv), when one
+  // applied; its conditions are not copied.
+  std::optional<Lowering> lowering;
+  // Where it runs is not decided: some of its checks need shapes that stay unknown until the
+  // model's dynamic input dims are pinned (it is listed at its placement without them).
+  bool undecided = false;
 };
 
 struct TargetScan {
@@ -46,8 +53,10 @@ struct TargetScan {
   int accelerator = 0;
   int cpu_fallback = 0;
   int unsupported = 0;
+  int lowered = 0;                    // accelerator nodes placed through a lowering
   int constants_skipped = 0;          // Constant nodes: folded by converters, not scanned
   int static_folded = 0;              // other nodes with a static value (shape arithmetic)
+  int undecided = 0;                  // nodes whose placement needs pinned input shapes
   std::vector<std::string> findings;  // model-level: opset range, dynamic inputs
 };
 

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "lib/decide/analyzed_model.h"
+#include "lib/decide/effective_attr.h"
+#include "lib/decide/patterns.h"
 #include "lib/decide/rules_dir.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -36,7 +38,9 @@ const std::map<std::string, std::vector<std::string>> kCheckParams = {
     {"input_constant", {"input"}},
     {"inputs_constant", {"inputs"}},
     {"resize_scale", {"min", "max", "integer", "allow_from_one"}},
-    {"static_shapes", {}}};
+    {"static_shapes", {}},
+    {"reduce_axes", {"sets"}},
+    {"layer_norm_pattern", {}}};
 
 const onnx::AttributeProto* FindAttr(const onnx::NodeProto& node, const std::string& name) {
   for (const auto& a : node.attribute()) {
@@ -45,20 +49,7 @@ const onnx::AttributeProto* FindAttr(const onnx::NodeProto& node, const std::str
   return nullptr;
 }
 
-nlohmann::json AttrJson(const onnx::AttributeProto& a) {
-  switch (a.type()) {
-    case onnx::AttributeProto::STRING:
-      return a.s();
-    case onnx::AttributeProto::INT:
-      return a.i();
-    case onnx::AttributeProto::FLOAT:
-      return a.f();
-    case onnx::AttributeProto::INTS:
-      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    default:
-      return nullptr;
-  }
-}
+std::string ValueText(const nlohmann::json& v) { return v.dump(); }
 
 std::string InputName(const onnx::NodeProto& node, int i) {
   return i < node.input_size() ? node.input(i) : std::string();
@@ -75,42 +66,62 @@ const TensorInfo* RankedInfo(const AnalyzedModel& m, const std::string& tensor) 
   return info && info->has_shape ? info : nullptr;
 }
 
-CheckResult CheckAttrIn(const nlohmann::json& p, const onnx::NodeProto& node) {
-  const onnx::AttributeProto* a = FindAttr(node, p["attr"]);
-  nlohmann::json value = a ? AttrJson(*a) : p.value("default", nlohmann::json());
+// An attribute the node's mode ignores passes whatever its value; an absent one is compared at
+// its default (the schema's for the node's op version, else the profile's `default`).
+CheckResult CheckAttrIn(const nlohmann::json& p, const onnx::NodeProto& node, int64_t opset) {
+  std::string attr = p["attr"];
+  if (IgnoredBecause(node, opset, attr)) return Pass();
+  nlohmann::json value =
+      EffectiveAttr(node, opset, attr).value_or(p.value("default", nlohmann::json()));
   if (value.is_null()) return Pass();
   for (const auto& allowed : p["values"]) {
-    if (allowed == value) return Pass();
+    if (SameAttrValue(allowed, value)) return Pass();
   }
-  return Fail(fmt::format("{} is {}", p["attr"].get<std::string>(), value.dump()));
+  return Fail(fmt::format("{} is {}{}", attr, ValueText(value),
+                          FindAttr(node, attr) ? "" : " (its default)"));
 }
 
 CheckResult CheckAttrRange(const nlohmann::json& p, const onnx::NodeProto& node,
                            const AnalyzedModel& m) {
   std::string attr = p["attr"];
   std::vector<int64_t> values;
-  if (const auto* a = FindAttr(node, attr)) {
-    if (a->type() == onnx::AttributeProto::INT) values = {a->i()};
-    values.insert(values.end(), a->ints().begin(), a->ints().end());
-  } else if (p.value("from_weight", false)) {
+  const auto* a = FindAttr(node, attr);
+  if (a && a->type() == onnx::AttributeProto::INT) values = {a->i()};
+  if (a) values.insert(values.end(), a->ints().begin(), a->ints().end());
+  if (!a && p.value("from_weight", false)) {
     const TensorInfo* w = RankedInfo(m, InputName(node, 1));
     if (!w) return Unverified(attr + " not set and the weight shape is unknown");
     values.assign(w->dims.begin() + std::min<size_t>(2, w->dims.size()), w->dims.end());
+  } else if (!a) {
+    auto def = EffectiveAttr(node, m.facts().opset, attr);
+    if (def && def->is_number()) def = nlohmann::json::array({*def});
+    for (const auto& v : def && def->is_array() ? *def : nlohmann::json::array()) {
+      if (v.is_number()) values.push_back(v.get<int64_t>());
+    }
   }
   double lo = p["min"], hi = p["max"];
   for (int64_t v : values) {
     if (v < lo || v > hi) {
-      return Fail(
-          fmt::format("{} = [{}] is outside [{}, {}]", attr, fmt::join(values, ", "), lo, hi));
+      return Fail(fmt::format("{} = [{}]{} is outside [{}, {}]", attr, fmt::join(values, ", "),
+                              a ? "" : " (its default)", lo, hi));
     }
   }
   return Pass();
 }
 
-CheckResult CheckAttrsUnset(const nlohmann::json& p, const onnx::NodeProto& node) {
+// "Not supported to set" means not set to anything but its default: an attribute written at its
+// default value, or one the node's mode ignores, changes nothing the converter computes.
+CheckResult CheckAttrsUnset(const nlohmann::json& p, const onnx::NodeProto& node, int64_t opset) {
   std::vector<std::string> set;
-  for (const auto& name : p["attrs"]) {
-    if (FindAttr(node, name)) set.push_back(name);
+  for (const auto& entry : p["attrs"]) {
+    const std::string name = entry;
+    const auto* a = FindAttr(node, name);
+    if (!a || IgnoredBecause(node, opset, name)) continue;
+    auto def = AttrDefault(node.op_type(), opset, name);
+    nlohmann::json value = AttrJson(*a);
+    if (def && SameAttrValue(value, *def)) continue;
+    set.push_back(fmt::format("{} = {}{}", name, ValueText(value),
+                              def ? " (default " + ValueText(*def) + ")" : ""));
   }
   if (set.empty()) return Pass();
   return Fail(util::Join(set, ", ") + (set.size() == 1 ? " is set" : " are set"));
@@ -119,8 +130,8 @@ CheckResult CheckAttrsUnset(const nlohmann::json& p, const onnx::NodeProto& node
 CheckResult CheckAxisIn(const nlohmann::json& p, const onnx::NodeProto& node,
                         const AnalyzedModel& m) {
   int64_t axis = 0;
-  if (const auto* a = FindAttr(node, "axis")) {
-    axis = a->i();
+  if (auto value = EffectiveAttr(node, m.facts().opset, "axis"); value && value->is_number()) {
+    axis = value->get<int64_t>();
   } else {
     for (const auto& d : p["defaults"]) {
       if (d["since"].get<int64_t>() <= m.facts().opset) axis = d["value"];
@@ -135,8 +146,9 @@ CheckResult CheckAxisIn(const nlohmann::json& p, const onnx::NodeProto& node,
   for (const auto& allowed : p["values"]) {
     if (allowed.get<int64_t>() == normalized) return Pass();
   }
-  return Fail(axis == normalized ? fmt::format("axis is {}", axis)
-                                 : fmt::format("axis is {} (= {})", axis, normalized));
+  std::string shown = axis == normalized ? fmt::format("axis is {}", axis)
+                                         : fmt::format("axis is {} (= {})", axis, normalized);
+  return Fail(FindAttr(node, "axis") ? shown : shown + " (its default)");
 }
 
 CheckResult CheckInputRank(const nlohmann::json& p, const onnx::NodeProto& node,
@@ -249,12 +261,40 @@ CheckResult CheckResizeScale(const nlohmann::json& p, const onnx::NodeProto& nod
   return Pass();
 }
 
+// The reduced axes (normalised by the input rank) are one of the allowed sets, each also
+// normalised: [[2, 3]] is "over H and W of NCHW", [[-1]] "over the last axis".
+CheckResult CheckReduceAxes(const nlohmann::json& p, const onnx::NodeProto& node,
+                            const AnalyzedModel& m) {
+  auto axes = ReducedAxes(m, node);
+  if (!axes) return Unverified("the reduced axes or the input rank are unknown");
+  const int64_t rank = static_cast<int64_t>(RankedInfo(m, InputName(node, 0))->dims.size());
+  for (const auto& set : p["sets"]) {
+    std::set<int64_t> allowed;
+    for (int64_t a : set.get<std::vector<int64_t>>()) allowed.insert(a < 0 ? a + rank : a);
+    if (std::vector<int64_t>(allowed.begin(), allowed.end()) == *axes) return Pass();
+  }
+  return Fail(fmt::format("reduces axes [{}] of a rank-{} input", fmt::join(*axes, ", "), rank));
+}
+
+CheckResult CheckLayerNormPattern(const AnalyzedModel& m, int node_index) {
+  if (LayerNormMembers(m, node_index)) return Pass();
+  return Fail(
+      "not part of a ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div layer norm over the "
+      "trailing axes");
+}
+
+// While an input has unpinned dims, a shape that is not static may become static once they are
+// pinned: that is not known yet, so not a failure (which would send Conv to a custom kernel).
 CheckResult CheckStaticShapes(const onnx::NodeProto& node, const AnalyzedModel& m) {
   for (const auto& names : {node.input(), node.output()}) {
     for (const auto& name : names) {
       if (name.empty() || m.IsConstant(name)) continue;
       const TensorInfo* info = m.Info(name);
-      if (!info || !info->IsStatic()) return Fail("'" + name + "' has no static shape");
+      if (info && info->IsStatic()) continue;
+      if (!m.facts().dynamic_inputs.empty()) {
+        return Unverified("'" + name + "' has no static shape until the input shape is pinned");
+      }
+      return Fail("'" + name + "' has no static shape");
     }
   }
   return Pass();
@@ -305,17 +345,32 @@ Check ParseCheck(const JsonFile& f, const std::string& p) {
     const auto& inputs = f.Array(p + "/inputs");
     for (size_t i = 0; i < inputs.size(); ++i) f.Integer(p + "/inputs/" + std::to_string(i));
   }
+  if (k == "reduce_axes") {
+    const auto& sets = f.Array(p + "/sets");
+    if (sets.empty()) f.Fail(p + "/sets", "expected at least one set of axes");
+    for (size_t i = 0; i < sets.size(); ++i) {
+      std::string sp = p + "/sets/" + std::to_string(i);
+      const auto& axes = f.Array(sp);
+      if (axes.empty()) f.Fail(sp, "expected a non-empty array of axes");
+      for (size_t j = 0; j < axes.size(); ++j) f.Integer(sp + "/" + std::to_string(j));
+    }
+  }
   c.params = f.At(p);
   return c;
 }
 
 CheckResult RunCheck(const Check& check, const AnalyzedModel& m, int node_index) {
-  const onnx::NodeProto& node = m.graph().node(node_index);
+  return RunCheckOnVariant(check, m, node_index, m.graph().node(node_index));
+}
+
+CheckResult RunCheckOnVariant(const Check& check, const AnalyzedModel& m, int node_index,
+                              const onnx::NodeProto& node) {
   const auto& p = check.params;
   const std::string& k = check.kind;
-  if (k == "attr_in") return CheckAttrIn(p, node);
+  const int64_t opset = m.facts().opset;
+  if (k == "attr_in") return CheckAttrIn(p, node, opset);
   if (k == "attr_range") return CheckAttrRange(p, node, m);
-  if (k == "attrs_unset") return CheckAttrsUnset(p, node);
+  if (k == "attrs_unset") return CheckAttrsUnset(p, node, opset);
   if (k == "axis_in") return CheckAxisIn(p, node, m);
   if (k == "input_rank") return CheckInputRank(p, node, m);
   if (k == "max_rank") return CheckMaxRank(p, node, m);
@@ -326,6 +381,8 @@ CheckResult RunCheck(const Check& check, const AnalyzedModel& m, int node_index)
     return CheckInputsConstant(p["inputs"].get<std::vector<int>>(), node, m);
   if (k == "resize_scale") return CheckResizeScale(p, node, m);
   if (k == "static_shapes") return CheckStaticShapes(node, m);
+  if (k == "reduce_axes") return CheckReduceAxes(p, node, m);
+  if (k == "layer_norm_pattern") return CheckLayerNormPattern(m, node_index);
   ThrowInternal("check kind '{}' passed validation but has no implementation", k);
 }
 
@@ -404,6 +461,53 @@ std::map<std::string, std::vector<Constraint>> ParseOpConstraints(const JsonFile
   return out;
 }
 
+std::vector<Lowering> ParseLowerings(const JsonFile& f, const TargetProfile& t) {
+  std::vector<Lowering> out;
+  const auto& arr = f.Array("/lowerings");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    std::string lp = "/lowerings/" + std::to_string(i);
+    f.OnlyKeys(lp, {"id", "op", "becomes", "conditions", "text", "source"});
+    Lowering l;
+    l.id = f.String(lp + "/id");
+    l.op = f.String(lp + "/op");
+    if (!IsKnownOp(l.op, DeclaredOps(t))) {
+      f.Fail(lp + "/op", "unknown op name \"" + l.op +
+                             "\" (expected an ai.onnx op known to ONNX's schema registry, or a "
+                             "\"domain:Op\" the profile declares)");
+    }
+    l.becomes = f.Strings(lp + "/becomes");
+    if (l.becomes.empty()) f.Fail(lp + "/becomes", "expected at least one op");
+    const auto& conditions = f.Array(lp + "/conditions");
+    for (size_t c = 0; c < conditions.size(); ++c) {
+      l.conditions.push_back(ParseCheck(f, lp + "/conditions/" + std::to_string(c)));
+    }
+    l.text = f.String(lp + "/text");
+    l.source = f.String(lp + "/source");
+    for (const auto& other : out) {
+      if (other.id == l.id) f.Fail(lp + "/id", "duplicate lowering id \"" + l.id + "\"");
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// After `extends` is resolved: a lowering must become ops this profile's accelerator runs (a
+// child profile that drops an op from its accelerator list cannot inherit a lowering into it).
+void CheckLoweringTargets(const TargetProfile& t) {
+  for (size_t i = 0; i < t.lowerings.size(); ++i) {
+    const auto& becomes = t.lowerings[i].becomes;
+    for (size_t j = 0; j < becomes.size(); ++j) {
+      if (t.AcceleratorHas(becomes[j])) continue;
+      JsonFile::Load(t.lowerings_file)
+          .Fail("/lowerings/" + std::to_string(i) + "/becomes/" + std::to_string(j),
+                "\"" + becomes[j] + "\" is not an accelerator op of target " + t.name +
+                    (t.lowerings_file == t.file ? ""
+                                                : " (which inherits these lowerings; give it "
+                                                  "its own \"lowerings\")"));
+    }
+  }
+}
+
 void ParseHardware(const JsonFile& f, TargetProfile& t) {
   f.OnlyKeys("/hardware", {"class", "ram_bytes", "flash_bytes", "usable_fraction", "weights_in_ram",
                            "has_host_cpu", "onnx_toolchain"});
@@ -473,6 +577,39 @@ void ParseInputValues(const JsonFile& f, TargetProfile& t) {
   }
 }
 
+VendorTool ParseVendorTool(const JsonFile& f) {
+  const std::string p = "/vendor_tool";
+  f.OnlyKeys(
+      p, {"tool", "version", "platform", "float_precision", "raised_precision", "source", "text"});
+  VendorTool v;
+  v.tool = f.String(p + "/tool");
+  static const std::set<std::string> kTools = {"rknn-toolkit2", "trtexec", "stedgeai", "none"};
+  if (!kTools.count(v.tool)) {
+    f.Fail(p + "/tool",
+           "expected one of rknn-toolkit2, trtexec, stedgeai, none (the tools port "
+           "writes a step for)");
+  }
+  v.source = f.String(p + "/source");
+  v.version = f.StringOr(p + "/version", "");
+  v.platform = f.StringOr(p + "/platform", "");
+  v.float_precision = f.StringOr(p + "/float_precision", "");
+  v.text = f.StringOr(p + "/text", "");
+  if (v.tool != "none" && v.version.empty()) {
+    f.Fail(p + "/version", "expected the tool's version the values are for");
+  }
+  if ((v.tool == "rknn-toolkit2" || v.tool == "stedgeai") && v.platform.empty()) {
+    f.Fail(p + "/platform", "expected the tool's name for the target");
+  }
+  if (f.Has(p + "/raised_precision")) {
+    f.OnlyKeys(p + "/raised_precision", {"float", "int16"});
+    for (const char* key : {"float", "int16"}) {
+      std::string at = p + "/raised_precision/" + key;
+      if (f.Has(at)) v.raised_precision[key] = f.String(at);
+    }
+  }
+  return v;
+}
+
 // Reads the fields `f` sets into `t` (a parent's values stay where `f` is silent).
 void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::string>& seen) {
   f.OnlyKeys("", {"schema",
@@ -496,11 +633,13 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
                   "generic_constraints",
                   "op_constraints",
                   "cpu_constraints",
+                  "lowerings",
                   "rewrites",
                   "default_input_shape",
                   "input_values",
                   "runner_backend",
-                  "float_arithmetic"});
+                  "float_arithmetic",
+                  "vendor_tool"});
   for (const auto& [key, value] : f.root().items()) seen.insert(key);
   if (f.String("/schema") != "porttool.target/1") {
     f.Fail("/schema", "expected \"porttool.target/1\"");
@@ -572,6 +711,10 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
     t.generic_constraints = ParseConstraints(f, "/generic_constraints");
   if (has("op_constraints")) t.op_constraints = ParseOpConstraints(f, "/op_constraints", t);
   if (has("cpu_constraints")) t.cpu_constraints = ParseOpConstraints(f, "/cpu_constraints", t);
+  if (has("lowerings")) {
+    t.lowerings = ParseLowerings(f, t);
+    t.lowerings_file = f.name();
+  }
   if (has("rewrites")) {
     t.rewrites = f.String("/rewrites");
     t.rewrites_file = f.name();
@@ -587,6 +730,7 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
     if (t.runner_backend != "rknn") f.Fail("/runner_backend", "expected \"rknn\"");
   }
   if (has("float_arithmetic")) ParseFloatArithmetic(f, t);
+  if (has("vendor_tool")) t.vendor_tool = ParseVendorTool(f);
 }
 
 void LoadInto(const std::filesystem::path& path, TargetProfile& t, std::set<std::string>& seen,
@@ -617,6 +761,7 @@ TargetProfile LoadTargetFile(const std::filesystem::path& path) {
       JsonFile::Load(path).Fail("", std::string("missing required field \"") + key + "\"");
     }
   }
+  CheckLoweringTargets(t);
   if (t.name != path.stem().string()) {
     JsonFile::Load(path).Fail(
         "/name", "expected \"" + path.stem().string() + "\" (the name must match the file name)");

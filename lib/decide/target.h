@@ -1,11 +1,15 @@
 // Target profiles (rules/targets/*.json): what a deployment target is (hardware class, memory,
 // alignment, dtypes, opset range, dynamic-shape support, compute rate) and which ONNX ops it runs
 // where, in the style of Arm Vela's supported-ops report: generic constraints for every op plus
-// specific constraints per op, each a human sentence with its source and a machine check. An op
-// that fails its accelerator constraints goes to the CPU fallback (when the target has one and
-// the op is on it) or is unsupported. Loading validates every field and every op name (against
-// ONNX's schema registry, or the profile's own domain-qualified ops) with file/line/pointer errors.
+// specific constraints per op, each a human sentence with its source and a machine check, plus the
+// converter's documented lowerings (an op it rewrites into ops the accelerator runs). An op that
+// neither passes its accelerator constraints nor meets a lowering's conditions goes to the CPU
+// fallback (when the target has one and the op is on it) or is unsupported. Loading validates every
+// field and every op name (against ONNX's schema registry, or the profile's own domain-qualified
+// ops) with file/line/pointer errors.
 #pragma once
+
+#include <onnx/onnx_pb.h>
 
 #include <filesystem>
 #include <map>
@@ -24,7 +28,8 @@ class AnalyzedModel;
 
 // A machine-checkable constraint: `kind` picks the check, `params` holds its arguments.
 // Kinds: attr_in, attr_range, attrs_unset, axis_in, input_rank, max_rank, batch, input_absent,
-// input_constant, inputs_constant, resize_scale, static_shapes (see docs/facts.md "Targets").
+// input_constant, inputs_constant, resize_scale, static_shapes, reduce_axes, layer_norm_pattern
+// (see docs/facts.md "Targets"). Attribute checks compare effective values (effective_attr.h).
 struct Check {
   std::string kind;
   nlohmann::json params;
@@ -48,6 +53,40 @@ struct CheckResult {
 // Validates a check's parameters; `pointer` locates it in `file` for errors.
 Check ParseCheck(const JsonFile& file, const std::string& pointer);
 CheckResult RunCheck(const Check& check, const AnalyzedModel& model, int node_index);
+// RunCheck on `variant` standing in for node `node_index` (same inputs and outputs, its own
+// attributes): what a rule decides for each value an attribute may take.
+CheckResult RunCheckOnVariant(const Check& check, const AnalyzedModel& model, int node_index,
+                              const onnx::NodeProto& variant);
+
+// A documented rewrite by the vendor's converter that lets the accelerator run an op it does not
+// list under that name: rknn-toolkit2 turns a Gemm with a constant B into its Convolution. A node
+// of `op` whose `conditions` all pass runs on the accelerator as `becomes` (accelerator ops of
+// the same profile); the conditions replace the op constraints of `becomes`, the generic
+// constraints still apply. A condition that cannot be verified (unknown shape) does not hold.
+struct Lowering {
+  std::string id;
+  std::string op;                    // OpKey
+  std::vector<std::string> becomes;  // OpKeys the accelerator runs
+  std::vector<Check> conditions;
+  std::string text;
+  std::string source;
+};
+
+// The vendor tool that takes an accelerator segment from the bundle to the device (the profile's
+// "vendor_tool"), in the tool's own words: port writes its command lines from templates
+// (lib/emit/templates/<tool>/) filled with these values, each traced to `source`.
+struct VendorTool {
+  std::string tool;     // rknn-toolkit2 | trtexec | stedgeai | none (the segments load as they are)
+  std::string version;  // of the tool the values are for
+  std::string platform;  // the tool's name for the target (target_platform, --target)
+  // What the target computes unquantized segments in; empty: no float arithmetic at all, so a
+  // port without calibration has no step to the device.
+  std::string float_precision;
+  // Nodes porttool kept "float" or raised to "int16", in the precision the tool gives them;
+  // a missing entry: the tool has none for them.
+  std::map<std::string, std::string> raised_precision;
+  std::string source, text;
+};
 
 struct TargetProfile {
   std::string name;
@@ -98,6 +137,7 @@ struct TargetProfile {
   // The generated runner's backend for this target's accelerator segments besides porttool's
   // reference one: "rknn" (librknnrt), or empty when porttool has none for it.
   std::string runner_backend;
+  std::optional<VendorTool> vendor_tool;  // absent: no known step from the bundle to the device
   // ops
   enum class Fallback { kAll, kList, kNone };
   Fallback fallback = Fallback::kNone;
@@ -110,6 +150,8 @@ struct TargetProfile {
   std::vector<Constraint> generic_constraints;
   std::map<std::string, std::vector<Constraint>> op_constraints;
   std::map<std::string, std::vector<Constraint>> cpu_constraints;
+  std::vector<Lowering> lowerings;  // in file order; the first that applies is used
+  std::string lowerings_file;       // the profile file that set them (this one or its parent)
 
   bool AcceleratorHas(const std::string& op_key) const;
   bool FallbackHas(const std::string& op_key) const;

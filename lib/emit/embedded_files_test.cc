@@ -65,7 +65,8 @@ TEST(EmbeddedFiles, AnUnknownPathIsAnInternalErrorNamingIt) {
 
 TEST(EmbeddedFiles, EveryTemplateIsUsedByTheScaffoldingCode) {
   std::string code = testing::ReadFile(testing::SourceDir() / "lib/emit/scaffold_op.cc") +
-                     testing::ReadFile(testing::SourceDir() / "lib/emit/scaffold_adapters.cc");
+                     testing::ReadFile(testing::SourceDir() / "lib/emit/scaffold_adapters.cc") +
+                     testing::ReadFile(testing::SourceDir() / "lib/emit/vendor_steps.cc");
   for (const auto& path : FilesUnder(testing::SourceDir() / "lib/emit/templates")) {
     EXPECT_NE(code.find("\"" + path + "\""), std::string::npos)
         << path << " is embedded but no code fills it";

@@ -256,6 +256,7 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& input,
     StatsMap stats = CollectStats(model, data, collect, request.progress);
     result.table = BuildTable(stats, request.calibration);
     result.calibration_samples = data.size();
+    result.calibration_samples_used = data;
     if (!model.path.empty()) result.table.model_sha256 = util::Sha256File(model.path);
     if (data.images) result.table.preprocess = data.preprocess;
     for (const auto& [name, s] : stats) {

@@ -77,6 +77,9 @@ struct QuantizeCalibrateResult {
   QdqResult qdq;
   std::optional<AccuracyReport> accuracy;
   std::optional<SampleSet> eval_samples;  // what accuracy was measured on (held out or given)
+  // What the table was computed on (the evaluation samples held out); empty with a given table.
+  // A vendor toolkit that calibrates again is handed these same samples.
+  std::optional<SampleSet> calibration_samples_used;
   size_t calibration_samples = 0;
   std::vector<std::string> notes;
   EqualizeResult equalized;              // with request.equalize

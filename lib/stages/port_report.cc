@@ -89,6 +89,26 @@ std::vector<std::string> EstimateLines(const PortState& s) {
   return lines;
 }
 
+// The converter's lowerings the accelerator nodes run through ("Gemm as Conv: 3 node(s)"), each
+// with the source that documents it: a placement that rests on a lowering says so.
+std::vector<std::string> LoweringLines(const PortState& s) {
+  std::vector<std::string> lines;
+  if (!s.scan) return lines;
+  std::map<std::string, std::pair<const decide::Lowering*, int>> used;
+  for (const auto& n : s.scan->scan.nodes) {
+    if (!n.lowering) continue;
+    auto& entry = used[n.lowering->id];
+    entry.first = &*n.lowering;
+    ++entry.second;
+  }
+  for (const auto& [id, entry] : used) {
+    const decide::Lowering& l = *entry.first;
+    lines.push_back(fmt::format("{} runs on the accelerator as {} ({} node(s), lowering {}): {}",
+                                l.op, util::Join(l.becomes, ", "), entry.second, id, l.source));
+  }
+  return lines;
+}
+
 // ---- the placement graph ----------------------------------------------------------------------
 
 emit::GraphSvg PlacementSvg(const PortState& s) {
@@ -322,6 +342,7 @@ nlohmann::json PortReportJson(const PortState& s, const std::vector<PortStep>& s
           {"source", {{"file", s.model_file}, {"sha256", s.source_sha256}}},
           {"target", {{"name", s.target.name}, {"title", s.target.title}}},
           {"input_shapes", pins},
+          {"input_values", s.values.empty() ? "" : shape::InputValuesText(s.values)},
           {"status", v.status},
           {"verdict", {{"text", v.text}, {"kind", v.kind}}},
           {"gates", GatesJson(v.gates)},
@@ -330,6 +351,7 @@ nlohmann::json PortReportJson(const PortState& s, const std::vector<PortStep>& s
           {"segments", s.written.manifest.value("segments", nlohmann::json::array())},
           {"bridges", s.written.manifest.value("bridges", nlohmann::json::array())},
           {"estimate", EstimateLines(s)},
+          {"lowerings", LoweringLines(s)},
           {"quantization", QuantizationJson(s)},
           {"headers", s.headers},
           {"runners", s.runners},
@@ -354,6 +376,7 @@ std::string PortReportMarkdown(const PortState& s, const std::vector<PortStep>& 
   md += "## What port did\n\n" + MarkdownTable(StepsTable(steps));
   md += "## Segments\n\n" + MarkdownTable(SegmentsTable(s)) + MarkdownTable(BridgesTable(s));
   for (const auto& line : EstimateLines(s)) md += "- " + line + "\n";
+  for (const auto& line : LoweringLines(s)) md += "- " + line + "\n";
   md += "\n## Quantization\n\n" + QuantizationText(s, steps) + "\n\n" +
         MarkdownTable(AccuracyTable(s));
   md += "## What is left\n\n";
@@ -384,7 +407,7 @@ std::string PortReportHtml(const PortState& s, const std::vector<PortStep>& step
   if (s.plan && s.scan) page.graph = PlacementSvg(s);
   page.sections.push_back({"Gate details", {}, {}, gate_tables, gate_notes});
   page.sections.push_back(
-      {"Segments", EstimateLines(s), {}, {SegmentsTable(s), BridgesTable(s)}, {}});
+      {"Segments", EstimateLines(s), {}, {SegmentsTable(s), BridgesTable(s)}, LoweringLines(s)});
   page.sections.push_back({"What port did", {}, {}, {StepsTable(steps)}, {}});
   page.sections.push_back(
       {"Quantization", {QuantizationText(s, steps)}, {}, {AccuracyTable(s)}, {}});
