@@ -17,6 +17,7 @@ namespace porttool::runtime {
 namespace {
 
 using kernels::TP;
+using kernels::V8f;
 
 void CheckSize(const KernelContext& ctx, const Tensor& t, const char* what, int64_t expected) {
   if (t.size() != expected) {
