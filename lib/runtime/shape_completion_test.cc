@@ -92,7 +92,7 @@ TEST(ShapeCompletion, PlaceholderDimsAreCompletedByExecution) {
 // initializer all the same, and the executor's measuring run uses its value, not a zero input.
 TEST(ShapeCompletion, InitializersListedAsInputsAreInitializers) {
   io::Model model = io::ParseText(R"(<ir_version: 4, opset_import: ["" : 9]>
-    g (float[2,3] x, int64[2] target) => (float[?] y) <int64[2] target = {3, 2}> {
+    g (float[2,3] x, int64[2] target) => (float[?,?] y) <int64[2] target = {3, 2}> {
       s = Shape(x)
       c = Cast<to = 6>(s)
       d = Cast<to = 7>(c)

@@ -14,7 +14,7 @@
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/testing.h"
 
-namespace porttool {
+namespace porttool::cli_shapes_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -253,4 +253,4 @@ TEST(CliShapes, UltraFaceBundleMatchesOnnxRuntime) {
 }
 
 }  // namespace
-}  // namespace porttool
+}  // namespace porttool::cli_shapes_test
