@@ -95,8 +95,8 @@ TEST(CliAllOrNone, QuantizeCalibrateTableCacheAndModel) {
 TEST(CliAllOrNone, SplitDirectory) {
   TempDir dir;
   fs::create_directory(dir / "out");
-  std::string args = fmt::format("split {} --at Custom_GELU_0 --force -o {}", testing::DemoArg(),
-                                 (dir / "out" / "demo.split").string());
+  std::string args = fmt::format("split {} --at Custom_GELU_0 {} --force -o {}", testing::DemoArg(),
+                                 kDemoShape, (dir / "out" / "demo.split").string());
   auto written = ExpectAllOrNone(args, dir / "out");
   EXPECT_TRUE(written.count("demo.split/pipeline.json"));
   EXPECT_TRUE(written.count("demo.split/01_host.onnx"));

@@ -25,8 +25,9 @@ bool Has(const std::string& text, const std::string& part) {
 
 // A copy of the demo model whose weights live in `m.data` next to it.
 fs::path ExternalDemo(const TempDir& dir) {
-  auto r = RunPorttool("infer-shapes " + testing::DemoArg() + " -q -o " + Q(dir / "m.onnx") +
-                       " --external-data m.data --external-threshold 0");
+  auto r =
+      RunPorttool("infer-shapes " + testing::DemoArg() + " --input-shape images:1x3x64x64 -q -o " +
+                  Q(dir / "m.onnx") + " --external-data m.data --external-threshold 0");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "m.data"));
   return dir / "m.onnx";
@@ -59,7 +60,8 @@ TEST(CliInPlace, EveryWriterRefusesToOverwriteTheModel) {
   // Through another path to the same file, too.
   auto r = RunPorttool("infer-shapes " + m + " -o " + Q(dir / "." / "m.onnx"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  r = RunPorttool("infer-shapes " + m + " -o " + m + " --in-place -q");
+  r = RunPorttool("infer-shapes " + m + " --input-shape images:1x3x64x64 -o " + m +
+                  " --in-place -q");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

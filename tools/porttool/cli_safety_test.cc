@@ -127,7 +127,7 @@ TEST(CliSafety, EverySubcommandWritingADirectoryFollowsTheSameRule) {
   ASSERT_EQ(split.exit_code, 0) << split.err;
   const std::vector<DirCommand> commands = {
       {"port", "port " + model + " --target onnxruntime-cpu " + kPin},
-      {"split", "split " + model + " --at Custom_GELU_0"},
+      {"split", "split " + model + " --at Custom_GELU_0 " + kPin},
       {"scaffold-op", "scaffold-op " + model + " --node Custom_GELU_0 --target ort " + kPin},
       {"emit-runner", "emit-runner " + ShellQuote(tmp / "s" / "pipeline.json")},
       {"kit", "kit " + model + " --op Relu " + kPin},
