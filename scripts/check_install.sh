@@ -24,7 +24,28 @@ fail() {
 }
 
 if [ "$mode" = install ]; then
-  prefix=$tmp
+  # What scripts/demo.sh builds is all that `cmake --install` needs: with the generated files
+  # gone, building demo.sh's targets brings them back. And an install that lacks a built file
+  # copies nothing: it names what to build.
+  demo_targets=$(sed -n 's/^cmake --build build .*--target \([^|]*\)|.*/\1/p' "$src/scripts/demo.sh")
+  [ -n "$demo_targets" ] || fail "cannot find the build line of scripts/demo.sh"
+  docs=("$build/porttool.bash" "$build/porttool.1")
+  restore() { for f in "${docs[@]}"; do [ -e "$f.kept" ] && mv -f "$f.kept" "$f"; done; rm -rf "$tmp"; }
+  trap restore EXIT
+  for f in "${docs[@]}"; do [ ! -e "$f" ] || mv "$f" "$f.kept"; done
+  if cmake --install "$build" --prefix "$tmp/partial" >"$tmp/partial.log" 2>&1; then
+    fail "cmake --install succeeded without the completion and man page"
+  fi
+  grep -q "nothing installed" "$tmp/partial.log" || fail "no clear message: $(cat "$tmp/partial.log")"
+  [ ! -e "$tmp/partial" ] || fail "a failed install left files: $(find "$tmp/partial" | head)"
+  # shellcheck disable=SC2086
+  cmake --build "$build" --target $demo_targets >"$tmp/demo-build.log" 2>&1 ||
+    fail "building demo.sh's targets ($demo_targets) failed: $(tail -5 "$tmp/demo-build.log")"
+  for f in "${docs[@]}"; do
+    [ -s "$f" ] || fail "demo.sh's targets ($demo_targets) do not build $f, which install needs"
+    rm -f "$f.kept"
+  done
+  prefix=$tmp/root
   cmake --install "$build" --prefix "$prefix" >/dev/null
 else
   start=$(date +%s%N)
@@ -69,4 +90,8 @@ grep -q "$prefix/share/porttool/rules/targets/rknn-rk3588.json" <<<"$out" ||
   --input-shape images:1x3x64x64 -q >/dev/null && rc=0 || rc=$?
 [ "$rc" -le 1 ] || fail "installed check --target exited $rc"
 bash -n "$prefix/share/bash-completion/completions/porttool" || fail "completion is not valid bash"
+# The shipped target names reach the completion and the man page.
+grep -q "rknn-rk3588" "$prefix/share/bash-completion/completions/porttool" ||
+  fail "completion does not offer the target names"
+grep -q "^.B stm32f767" "$prefix/share/man/man1/porttool.1" || fail "man page lists no targets"
 echo "$name: ok ($prefix)"

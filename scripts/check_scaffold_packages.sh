@@ -32,7 +32,7 @@ fail() {
   exit 1
 }
 
-# package NAME NODE KIND [scaffold-op flags...]; KIND: working | skeleton | nokit
+# package NAME NODE KIND [scaffold-op flags...]; KIND: working | skeleton
 package() {
   local name=$1 node=$2 kind=$3
   shift 3
@@ -58,12 +58,12 @@ package() {
     working)
       "${ctest[@]}" >"$WORK/$name.test.log" 2>&1 || fail "$name: package tests failed" "$WORK/$name.test.log"
       ;;
-    skeleton | nokit)
+    skeleton)
       "${ctest[@]}" -R "^${sym}_schema\$" >"$WORK/$name.test.log" 2>&1 ||
         fail "$name: schema test failed" "$WORK/$name.test.log"
       local out
       out=$("$pkg/build/${sym}_test" 2>&1) && fail "$name: the kit test passed without a kit or kernel"
-      if [ "$kind" = skeleton ] && [[ $out != *"not implemented"* ]]; then
+      if [[ $out != *"not implemented"* ]]; then
         fail "$name: the skeleton's test does not say 'not implemented': $out"
       fi
       ;;
@@ -82,5 +82,13 @@ package conv neck/Conv skeleton $PIN
 package resize up/Resize skeleton $PIN
 package add skip/Add skeleton $PIN
 package batchnorm stem/BatchNormalization skeleton $PIN
-package gelu_unpinned Custom_GELU_0 nokit
-echo "scaffold_templates: 8 packages build warning-free"
+# Unpinned, the package's kit could test nothing it can run: scaffold-op asks for the shapes
+# (exit 2) and writes nothing.
+rc=0
+"$PT" -q scaffold-op "$DEMO" --node Custom_GELU_0 -o "$WORK/gelu_unpinned" \
+  >"$WORK/gelu_unpinned.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "gelu_unpinned: scaffold-op exited $rc, expected 2" "$WORK/gelu_unpinned.log"
+grep -q -- "--input-shape" "$WORK/gelu_unpinned.log" ||
+  fail "gelu_unpinned: no --input-shape hint" "$WORK/gelu_unpinned.log"
+[ ! -e "$WORK/gelu_unpinned" ] || fail "gelu_unpinned: a package was written"
+echo "scaffold_templates: 7 packages build warning-free; an unpinned node is refused"

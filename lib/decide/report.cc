@@ -38,7 +38,11 @@ void AddScanFacts(const FactCatalog& catalog, const TargetScan& scan,
   for (const auto& r : remedies) unresolved += r.in_backbone && !r.resolved_without_custom_op;
   facts.Set(catalog, "target.unsupported_nodes", scan.unsupported, origin);
   facts.Set(catalog, "target.fallback_nodes", scan.cpu_fallback, origin);
-  facts.Set(catalog, "target.unresolved_backbone_ops", unresolved, origin);
+  // Nodes the scan could not decide may need custom operators too: with none certain, the count
+  // stays unknown (the hardware dimension says what it needs) instead of a reassuring 0.
+  if (unresolved > 0 || scan.undecided == 0) {
+    facts.Set(catalog, "target.unresolved_backbone_ops", unresolved, origin);
+  }
   if (memory.fits) facts.Set(catalog, "target.memory_fits", *memory.fits, origin);
   if (memory.headroom_pct) {
     facts.Set(catalog, "target.memory_headroom_pct", std::round(*memory.headroom_pct * 10) / 10,
@@ -81,6 +85,11 @@ ReportStep ScanStep(const DecisionReport& r) {
       "arithmetic, are folded at conversion and not scanned).",
       s.nodes.size(), s.target, s.accelerator, s.cpu_fallback, s.unsupported, s.constants_skipped,
       s.static_folded));
+  if (s.undecided > 0) {
+    step.findings.back().insert(
+        step.findings.back().find(" ("),
+        fmt::format(", {} of them undecided until the input shape is pinned", s.undecided));
+  }
   std::map<std::string, std::pair<int, std::string>> by_reason;  // "op placement" -> count, why
   for (const auto& n : s.nodes) {
     if (n.lowering) {

@@ -191,6 +191,25 @@ std::string LoweringsText(const TargetScan& scan) {
   return out;
 }
 
+// What the scan could not decide, by op, and what decides it.
+std::string UndecidedFinding(const AnalyzedModel& model, const TargetScan& scan) {
+  std::map<std::string, int> by_op;
+  std::string example;
+  for (const auto& s : scan.nodes) {
+    if (!s.undecided) continue;
+    ++by_op[s.op];
+    if (example.empty()) example = s.unverified.front();
+  }
+  std::vector<std::string> ops;
+  for (const auto& [op, n] : by_op) ops.push_back(fmt::format("{} x{}", op, n));
+  return fmt::format(
+      "Could not decide where {} node(s) run on {} ({}): their checks need static shapes and the "
+      "input dims {} are not pinned (e.g. {}); pin the input shape to decide. They are counted "
+      "at their op's placement until then, and are not missing kernels.",
+      scan.undecided, scan.target, util::Join(ops, ", "),
+      util::Join(model.facts().dynamic_inputs, ", "), example);
+}
+
 std::string Percent(uint64_t part, uint64_t whole) {
   return whole ? fmt::format("{:.0f}%", 100.0 * part / whole) : "-";
 }
@@ -225,12 +244,16 @@ TargetScan ScanTarget(const AnalyzedModel& model, const TargetProfile& t) {
     scan.nodes.push_back(ScanNode(model, t, i));
     ScanSubgraphs(g.node(i), scan.nodes.back().name, i, t, scan.nodes);
   }
-  for (const auto& s : scan.nodes) {
+  const bool pinned = model.facts().dynamic_inputs.empty();
+  for (auto& s : scan.nodes) {
+    s.undecided = !pinned && !s.unverified.empty() && s.placement != Placement::kUnsupported;
     scan.accelerator += s.placement == Placement::kAccelerator;
     scan.cpu_fallback += s.placement == Placement::kCpuFallback;
     scan.unsupported += s.placement == Placement::kUnsupported;
     scan.lowered += s.lowering.has_value();
+    scan.undecided += s.undecided;
   }
+  if (scan.undecided > 0) scan.findings.push_back(UndecidedFinding(model, scan));
   int64_t opset = model.facts().opset;
   if (opset < t.opset_min || opset > t.opset_max) {
     scan.findings.push_back(fmt::format(
@@ -353,6 +376,7 @@ nlohmann::json ScanToJson(const TargetScan& scan) {
     }
     if (!failures.empty()) n["failed_constraints"] = failures;
     if (!s.unverified.empty()) n["unverified"] = s.unverified;
+    if (s.undecided) n["undecided"] = true;
     if (s.lowering) {
       n["lowering"] = {{"id", s.lowering->id},
                        {"becomes", s.lowering->becomes},
@@ -362,16 +386,19 @@ nlohmann::json ScanToJson(const TargetScan& scan) {
     n["in_backbone"] = s.in_backbone;
     nodes.push_back(n);
   }
-  return {{"target", scan.target},
-          {"counts",
-           {{"accelerator", scan.accelerator},
-            {"cpu_fallback", scan.cpu_fallback},
-            {"unsupported", scan.unsupported},
-            {"lowered", scan.lowered},
-            {"constants_skipped", scan.constants_skipped},
-            {"static_folded", scan.static_folded}}},
-          {"findings", scan.findings},
-          {"nodes", nodes}};
+  nlohmann::json doc = {{"target", scan.target},
+                        {"counts",
+                         {{"accelerator", scan.accelerator},
+                          {"cpu_fallback", scan.cpu_fallback},
+                          {"unsupported", scan.unsupported},
+                          {"lowered", scan.lowered},
+                          {"constants_skipped", scan.constants_skipped},
+                          {"static_folded", scan.static_folded}}},
+                        {"findings", scan.findings},
+                        {"nodes", nodes}};
+  // Only when there is any: a pinned model's report stays as it was.
+  if (scan.undecided > 0) doc["counts"]["undecided"] = scan.undecided;
+  return doc;
 }
 
 nlohmann::json MemoryToJson(const MemoryFit& m) {

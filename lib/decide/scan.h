@@ -40,6 +40,9 @@ struct NodeScan {
   // The converter's lowering the node runs on the accelerator through (Gemm as Conv), when one
   // applied; its conditions are not copied.
   std::optional<Lowering> lowering;
+  // Where it runs is not decided: some of its checks need shapes that stay unknown until the
+  // model's dynamic input dims are pinned (it is listed at its placement without them).
+  bool undecided = false;
 };
 
 struct TargetScan {
@@ -53,6 +56,7 @@ struct TargetScan {
   int lowered = 0;                    // accelerator nodes placed through a lowering
   int constants_skipped = 0;          // Constant nodes: folded by converters, not scanned
   int static_folded = 0;              // other nodes with a static value (shape arithmetic)
+  int undecided = 0;                  // nodes whose placement needs pinned input shapes
   std::vector<std::string> findings;  // model-level: opset range, dynamic inputs
 };
 

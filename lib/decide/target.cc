@@ -283,12 +283,18 @@ CheckResult CheckLayerNormPattern(const AnalyzedModel& m, int node_index) {
       "trailing axes");
 }
 
+// While an input has unpinned dims, a shape that is not static may become static once they are
+// pinned: that is not known yet, so not a failure (which would send Conv to a custom kernel).
 CheckResult CheckStaticShapes(const onnx::NodeProto& node, const AnalyzedModel& m) {
   for (const auto& names : {node.input(), node.output()}) {
     for (const auto& name : names) {
       if (name.empty() || m.IsConstant(name)) continue;
       const TensorInfo* info = m.Info(name);
-      if (!info || !info->IsStatic()) return Fail("'" + name + "' has no static shape");
+      if (info && info->IsStatic()) continue;
+      if (!m.facts().dynamic_inputs.empty()) {
+        return Unverified("'" + name + "' has no static shape until the input shape is pinned");
+      }
+      return Fail("'" + name + "' has no static shape");
     }
   }
   return Pass();

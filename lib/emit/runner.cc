@@ -16,6 +16,7 @@
 #include "lib/emit/runner_render.h"
 #include "lib/io/atomic_file.h"
 #include "lib/io/model.h"
+#include "lib/io/output_dir.h"
 #include "lib/io/staging_dir.h"
 #include "lib/runtime/session.h"
 #include "lib/util/error.h"
@@ -154,15 +155,23 @@ void CheckRequest(const RunnerRequest& r) {
   }
 }
 
+// The output directory rule, before any work: the split, its segments and every other input stay
+// out of the package directory, which is replaced only when porttool wrote it and it may be.
+void CheckPackageDir(const RunnerRequest& r, const Pipeline& p) {
+  io::OutputDirRequest request{r.out_dir, r.other_inputs, {}, r.replace};
+  request.inputs.push_back(r.pipeline_json);
+  request.inputs.push_back(p.dir);
+  for (const auto& seg : p.segments) request.inputs.push_back(p.dir / seg.file);
+  if (!r.table.empty()) request.inputs.push_back(r.table);
+  if (!r.custom_op_dir.empty()) request.inputs.push_back(r.custom_op_dir);
+  io::CheckOutputDir(request);
+}
+
 // Writes the package beside its destination and renames it into place, so that an error leaves
-// no half-written package; only a previous package (or an empty directory) is replaced.
+// no half-written package.
 void WritePackage(const std::filesystem::path& out, const std::vector<RenderedFile>& files) {
   namespace fs = std::filesystem;
-  if (fs::exists(out) && !fs::is_empty(out) && !fs::exists(out / "pipeline.h")) {
-    ThrowUsage("{} exists and is not a runner package: choose another output directory",
-               out.string());
-  }
-  io::StagingDir staging(out);
+  io::StagingDir staging(out, "runner");
   for (const auto& f : files) {
     fs::create_directories((staging.path() / f.name).parent_path());
     io::WriteFileAtomic(staging.path() / f.name, f.text);
@@ -185,11 +194,8 @@ QuantParam QuantFromRange(float min, float max) {
 
 RunnerResult EmitRunner(const RunnerRequest& request) {
   CheckRequest(request);
-  namespace fs = std::filesystem;
   Pipeline p = LoadPipeline(request.pipeline_json);
-  if (fs::exists(request.out_dir) && fs::equivalent(fs::absolute(request.out_dir), p.dir)) {
-    ThrowUsage("the output directory is the split directory: choose another one");
-  }
+  CheckPackageDir(request, p);
   RunnerResult result;
   std::set<std::string> int8;
   if ((request.fake_npu && request.fake_npu->int8) ||

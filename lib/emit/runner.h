@@ -52,6 +52,11 @@ struct RunnerRequest {
   // absolute directory). `port` sets both relative to its bundle, so the bundle can move.
   std::string pipeline_label;
   std::string segment_dir;
+  // Replace an existing `out_dir` (io::CheckOutputDir's rule: only one porttool wrote).
+  bool replace = false;
+  // Inputs of the run besides the pipeline, its segments, the table and the custom-op package,
+  // which `out_dir` must not hold either (e.g. the input tensor files).
+  std::vector<std::filesystem::path> other_inputs;
 };
 
 struct RunnerSegment {
@@ -73,7 +78,8 @@ struct RunnerResult {
 // Throws Error(kBadInput) naming the file (and JSON path) for a malformed pipeline.json, a
 // missing or unreadable segment file, a segment whose inputs/outputs disagree with pipeline.json,
 // a dynamic bridge shape, or a table lacking a bridge; Error(kUsage) for bad options and an
-// output directory that would overwrite the split.
+// output directory io::CheckOutputDir refuses (one holding the split, one porttool did not write,
+// an earlier package without `replace`).
 RunnerResult EmitRunner(const RunnerRequest& request);
 
 // Affine int8 parameters covering [min, max] (widened to include 0, as NPUs require).

@@ -13,6 +13,7 @@
 #include "lib/emit/embedded_files.h"
 #include "lib/emit/kit.h"
 #include "lib/io/atomic_file.h"
+#include "lib/io/output_dir.h"
 #include "lib/io/staging_dir.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
@@ -414,18 +415,13 @@ std::string WriteKit(const io::Model& model, const ScaffoldOptions& options,
 
 // The package replaces only what scaffold-op wrote before (or an empty directory): it is built
 // beside `dir` and swapped in whole, so anything else in there would be lost.
-void CheckPackageReplaceable(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir, ec)) {
-    ThrowUsage("'{}' exists and is not a directory; choose another output directory", dir.string());
+// The output directory rule, before any work: the model and its data files stay out of it.
+void CheckPackageDir(const io::Model& model, const ScaffoldOptions& options, const fs::path& dir) {
+  io::OutputDirRequest request{dir, options.other_inputs, {}, options.replace};
+  if (!model.path.empty()) {
+    for (const auto& f : io::ReferencedFiles(model)) request.inputs.push_back(f);
   }
-  if (!fs::is_empty(dir, ec) && !fs::exists(dir / "op.json", ec)) {
-    ThrowUsage(
-        "'{}' exists and is not a scaffold-op package (no op.json); refusing to replace it: "
-        "choose another output directory",
-        dir.string());
-  }
+  io::CheckOutputDir(request);
 }
 
 }  // namespace
@@ -499,6 +495,7 @@ CustomOpSpec DescribeNode(const io::Model& source, const std::string& node_name)
 
 ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options,
                           const fs::path& out_dir) {
+  CheckPackageDir(model, options, out_dir);
   ScaffoldResult result;
   result.spec = DescribeNode(model, options.node);
   for (const auto& out : result.spec.outputs) {
@@ -513,8 +510,7 @@ ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options
   Vars vars = TemplateVarsFor(spec);
   // The package is built in a staging directory beside `out_dir` and renamed into place once: a
   // failure anywhere leaves no package, or the previous one as it was.
-  CheckPackageReplaceable(out_dir);
-  io::StagingDir staging(out_dir);
+  io::StagingDir staging(out_dir, "custom-op");
   const fs::path& dir = staging.path();
   fs::create_directories(dir / "test");
   int num_inputs = 0;

@@ -27,6 +27,11 @@ struct ScaffoldOptions {
   uint64_t seed = 0;  // for the kit's random model inputs
   // SDK adapters to generate (AdapterTargets() names): ort, rknn, tensorrt, tflm.
   std::vector<std::string> targets = AdapterTargets();
+  // Replace an existing output directory (io::CheckOutputDir's rule: only one porttool wrote).
+  bool replace = false;
+  // Inputs of the run besides the model and its data files, which the output directory must not
+  // hold either.
+  std::vector<std::filesystem::path> other_inputs{};
 };
 
 struct ScaffoldResult {
@@ -40,9 +45,9 @@ struct ScaffoldResult {
 shape::CustomOpSpec DescribeNode(const io::Model& model, const std::string& node_name);
 
 // Writes the package into `out_dir`, all of it or nothing: it is built beside `out_dir` and
-// renamed into place once, replacing a previous package (or an empty directory) whole. Throws
-// Error(kUsage) for an unknown node (naming close matches) and for an `out_dir` that exists and is
-// not a package, Error(kBadInput) when the model cannot be analysed or the package not written.
+// renamed into place once, replacing an existing directory whole only under io::CheckOutputDir's
+// rule. Throws Error(kUsage) for an unknown node (naming close matches) and for an `out_dir` the
+// rule refuses, Error(kBadInput) when the model cannot be analysed or the package not written.
 ScaffoldResult ScaffoldOp(const io::Model& model, const ScaffoldOptions& options,
                           const std::filesystem::path& out_dir);
 

@@ -9,6 +9,7 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/io/external_data.h"
+#include "lib/io/output_dir.h"
 #include "lib/io/staging_dir.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -124,33 +125,6 @@ nlohmann::json PipelineManifest(const ir::SplitResult& result, const io::Model& 
 // ---------------------------------------------------------------------------------------------
 namespace {
 
-bool IsInside(const fs::path& path, const fs::path& dir) {
-  std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
-  fs::path d = fs::weakly_canonical(fs::absolute(dir), ec);
-  auto [end, _] = std::mismatch(d.begin(), d.end(), p.begin(), p.end());
-  return end == d.end();
-}
-
-void CheckReplaceable(const fs::path& dir, const io::Model& source) {
-  if (!source.path.empty() && IsInside(source.path, dir)) {
-    ThrowUsage(
-        "the output directory '{}' holds the input model '{}'; choose another output directory",
-        dir.string(), source.path.string());
-  }
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir, ec)) {
-    ThrowUsage("'{}' exists and is not a directory; choose another output directory", dir.string());
-  }
-  if (!fs::is_empty(dir, ec) && !fs::exists(dir / "pipeline.json", ec)) {
-    ThrowUsage(
-        "'{}' exists and is not a previous split (no pipeline.json); refusing to replace "
-        "it: choose another output directory",
-        dir.string());
-  }
-}
-
 uint64_t WeightBytes(const onnx::ModelProto& proto) {
   uint64_t total = 0;
   io::ForEachTensor(proto.graph(), [&](const onnx::TensorProto& t) {
@@ -214,8 +188,12 @@ WriteSplitResult WriteSplitFiles(ir::SplitResult& result, const io::Model& sourc
 
 WriteSplitResult WriteSplit(ir::SplitResult& result, const io::Model& source,
                             const fs::path& dir_in, const WriteSplitOptions& options) {
-  io::StagingDir building(dir_in);
-  CheckReplaceable(building.target(), source);
+  io::OutputDirRequest request{dir_in, options.inputs, {}, options.replace};
+  if (!source.path.empty()) {
+    for (const auto& f : io::ReferencedFiles(source)) request.inputs.push_back(f);
+  }
+  io::CheckOutputDir(request);
+  io::StagingDir building(dir_in, "split");
   WriteSplitResult written = WriteSplitFiles(result, source, building.path(), options);
   building.Commit();
   written.dir = building.target();

@@ -24,6 +24,11 @@ struct WriteSplitOptions {
   std::string segment_dir{};
   // What pipeline.json records as the source model's path; empty: the path it was loaded from.
   std::string source_name{};
+  // Replace an existing output directory (io::CheckOutputDir's rule: only one porttool wrote).
+  bool replace = false;
+  // Inputs of the run besides the source model and its data files, which the output directory
+  // must not hold (io::CheckOutputDir).
+  std::vector<std::filesystem::path> inputs{};
 };
 
 struct WriteSplitResult {
@@ -36,8 +41,9 @@ struct WriteSplitResult {
 std::filesystem::path DefaultSplitDir(const std::filesystem::path& model_path);
 
 // Writes every segment and DIR/pipeline.json. The directory appears complete or not at all: it
-// is built beside DIR and renamed into place; an existing DIR is replaced only when it holds a
-// previous split (a pipeline.json) or is empty. The source's data files are hard-linked, never
+// is built beside DIR and renamed into place; an existing DIR is replaced only under
+// io::CheckOutputDir's rule (empty, or written by porttool and `replace` set, and holding no
+// input). The source's data files are hard-linked, never
 // rewritten; the manifest hashes the .onnx file only (weights are not read in zero-copy mode).
 WriteSplitResult WriteSplit(ir::SplitResult& result, const io::Model& source,
                             const std::filesystem::path& dir,

@@ -138,14 +138,16 @@ TEST(SplitWriter, ReplacesAPreviousSplitButNothingElse) {
   fs::path out = src->dir / "out.split";
   WriteSplit(r, src->model, out);
   SplitResult again = SplitAt(src->model, {"n_a"});
-  WriteSplit(again, src->model, out);
+  EXPECT_THROW(WriteSplit(again, src->model, out), Error);  // not asked to replace it
+  WriteSplit(again, src->model, out, {.replace = true});
   EXPECT_FALSE(fs::exists(out / "02_accelerator.onnx"));  // the old third segment is gone
   EXPECT_TRUE(fs::exists(out / "01_accelerator.onnx"));
   fs::create_directories(src->dir / "other");
   testing::WriteFile(src->dir / "other" / "keep.txt", "x");
-  EXPECT_THROW(WriteSplit(again, src->model, src->dir / "other"), Error);
+  EXPECT_THROW(WriteSplit(again, src->model, src->dir / "other", {.replace = true}), Error);
   EXPECT_TRUE(fs::exists(src->dir / "other" / "keep.txt"));
-  EXPECT_THROW(WriteSplit(again, src->model, src->dir / "src"), Error);  // holds the input
+  EXPECT_THROW(WriteSplit(again, src->model, src->dir / "src", {.replace = true}),
+               Error);  // holds the input
 }
 
 TEST(SplitWriter, DimLabelThatIsNotUtf8IsWrittenReplaced) {

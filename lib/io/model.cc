@@ -14,6 +14,8 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/io/dtype.h"
+#include "lib/io/foreign_format.h"
+#include "lib/io/functions.h"
 #include "lib/io/node_attributes.h"
 #include "lib/util/checked_math.h"
 #include "lib/util/error.h"
@@ -86,12 +88,21 @@ std::shared_ptr<const MappedFile> MapCached(const Model& model, const fs::path& 
   return slot;
 }
 
+// A file that is not an ONNX model: named as the other framework's model when it is one (with
+// the exporter to use), else `reason`.
+[[noreturn]] void ThrowNotOnnx(const fs::path& path, const std::string& reason) {
+  if (auto foreign = DetectForeignFormat(path)) {
+    ThrowBadInput("{}: {}, not an ONNX model; {}", path.string(), foreign->what, foreign->convert);
+  }
+  ThrowBadInput("{}: {}", path.string(), reason);
+}
+
 void CheckParsedModel(const Model& model, const fs::path& path) {
   if (!model.proto.has_graph()) {
-    ThrowBadInput("{}: the file parses but holds no graph (not an ONNX model?)", path.string());
+    ThrowNotOnnx(path, "the file parses but holds no graph (not an ONNX model?)");
   }
   if (model.proto.ir_version() <= 0) {
-    ThrowBadInput("{}: the model has no ir_version (not an ONNX model?)", path.string());
+    ThrowNotOnnx(path, "the model has no ir_version (not an ONNX model?)");
   }
 }
 
@@ -174,7 +185,7 @@ Model Load(const fs::path& path) {
   if (::stat(path.c_str(), &st) != 0) {
     ThrowBadInput("{}: cannot open: {}", path.string(), std::strerror(errno));
   }
-  if (S_ISDIR(st.st_mode)) ThrowBadInput("{}: is a directory, not a model file", path.string());
+  if (S_ISDIR(st.st_mode)) ThrowNotOnnx(path, "is a directory, not a model file");
   if (!S_ISREG(st.st_mode)) ThrowBadInput("{}: not a regular file", path.string());
   if (st.st_size == 0) ThrowBadInput("{}: empty file", path.string());
   if (static_cast<uint64_t>(st.st_size) > kProtobufLimit) {
@@ -195,11 +206,12 @@ Model Load(const fs::path& path) {
     google::protobuf::io::CodedInputStream coded(&raw);
     coded.SetTotalBytesLimit(INT_MAX);
     if (!model.proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-      ThrowBadInput("{}: not a valid ONNX protobuf (truncated or corrupt file)", path.string());
+      ThrowNotOnnx(path, "not a valid ONNX protobuf (truncated or corrupt file)");
     }
   }
   CheckParsedModel(model, path);
   CheckClaimedSizes(model.proto.graph(), path.string());
+  ValidateFunctions(model.proto, path.string());
   ValidateNodeAttributes(model.proto);
   ValidateExternalRefs(model);
   return model;

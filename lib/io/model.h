@@ -44,7 +44,10 @@ Model Load(const std::filesystem::path& path);
 // No target holds a tensor of 1 TiB; a shape claiming that much (or one whose element count
 // overflows int64) is an attack or a corrupt file, refused before any stage plans memory for it.
 inline constexpr uint64_t kMaxClaimedTensorBytes = uint64_t{1} << 40;
-// If/Loop/Scan bodies nest at most this deep (protobuf's own parser stops near 32 levels).
+// The one nesting limit: If/Loop/Scan bodies and model-local function calls (lib/io/functions.h)
+// nest at most this deep, a body or a call counting one level. Every recursive walk in lib/
+// recurses once per level (none per node), so this bounds their stack whatever the model holds;
+// protobuf's own parser stops near 32 levels, and real models nest a few.
 inline constexpr int kMaxSubgraphDepth = 16;
 
 // Throws Error(kBadInput) naming `where` and the tensor when a static shape in `graph` (inputs,

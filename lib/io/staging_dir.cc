@@ -26,13 +26,21 @@ fs::path MakeTempDirBeside(const fs::path& target, const char* tag) {
 
 }  // namespace
 
-StagingDir::StagingDir(fs::path target) : target_(std::move(target)) {
+StagingDir::StagingDir(fs::path target, std::string_view format) : target_(std::move(target)) {
   target_ = target_.lexically_normal();
   if (target_.filename().empty()) target_ = target_.parent_path();
   if (target_.empty()) ThrowUsage("the output directory must not be empty");
   std::error_code ec;
   if (!target_.parent_path().empty()) fs::create_directories(target_.parent_path(), ec);
   path_ = MakeTempDirBeside(target_, "tmp");
+  try {
+    // Locked before it is marked: a directory with the marker and no lock is a dead run's.
+    lock_ = DirLock(path_);
+    WriteOutputMarker(path_, format);
+  } catch (...) {
+    fs::remove_all(path_, ec);
+    throw;
+  }
 }
 
 StagingDir::~StagingDir() {
@@ -42,7 +50,13 @@ StagingDir::~StagingDir() {
 
 fs::path StagingDir::Keep() {
   fs::path kept = path_;
+  std::string name = kept.filename().string();
+  name.replace(name.rfind(".tmp-"), 5, ".kept-");
+  std::error_code ec;
+  fs::rename(path_, kept.parent_path() / name, ec);
+  if (!ec) kept = kept.parent_path() / name;
   path_.clear();
+  lock_ = DirLock();
   return kept;
 }
 
@@ -56,6 +70,9 @@ void StagingDir::Commit() {
     path_.clear();
     return;
   }
+  // The previous output is locked while it is swapped out, so that another run does not take it
+  // for a crashed run's leftover (best effort: a directory that cannot be opened is not locked).
+  DirLock previous = DirLock::TryLock(target_);
   fs::path old = MakeTempDirBeside(target_, "old");
   fs::remove(old, ec);
   ec = RenameOutput(target_, old);

@@ -22,7 +22,7 @@ TEST(StagingDir, AppearsOnlyOnCommit) {
   testing::TempDir tmp;
   fs::path target = tmp / "out" / "bundle";
   {
-    StagingDir staging(target);
+    StagingDir staging(target, "test");
     EXPECT_EQ(staging.path().parent_path(), target.parent_path());
     WriteFileAtomic(staging.path() / "a.txt", "a");
     EXPECT_FALSE(fs::exists(target));
@@ -36,7 +36,7 @@ TEST(StagingDir, AnErrorLeavesNothingAndKeepLeavesTheAttempt) {
   testing::TempDir tmp;
   fs::path target = tmp / "bundle";
   try {
-    StagingDir staging(target);
+    StagingDir staging(target, "test");
     WriteFileAtomic(staging.path() / "half.txt", "half");
     throw std::runtime_error("step failed");
   } catch (const std::runtime_error&) {
@@ -44,7 +44,7 @@ TEST(StagingDir, AnErrorLeavesNothingAndKeepLeavesTheAttempt) {
   EXPECT_TRUE(Entries(tmp.path()).empty());
   fs::path kept;
   {
-    StagingDir staging(target);
+    StagingDir staging(target, "test");
     WriteFileAtomic(staging.path() / "half.txt", "half");
     kept = staging.Keep();
   }
@@ -57,7 +57,7 @@ TEST(StagingDir, CommitReplacesThePreviousOutputWhole) {
   fs::path target = tmp / "bundle";
   fs::create_directories(target);
   WriteFileAtomic(target / "old.txt", "old");
-  StagingDir staging(target);
+  StagingDir staging(target, "test");
   WriteFileAtomic(staging.path() / "new.txt", "new");
   staging.Commit();
   EXPECT_FALSE(fs::exists(target / "old.txt"));

@@ -236,6 +236,12 @@ void AddBoxSamples(SampleSet& set, const std::vector<fs::path>& images, const st
 SampleSet ListSamples(const fs::path& dir, const std::vector<runtime::InputSpec>& inputs,
                       const std::optional<Preprocess>& preprocess) {
   std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    ThrowBadInput(
+        "'{}' is a file, not a sample directory: samples are a directory of "
+        "<id>.<input>.npy/.pb files (or of images)",
+        dir.string());
+  }
   if (!fs::is_directory(dir, ec))
     ThrowBadInput("sample directory '{}' does not exist", dir.string());
   SampleSet set;

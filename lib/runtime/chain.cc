@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <tuple>
 
 #include "lib/util/error.h"
 
@@ -31,6 +32,18 @@ ChainSession::ChainSession(const io::Model& original, const std::vector<const io
 ChainSession::ChainSession(const std::vector<const io::Model*>& segments, Interface interface,
                            const SessionOptions& options)
     : ChainSession(segments, std::move(interface.first), std::move(interface.second), options) {}
+
+ChainSession::ChainSession(const io::Model& original, const std::vector<const io::Model*>& segments,
+                           const std::vector<SessionOptions>& per_segment) {
+  if (per_segment.size() != segments.size()) {
+    ThrowInternal("chain: {} segment(s) but {} option set(s)", segments.size(), per_segment.size());
+  }
+  std::tie(inputs_, outputs_) = InterfaceOf(original, {});
+  for (size_t i = 0; i < segments.size(); ++i) {
+    sessions_.push_back(std::make_unique<Session>(*segments[i], per_segment[i]));
+  }
+  CheckWiring();
+}
 
 ChainSession::~ChainSession() = default;
 

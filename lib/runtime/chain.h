@@ -25,11 +25,16 @@ class ChainSession {
   // The common case: the chain reproduces `original` (its inputs and outputs).
   ChainSession(const io::Model& original, const std::vector<const io::Model*>& segments,
                const SessionOptions& options = {});
+  // The same with each segment's own options (one per segment): an accelerator segment computed
+  // in float16 between float32 host segments.
+  ChainSession(const io::Model& original, const std::vector<const io::Model*>& segments,
+               const std::vector<SessionOptions>& per_segment);
   ~ChainSession();
 
   const std::vector<InputSpec>& inputs() const { return inputs_; }
   const std::vector<std::string>& output_names() const { return outputs_; }
   size_t segment_count() const { return sessions_.size(); }
+  const Session& segment(size_t i) const { return *sessions_.at(i); }
 
   // Runs every segment once; returns the chain outputs in order.
   std::vector<NamedTensor> Run(const TensorMap& inputs);

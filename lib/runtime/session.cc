@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 #include "lib/runtime/execution.h"
+#include "lib/runtime/float16.h"
 #include "lib/runtime/fusion.h"
 #include "lib/runtime/parallel.h"
 #include "lib/runtime/tensor_io.h"
@@ -66,6 +68,17 @@ struct Session::Scope {
     return nullptr;
   }
 };
+
+namespace {
+
+// The node an initializer's overflow is reported against: its first reader, or none.
+std::string FirstReader(const ir::GraphView& view, const std::string& tensor) {
+  const std::vector<int>& readers = view.Consumers(tensor);
+  if (readers.empty()) return "";
+  return view.graph().node(*std::min_element(readers.begin(), readers.end())).name();
+}
+
+}  // namespace
 
 namespace {
 
@@ -281,7 +294,8 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   plan->order = view.TopoOrder();
   // Initializers first: prepare steps read constant inputs.
   for (const auto& init : graph.initializer()) {
-    plan->constants[init.name()] = TensorFromProto(model_, init);
+    plan->constants[init.name()] = AtSessionPrecision(TensorFromProto(model_, init), init.name(),
+                                                      FirstReader(view, init.name()));
   }
   const auto& registry = options_.registry ? *options_.registry : KernelRegistry::Default();
   std::unordered_set<std::string> produced;
@@ -327,8 +341,10 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
                              CanonicalDomain(node.domain()).empty() && plan->prepared.back() &&
                              node.output_size() == 1 && !view.IsGraphOutput(node.output(0));
     if (precomputed) {
-      plan->constants.emplace(node.output(0),
-                              *static_cast<const Tensor*>(plan->prepared.back().get()));
+      plan->constants.emplace(
+          node.output(0),
+          AtSessionPrecision(*static_cast<const Tensor*>(plan->prepared.back().get()),
+                             node.output(0), node.name()));
     }
     plan->precomputed.push_back(precomputed);
     bool has_subgraphs = false;
@@ -367,6 +383,23 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   }
   for (const auto& f : plan->fusions) plan->has_fusions |= f != nullptr;
   plans_[&graph] = std::move(plan);
+}
+
+Tensor Session::AtSessionPrecision(const Tensor& t, const std::string& name,
+                                   const std::string& node) {
+  if (!options_.float16) return t;
+  float max_abs = 0;
+  Tensor rounded = RoundedToFloat16(t, &max_abs);
+  if (max_abs > kFloat16Max) {
+    auto seen = std::find_if(overflows_.begin(), overflows_.end(),
+                             [&](const Float16Overflow& o) { return o.tensor == name; });
+    if (seen == overflows_.end()) {
+      overflows_.push_back({name, node, max_abs});
+    } else {
+      seen->max_abs = std::max(seen->max_abs, max_abs);
+    }
+  }
+  return rounded;
 }
 
 std::shared_ptr<const void> Session::Prepare(const PrepareFn& prepare, const onnx::NodeProto& node,
@@ -453,7 +486,7 @@ std::vector<NamedTensor> Session::RunObserved(const TensorMap& inputs,
   const Plan& plan = PlanFor(model_.proto.graph());
   Scope scope;
   scope.plan = &plan;
-  for (const auto& [name, t] : inputs) scope.values[name] = t;
+  for (const auto& [name, t] : inputs) scope.values[name] = AtSessionPrecision(t, name, "");
   std::vector<Tensor> outputs = Execute(plan, scope, observer ? &observer : nullptr, false);
   std::vector<NamedTensor> named;
   auto names = output_names();
@@ -598,6 +631,7 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
       if (!ctx.wants_output(i)) continue;
       if (ctx.output(i).empty()) ThrowNoValue(node, i, plan.schemas[step] != nullptr);
       const std::string& name = tail_applied && i == 0 ? tail->output : node.output(i);
+      if (options_.float16) ctx.output(i) = AtSessionPrecision(ctx.output(i), name, node.name());
       if (observer) (*observer)(ProducedTensor{name, ctx.output(i), node, nested});
       scope.values[name] = std::move(ctx.output(i));
     }

@@ -35,6 +35,18 @@ struct SessionOptions {
   // Run every node as the model has it: no fused conv tails (fusion.h). Observed runs never
   // fuse; this turns fusion off for the others too (to compare fused against unfused).
   bool no_fusion = false;
+  // Compute as an accelerator that keeps float tensors in float16 (float16.h): float weights are
+  // rounded once, graph inputs and every float tensor a node produces at the op boundary; inside
+  // an op the kernel accumulates in float32, as the NPUs do. Fused conv tails stay fused (the
+  // NPU fuses them too). Tensors that overflow 65504 are recorded (Session::Float16Overflows).
+  bool float16 = false;
+};
+
+// A float tensor whose values passed float16's range under SessionOptions::float16: it became
+// ±inf on the device. `node` is the producer (for an initializer, the first node reading it).
+struct Float16Overflow {
+  std::string tensor, node;
+  float max_abs = 0;  // the largest finite magnitude before rounding
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -99,6 +111,10 @@ class Session {
 
   // Warnings from the last Run (NaN/Inf in inputs when fail_on_nan is off).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Under SessionOptions::float16: every tensor that overflowed in the runs so far (an
+  // initializer at planning), once each, with the largest magnitude seen; in graph order of first
+  // overflow.
+  const std::vector<Float16Overflow>& float16_overflows() const { return overflows_; }
 
  private:
   struct Plan;
@@ -119,6 +135,9 @@ class Session {
   std::unordered_map<const onnx::GraphProto*, std::unique_ptr<Plan>> plans_;
   std::vector<InputSpec> inputs_;
   std::vector<std::string> warnings_;
+  std::vector<Float16Overflow> overflows_;
+  // The value as this session computes: under float16, rounded (and an overflow recorded).
+  Tensor AtSessionPrecision(const Tensor& t, const std::string& name, const std::string& node);
   const std::map<std::string, OutputBuffer>* output_buffers_ = nullptr;      // during RunInto
   const std::function<void(const onnx::NodeProto&)>* after_node_ = nullptr;  // during RunTimed
 };

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "lib/io/external_data.h"
+#include "lib/io/functions.h"
 #include "lib/io/node_attributes.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
@@ -405,6 +406,7 @@ InferReport InferShapes(io::Model& model, const InferOptions& options) {
   bool converged = false;
   CheckRequiredAttributes(model.proto);
   io::ValidateNodeAttributes(model.proto);  // in-memory models did not come through Load
+  io::ValidateFunctions(model.proto);
   while (report.iterations < options.max_iterations) {
     GraphSize before = SizeOf(graph);
     RunOnnxInference(model.proto, options.strict);

@@ -239,7 +239,9 @@ void CheckInputRanges(const io::Model& model, const InputRanges& ranges,
                       const InputValues& values) {
   const auto& graph = model.proto.graph();
   ir::GraphView view(graph);
-  for (const auto& [name, r] : ranges) {
+  for (const auto& entry : ranges) {
+    const std::string& name = entry.first;  // a lambda cannot capture a structured binding in C++17
+    const auto& r = entry.second;
     auto fail = [&](const std::string& what) {
       throw Error(ErrorKind::kUsage, "input range: " + what, {}, name);
     };

@@ -8,6 +8,7 @@
 #include "lib/io/atomic_file.h"
 #include "lib/io/staging_dir.h"
 #include "lib/runtime/execution.h"
+#include "lib/stages/port_inputs.h"
 #include "lib/stages/port_steps.h"
 #include "lib/stages/target.h"
 #include "lib/util/json_text.h"
@@ -34,14 +35,10 @@ constexpr StepDef kSteps[] = {
     {"emit", "headers, runners, custom-operator packages", EmitStep, false},
 };
 
-// An existing output directory is the user's: replaced only when asked to.
+// An existing output directory is the user's: replaced only when asked to, only when porttool
+// wrote it, never when it holds an input (lib/io/output_dir.h).
 void CheckOutputDir(const fs::path& dir, const PortOptions& options) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec) || options.dry_run) return;
-  if (!options.force) {
-    ThrowUsage("'{}' exists; give another output directory, or replace it (force)", dir.string());
-  }
-  if (!fs::is_directory(dir, ec)) ThrowUsage("'{}' exists and is not a directory", dir.string());
+  if (!options.dry_run) io::CheckOutputDir(PortOutputDirRequest(dir, options));
 }
 
 std::string LogText(const PortResult& r) {
@@ -117,7 +114,7 @@ PortResult PortStage(const PortOptions& options, const PortObserver& observer) {
   CheckOutputDir(r.bundle, options);
   std::optional<io::StagingDir> staging;
   if (!options.dry_run) {
-    staging.emplace(r.bundle);
+    staging.emplace(r.bundle, "port-bundle");
     s.dir = staging->path();
   }
   bool ok = true;

@@ -137,16 +137,17 @@ Gate FitFromSegments(const PortState& s) {
   g.status = flash_fits && ram_fits && every_segment_fits ? GateStatus::kPass : GateStatus::kFail;
   g.measured = fmt::format("weights {}, RAM {}", Bytes(weights), Bytes(ram));
   g.needed = budget.Text(t);
-  g.rows.push_back({"total",
-                    fmt::format("weights {} in flash; RAM: largest arena {} + bridges {}{}",
-                                Bytes(weights), Bytes(peak_arena), Bytes(bridges),
-                                t.weights_in_ram ? fmt::format(" + weights {}", Bytes(weights))
-                                                 : ""),
-                    g.needed, g.status});
+  g.rows.push_back(
+      {"total",
+       fmt::format("weights {} in flash; RAM: largest arena {} + bridges {}{}", Bytes(weights),
+                   Bytes(peak_arena), Bytes(bridges),
+                   t.weights_in_ram ? fmt::format(" + weights {}", Bytes(weights)) : ""),
+       g.needed, g.status});
   if (!flash_fits || !ram_fits) {
     std::vector<std::string> over;
     if (!flash_fits) {
-      over.push_back(fmt::format("weights {} > usable flash {}", Bytes(weights), Bytes(budget.flash)));
+      over.push_back(
+          fmt::format("weights {} > usable flash {}", Bytes(weights), Bytes(budget.flash)));
     }
     if (!ram_fits) {
       over.push_back(fmt::format("RAM {} > usable RAM {}", Bytes(ram), Bytes(budget.ram)));
@@ -184,9 +185,11 @@ Gate FitFromScan(const PortState& s) {
     return g;
   }
   g.status = *m.fits ? GateStatus::kPass : GateStatus::kFail;
-  if (!*m.fits) g.finding = fmt::format("does not fit {} (whole model, before the split)", s.target.name);
-  g.notes.push_back("whole model, from the target scan (the bundle's per-segment figures come "
-                    "with emit)");
+  if (!*m.fits)
+    g.finding = fmt::format("does not fit {} (whole model, before the split)", s.target.name);
+  g.notes.push_back(
+      "whole model, from the target scan (the bundle's per-segment figures come "
+      "with emit)");
   return g;
 }
 
@@ -202,9 +205,9 @@ void JudgeBySimilarity(const quant::AccuracyReport& a, Gate& g) {
     const double range = o.float_max - o.float_min;
     const double bound = kMaxErrorShareOfRange * (range > 0 ? range : std::fabs(o.float_max));
     const bool ok = o.cosine >= kMinCosine && o.max_abs <= bound;
-    const std::string figure =
-        fmt::format("cosine {:.4f}, max abs {:.3g} (range {:.3g}), sqnr {}", o.cosine, o.max_abs,
-                    range, std::isfinite(o.sqnr_db) ? fmt::format("{:.1f} dB", o.sqnr_db) : "exact");
+    const std::string figure = fmt::format(
+        "cosine {:.4f}, max abs {:.3g} (range {:.3g}), sqnr {}", o.cosine, o.max_abs, range,
+        std::isfinite(o.sqnr_db) ? fmt::format("{:.1f} dB", o.sqnr_db) : "exact");
     g.rows.push_back({"output '" + o.name + "'", figure,
                       fmt::format("cosine >= {}, max abs <= {:.3g}", kMinCosine, bound),
                       ok ? GateStatus::kPass : GateStatus::kFail});
@@ -328,10 +331,37 @@ Gate AccuracyGate(const PortState& s) {
 
 // ---- target arithmetic -------------------------------------------------------------------------
 
+// Why the float16 chain is not what the float model computes, or "" when it is: an overflow,
+// a non-finite output, or an output under the similarity floor the int8 pipeline must also hold.
+std::string Float16Problem(const Float16Check& check) {
+  std::vector<std::string> problems;
+  for (const auto& o : check.overflows) {
+    problems.push_back(fmt::format("'{}' (node '{}') overflows float16: {:.4g} > 65504", o.tensor,
+                                   o.node, o.max_abs));
+  }
+  for (const auto& o : check.outputs) {
+    const double bound = kMaxErrorShareOfRange * o.range;
+    if (!o.finite || !(o.cosine >= kMinCosine) || !(o.max_abs <= bound)) {
+      problems.push_back(fmt::format("output '{}' in float16: cosine {:.4f}, max abs {:.3g}{}",
+                                     o.name, o.cosine, o.max_abs, o.finite ? "" : ", not finite"));
+    }
+  }
+  return util::Join(problems, "; ");
+}
+
+std::string Float16Figure(const Float16Check& check) {
+  double worst = INFINITY;
+  for (const auto& o : check.outputs) worst = std::min(worst, o.sqnr_db);
+  return fmt::format("float16 worst output {}, {} overflow(s)",
+                     std::isfinite(worst) ? fmt::format("{:.1f} dB", worst) : "exact",
+                     check.overflows.size());
+}
+
 Gate ArithmeticGate(const PortState& s) {
   Gate g = NewGate("arithmetic", "is what the device computes what porttool verified?");
   if (!s.plan) return g;
   bool fp16 = false, none = false;
+  const std::string fp16_problem = s.fp16 ? Float16Problem(*s.fp16) : "";
   std::vector<std::string> per_segment;
   for (size_t i = 0; i < s.plan->split.segments.size(); ++i) {
     const int si = static_cast<int>(i);
@@ -342,9 +372,15 @@ Gate ArithmeticGate(const PortState& s) {
     } else if (a == "fp32") {
       row.needed = "verified in float32";
     } else if (a == "fp16") {
-      row.needed = "computed in float32: float16 emulation does not exist yet";
-      row.status = GateStatus::kNotEvaluated;
       fp16 = true;
+      if (s.fp16) {
+        row.measured = Float16Figure(*s.fp16);
+        row.needed = "verified in float16 as the device computes it";
+        row.status = fp16_problem.empty() ? GateStatus::kPass : GateStatus::kFail;
+      } else {
+        row.needed = "not run in float16 (a dry run)";
+        row.status = GateStatus::kNotEvaluated;
+      }
     } else {
       row.needed = "the accelerator cannot run float";
       row.status = GateStatus::kFail;
@@ -354,6 +390,7 @@ Gate ArithmeticGate(const PortState& s) {
     g.rows.push_back(row);
   }
   g.measured = util::Join(per_segment, ", ");
+  g.needed = "the device's arithmetic";
   if (none) {
     g.status = GateStatus::kFail;
     g.needed = "quantized accelerator segments";
@@ -361,17 +398,26 @@ Gate ArithmeticGate(const PortState& s) {
                           ? "The accelerator runs quantized models only."
                           : s.target.float_arithmetic_text;
     g.finding = why + " Give calibration data to quantize the accelerator segments.";
-  } else if (fp16) {
-    g.status = GateStatus::kNotEvaluated;
+  } else if (fp16 && !s.fp16) {
     g.blocking = false;
-    g.needed = "the device's arithmetic";
-    g.finding =
-        "not evaluated: the accelerator computes unquantized segments in float16 and porttool "
-        "verified them in float32 (float16 emulation is not built yet); fp16 overflow or rounding "
-        "would not show here";
+    g.finding = "not evaluated: a dry run does not run the float16 check (run without it)";
+  } else if (fp16 && !fp16_problem.empty()) {
+    g.status = GateStatus::kFail;
+    g.measured += "; " + Float16Figure(*s.fp16);
+    g.finding = fmt::format(
+        "in float16, as {} computes it: {}; quantize the model (calibration data), or keep the "
+        "overflowing nodes on the host",
+        s.target.name, fp16_problem);
   } else {
     g.status = GateStatus::kPass;
-    g.needed = "the device's arithmetic";
+    if (fp16) g.measured += "; " + Float16Figure(*s.fp16);
+  }
+  if (fp16 && s.fp16) {
+    g.notes.push_back(fmt::format(
+        "float16 emulated on {} random input(s) (seed {}): weights and every op boundary rounded "
+        "to binary16, float32 accumulation inside an op as the NPUs do; real data may reach "
+        "other ranges",
+        s.fp16->samples, s.options.seed));
   }
   if (!s.target.float_arithmetic_source.empty()) {
     g.notes.push_back("float arithmetic per the profile: " + s.target.float_arithmetic_source);
@@ -424,8 +470,10 @@ std::string PrecisionText(const PortState& s) {
 std::string PlacementText(const PortState& s) {
   int accel = 0, host = 0;
   for (const auto& seg : s.plan->split.segments) (IsAccelerator(seg) ? accel : host)++;
-  if (accel == 0) return fmt::format("host only: the whole model runs on the CPU of {}", s.target.name);
-  if (host == 0) return fmt::format("one accelerator segment runs the whole model on {}", s.target.name);
+  if (accel == 0)
+    return fmt::format("host only: the whole model runs on the CPU of {}", s.target.name);
+  if (host == 0)
+    return fmt::format("one accelerator segment runs the whole model on {}", s.target.name);
   return fmt::format("{} accelerator and {} host segment(s), the host ones on the target's CPU",
                      accel, host);
 }

@@ -18,6 +18,7 @@
 #include "lib/ir/constants.h"
 #include "lib/ir/graph_view.h"
 #include "lib/ir/split.h"
+#include "lib/runtime/chain.h"
 #include "lib/runtime/compare.h"
 #include "lib/runtime/session.h"
 #include "lib/runtime/shape_completion.h"
@@ -298,6 +299,54 @@ std::string SegmentsText(const SplitPlan& plan) {
 
 }  // namespace
 
+namespace {
+
+// Float16 as the device computes an unquantized accelerator segment (runtime/float16.h): the chain
+// with those segments in float16 and the host ones in float32, against the float model, on the
+// verification's random inputs.
+void CheckFloat16(PortState& s, PortStep& step) {
+  if (s.target.float_arithmetic != "fp16" || s.options.quantize) return;
+  std::vector<runtime::SessionOptions> options;
+  std::vector<const io::Model*> chain;
+  for (size_t i = 0; i < s.segments.size(); ++i) {
+    const bool accelerator = s.plan->split.segments[i].role == ir::SegmentRole::kAccelerator;
+    options.push_back({.float16 = accelerator});
+    chain.push_back(&s.segments[i]);
+  }
+  runtime::Session reference(s.model);
+  runtime::ChainSession device(s.model, chain, options);
+  runtime::TensorMap inputs =
+      runtime::RandomInputs(reference, s.options.seed, s.options.input_ranges);
+  std::vector<runtime::NamedTensor> want = reference.Run(inputs), got = device.Run(inputs);
+  Float16Check check;
+  check.samples = 1;
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    if (want[i].value.dtype() != onnx::TensorProto::FLOAT) continue;
+    runtime::TensorStats st = runtime::CompareTensors(want[i].value, got[i].value, 0, 0);
+    runtime::ValueStats ref = runtime::SummarizeValues(want[i].value);
+    runtime::ValueStats out = runtime::SummarizeValues(got[i].value);
+    check.outputs.push_back({want[i].name, st.sqnr_db, st.cosine, st.max_abs, ref.max - ref.min,
+                             out.nan_count == 0 && out.inf_count == 0});
+  }
+  for (size_t i = 0; i < device.segment_count(); ++i) {
+    for (const auto& o : device.segment(i).float16_overflows()) check.overflows.push_back(o);
+  }
+  for (const auto& o : check.outputs) {
+    step.details.push_back(fmt::format(
+        "float16 as {} computes it: output '{}' sqnr {}, cosine {:.6f}, max abs {:.3g}{}",
+        s.target.name, o.name,
+        std::isfinite(o.sqnr_db) ? fmt::format("{:.1f} dB", o.sqnr_db) : std::string("exact"),
+        o.cosine, o.max_abs, o.finite ? "" : " (not finite)"));
+  }
+  for (const auto& o : check.overflows) {
+    step.details.push_back(fmt::format("float16 overflow: '{}' (node '{}') reaches {:.4g} > 65504",
+                                       o.tensor, o.node, o.max_abs));
+  }
+  s.fp16 = std::move(check);
+}
+
+}  // namespace
+
 void SplitStep(PortState& s, PortStep& step) {
   s.scan = decide::CheckModelOnTarget(s.model, s.target);
   step.details.push_back(fmt::format("target {}: {}", s.target.name, ScanSummary(s.scan->scan)));
@@ -326,6 +375,7 @@ void SplitStep(PortState& s, PortStep& step) {
       "and every segment passes the ONNX checker",
       plan.split.segments.size(), v.outputs));
   for (const auto& seg : s.plan->split.segments) s.segments.push_back(io::Load(s.dir / seg.file));
+  CheckFloat16(s, step);
 }
 
 // ---- 5 quantize -------------------------------------------------------------------------------

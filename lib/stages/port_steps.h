@@ -16,6 +16,7 @@
 #include "lib/emit/vendor_steps.h"
 #include "lib/io/model.h"
 #include "lib/quant/quantize_calibrate.h"
+#include "lib/runtime/session.h"
 #include "lib/stages/port.h"
 #include "lib/stages/split.h"
 
@@ -38,8 +39,21 @@ struct PortQuantization {
   quant::QuantizeCalibrateResult whole;  // the whole model: calibration, search, its own accuracy
   std::vector<std::pair<int, std::string>> qdq_files;  // accelerator segment -> qdq file
   std::optional<quant::AccuracyReport> chain_accuracy;
-  std::vector<std::string> kept_float;  // by hand and by the search
+  std::vector<std::string> kept_float;       // by hand and by the search
   std::map<int, uint64_t> qdq_weight_bytes;  // accelerator segment -> its QDQ model's weights
+};
+
+// The unquantized accelerator segments computed as the device computes them (the profile's
+// float_arithmetic fp16): the chain with those segments in float16 against the float model.
+struct Float16Check {
+  struct Output {
+    std::string name;
+    double sqnr_db = 0, cosine = 1, max_abs = 0, range = 0;
+    bool finite = true;
+  };
+  size_t samples = 0;
+  std::vector<Output> outputs;
+  std::vector<runtime::Float16Overflow> overflows;
 };
 
 // The verdict: the gates and what they add up to.
@@ -70,6 +84,7 @@ struct PortState {
   emit::WriteSplitResult written;
   std::vector<io::Model> segments;  // as written
   std::optional<PortQuantization> quant;
+  std::optional<Float16Check> fp16;
   std::vector<LeftItem> left;
   std::optional<decide::DecisionReport> decision;
   PortVerdict verdict;                        // computed once the steps are done

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lib/io/output_dir.h"
+#include "lib/io/staging_dir.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -24,15 +26,31 @@ emit::ScaffoldResult ScaffoldStage(const io::Model& model, const ScaffoldStageOp
 }
 
 std::vector<emit::KitSummary> KitStage(const io::Model& model, const KitStageOptions& options) {
+  io::OutputDirRequest request{options.out_dir, options.other_inputs, {}, options.replace};
+  if (!model.path.empty()) {
+    for (const auto& f : io::ReferencedFiles(model)) request.inputs.push_back(f);
+  }
+  if (!options.samples_dir.empty()) request.inputs.push_back(options.samples_dir);
+  io::CheckOutputDir(request);
   io::Model pinned = model;
   if (!options.input_shapes.empty()) shape::ApplyInputShapes(pinned, options.input_shapes);
   emit::KitOptions kit = options.kit;
   if (!options.samples_dir.empty()) kit.samples = ReadKitSamples(options.samples_dir, pinned);
-  return emit::MakeKits(pinned, kit, options.out_dir);
+  io::StagingDir staging(options.out_dir, "kits");
+  auto kits = emit::MakeKits(pinned, kit, staging.path());
+  staging.Commit();
+  return kits;
 }
 
 std::vector<runtime::TensorMap> ReadKitSamples(const fs::path& dir, const io::Model& model) {
-  if (!fs::is_directory(dir)) ThrowBadInput("kit samples {}: not a directory", dir.string());
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    ThrowBadInput(
+        "kit samples '{}' is a file, not a directory: samples are a directory of "
+        ".npy/.pb files (one per sample), or of one sub-directory per sample",
+        dir.string());
+  }
+  if (!fs::is_directory(dir, ec)) ThrowBadInput("kit samples '{}' do not exist", dir.string());
   std::vector<fs::path> entries;
   for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
   std::sort(entries.begin(), entries.end());

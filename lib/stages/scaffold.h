@@ -28,8 +28,14 @@ struct KitStageOptions {
   emit::KitOptions kit;
   std::filesystem::path samples_dir;  // empty: random inputs (kit.seed)
   std::filesystem::path out_dir;
+  // Replace an existing `out_dir` (io::CheckOutputDir's rule: only one porttool wrote).
+  bool replace = false;
+  // Inputs besides the model, its data files and the samples, which `out_dir` must not hold.
+  std::vector<std::filesystem::path> other_inputs{};
 };
 
+// The kits are built beside `out_dir` and renamed into place once (all of them or none), under
+// io::CheckOutputDir's rule for an existing `out_dir`.
 std::vector<emit::KitSummary> KitStage(const io::Model& model, const KitStageOptions& options);
 
 // A kit's real inputs: every .npy/.pb file of `dir` is one sample of a single-input model; for

@@ -52,6 +52,8 @@ emit::WriteSplitResult WriteSplit(SplitPlan& plan, const std::filesystem::path& 
   write.copy_weights = options.copy_weights;
   write.segment_dir = options.segment_dir;
   write.source_name = options.source_name;
+  write.replace = options.replace;
+  write.inputs = options.inputs;
   if (plan.partition) write.annotations["estimate"] = decide::PartitionToJson(*plan.partition);
   return into_existing ? emit::WriteSplitFiles(plan.split, plan.model, dir, write)
                        : emit::WriteSplit(plan.split, plan.model, dir, write);

@@ -47,10 +47,12 @@ struct SplitWriteOptions {
   bool copy_weights = false;
   std::string segment_dir{};  // see emit::WriteSplitOptions
   std::string source_name{};
+  bool replace = false;                         // see emit::WriteSplitOptions
+  std::vector<std::filesystem::path> inputs{};  // see emit::WriteSplitOptions
 };
 
-// Into `dir` atomically (a previous split there is replaced), or, with `into_existing`, into a
-// directory the caller is already building (port's bundle).
+// Into `dir` atomically (an existing `dir` replaced only under io::CheckOutputDir's rule), or, with
+// `into_existing`, into a directory the caller is already building (port's bundle).
 emit::WriteSplitResult WriteSplit(SplitPlan& plan, const std::filesystem::path& dir,
                                   const SplitWriteOptions& options, bool into_existing = false);
 

@@ -95,7 +95,7 @@ TEST(CliAllOrNone, QuantizeCalibrateTableCacheAndModel) {
 TEST(CliAllOrNone, SplitDirectory) {
   TempDir dir;
   fs::create_directory(dir / "out");
-  std::string args = fmt::format("split {} --at Custom_GELU_0 -o {}", testing::DemoArg(),
+  std::string args = fmt::format("split {} --at Custom_GELU_0 --force -o {}", testing::DemoArg(),
                                  (dir / "out" / "demo.split").string());
   auto written = ExpectAllOrNone(args, dir / "out");
   EXPECT_TRUE(written.count("demo.split/pipeline.json"));
@@ -103,6 +103,8 @@ TEST(CliAllOrNone, SplitDirectory) {
   // A previous split is replaced whole, or kept whole.
   fs::remove_all(dir / "out" / "demo.split");
   fs::create_directory(dir / "out" / "demo.split");
+  testing::WriteFile(dir / "out" / "demo.split" / ".porttool-output",
+                     written.at("demo.split/.porttool-output"));
   testing::WriteFile(dir / "out" / "demo.split" / "pipeline.json", "old manifest");
   testing::WriteFile(dir / "out" / "demo.split" / "00_old.onnx", "old segment");
   EXPECT_EQ(ExpectAllOrNone(args, dir / "out"), written);
@@ -111,29 +113,33 @@ TEST(CliAllOrNone, SplitDirectory) {
 TEST(CliAllOrNone, ScaffoldOpPackage) {
   TempDir dir;
   fs::create_directory(dir / "out");
-  std::string args = fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort -o {}",
-                                 testing::DemoArg(), kDemoShape, (dir / "out" / "gelu").string());
+  std::string args =
+      fmt::format("scaffold-op {} --node Custom_GELU_0 {} --target ort --force -o {}",
+                  testing::DemoArg(), kDemoShape, (dir / "out" / "gelu").string());
   auto written = ExpectAllOrNone(args, dir / "out");
   EXPECT_TRUE(written.count("gelu/op.json"));
   EXPECT_TRUE(written.count("gelu/kernel/gelu.c"));
   EXPECT_TRUE(written.count("gelu/test/kit/model.onnx"));
   fs::remove_all(dir / "out" / "gelu");
   fs::create_directory(dir / "out" / "gelu");
+  testing::WriteFile(dir / "out" / "gelu" / ".porttool-output",
+                     written.at("gelu/.porttool-output"));
   testing::WriteFile(dir / "out" / "gelu" / "op.json", "old op.json");
   testing::WriteFile(dir / "out" / "gelu" / "notes.txt", "old notes");
   EXPECT_EQ(ExpectAllOrNone(args, dir / "out"), written);
 }
 
-// A directory scaffold-op did not write is not replaced (that would delete whatever is in it).
+// A directory scaffold-op did not write is not replaced, even with --force (that would delete
+// whatever is in it).
 TEST(CliAllOrNone, ScaffoldOpRefusesToReplaceADirectoryThatIsNotAPackage) {
   TempDir dir;
   fs::create_directory(dir / "mine");
   testing::WriteFile(dir / "mine" / "notes.txt", "mine");
   auto r =
-      testing::RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} -o {}",
+      testing::RunPorttool(fmt::format("scaffold-op {} --node Custom_GELU_0 {} --force -o {}",
                                        testing::DemoArg(), kDemoShape, (dir / "mine").string()));
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("not a scaffold-op package"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("porttool did not write it"), std::string::npos) << r.err;
   EXPECT_EQ(TreeSnapshot(dir.path()),
             (std::map<std::string, std::string>{{"mine/", ""}, {"mine/notes.txt", "mine"}}));
 }

@@ -109,6 +109,50 @@ TEST(CliHardening, EverySubcommandRefusesModelsClaimingTerabytes) {
   }
 }
 
+// Recursion in the model: model-local functions calling each other in a cycle (which killed
+// every subcommand with SIGSEGV: libonnx expands calls recursively), a chain of calls nested past
+// the limit, and If nodes nested past it. Every subcommand refuses each at load with exit 3,
+// naming the cycle or the depth, and leaves nothing behind (port: no staging directory).
+TEST(CliHardening, EverySubcommandRefusesRecursionInTheModel) {
+  TempDir dir;
+  fs::path models = HostileModels(dir);
+  if (models.empty()) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
+  const std::pair<const char*, const char*> kCases[] = {
+      {"function_self_call.onnx", "(local.f -> local.f)"},
+      {"function_cycle.onnx", "(local.f -> local.g -> local.f)"},
+      {"function_cycle_in_if.onnx", "(local.f -> local.g -> local.f)"},
+      {"function_chain_deep.onnx", "nest 17 levels deep"},
+      {"subgraph_deep.onnx", "subgraphs nest deeper than 16 levels"},
+  };
+  fs::create_directories(dir / "work");
+  for (const auto& [model, culprit] : kCases) {
+    const std::string m = (models / model).string(), out = (dir / "work" / "out").string();
+    const std::vector<std::string> commands = {
+        "check " + m,
+        "inspect " + m,
+        "infer-shapes " + m + " -o " + out + ".onnx",
+        "simplify " + m + " -o " + out + ".onnx",
+        "fold-constants " + m + " -o " + out + ".onnx",
+        "rewrite " + m + " --rule decompose-gelu -o " + out + ".onnx",
+        "chain " + m + " -p eliminate-identity -o " + out + ".onnx",
+        "split " + m + " --at call_f -o " + out + ".split",
+        "emit-header " + m + " -o " + out + ".h",
+        "decide " + m,
+        "decide " + m + " --target rknn-rk3588",
+        "scaffold-op " + m + " --node call_f -o " + out + ".op",
+        "kit " + m + " --all -o " + out + ".kits",
+        "run " + m + " --random-inputs",
+        "port " + m + " --target onnxruntime-cpu -o " + out + ".port",
+    };
+    for (const auto& cmd : commands) {
+      auto r = RunPorttool(cmd);
+      EXPECT_EQ(r.exit_code, 3) << cmd << "\n" << r.err;
+      EXPECT_NE(r.err.find(culprit), std::string::npos) << cmd << "\n" << r.err;
+    }
+    EXPECT_TRUE(fs::is_empty(dir / "work")) << model << ": a refused command left something";
+  }
+}
+
 // A Loop whose trip count is 2^62 is what PyTorch exports for a while loop, so static stages
 // accept it; running one whose condition never turns false stops at the iteration limit, as bad
 // input naming the node and the flag that raises the limit.

@@ -319,6 +319,8 @@ TEST(CliPort, DryRunPrintsThePlanAndWritesNothing) {
   ExpectOnly(tmp.path(), {});
 }
 
+// An earlier bundle is replaced only with --force; a directory porttool did not write never
+// (docs/cli/safety.md; the rule's own tests are CliSafety.*).
 TEST(CliPort, ExistingDirectoryIsUsageErrorUnlessForced) {
   TempDir tmp;
   fs::path bundle = tmp / "b";
@@ -326,10 +328,18 @@ TEST(CliPort, ExistingDirectoryIsUsageErrorUnlessForced) {
   testing::WriteFile(bundle / "mine.txt", "keep");
   std::string args = "port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
                      " -o " + bundle.string();
+  for (const char* force : {"", " --force"}) {
+    auto r = RunPorttool(args + force);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("porttool did not write it"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(testing::ReadFile(bundle / "mine.txt"), "keep");
+  fs::remove_all(bundle);
+  ASSERT_EQ(RunPorttool(args).exit_code, 0);
+  testing::WriteFile(bundle / "mine.txt", "from an earlier run");
   auto r = RunPorttool(args);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
-  EXPECT_EQ(testing::ReadFile(bundle / "mine.txt"), "keep");
   r = RunPorttool(args + " --force");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(fs::exists(bundle / "mine.txt"));

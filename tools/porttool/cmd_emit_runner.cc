@@ -31,6 +31,7 @@ struct EmitRunnerOptions {
   bool zero_copy = false;
   int threads = 0;
   bool json = false;
+  bool force = false;
 };
 
 // "int8,nc1hwc2=16,stride=8": the flag's own small grammar.
@@ -74,6 +75,11 @@ int RunEmitRunner(const EmitRunnerOptions& o) {
     request.alignment = LoadTargetFlag("", o.target).alignment_bytes;
   request.custom_op_dir = o.custom_op;
   request.threads = o.threads;
+  request.replace = o.force;
+  request.other_inputs = InputPaths({TargetFile(o.target)});
+  for (const auto& spec : o.inputs) {
+    request.other_inputs.emplace_back(spec.substr(spec.find('=') + 1));
+  }
   runtime::ApplyProcessSettings({o.threads});
   emit::RunnerResult r = stages::EmitRunnerStage(request);
   for (const auto& note : r.notes) spdlog::warn("{}", WithFlagHint(note));
@@ -114,6 +120,7 @@ void RegisterEmitRunner(CLI::App& app, RunFn& run) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", opts->output, "Package directory to write")->required();
+  AddForceFlag(*cmd, opts->force);
   cmd->add_option("--backend", opts->backend,
                   "Accelerator segments: reference (porttool's "
                   "executor through its C API) or rknn (librknnrt)")
@@ -130,7 +137,7 @@ void RegisterEmitRunner(CLI::App& app, RunFn& run) {
                   "NAME=FILE.npy for the run that observes bridge ranges (default: random)");
   AddSeedOption(*cmd, opts->seed, "random inputs");
   cmd->add_option("--align", opts->align, "Arena alignment in bytes (default 64, or --target's)");
-  cmd->add_option("--target", opts->target, "Take the arena alignment from a target profile");
+  AddTargetOption(*cmd, opts->target, "Take the arena alignment from this target profile");
   cmd->add_option("--custom-op", opts->custom_op,
                   "Directory of a scaffolded custom op (porttool_kernel.json + C files): a host "
                   "segment that is that single op calls its C kernel")

@@ -26,6 +26,7 @@ struct KitCliOptions {
   uint64_t header_max_bytes = 4u << 20;
   std::vector<std::string> custom_ops;
   bool json = false;
+  bool force = false;
 };
 
 int RunCheck(const KitCliOptions& o) {
@@ -69,6 +70,8 @@ int RunKit(const KitCliOptions& o) {
   options.kit.kernels = custom->Kernels();
   options.samples_dir = o.data;
   options.out_dir = o.output;
+  options.replace = o.force;
+  options.other_inputs = InputPaths(o.custom_ops);
   auto kits = stages::KitStage(model, options);
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
@@ -107,6 +110,7 @@ void RegisterKit(CLI::App& app, RunFn& run) {
   cmd->add_option("--data", opts->data,
                   "Capture the node's real inputs from running the model on these samples");
   cmd->add_option("-o,--output", opts->output, "Directory for the kits");
+  AddForceFlag(*cmd, opts->force);
   AddSeedOption(*cmd, opts->seed, "random model inputs");
   cmd->add_option("--header-max-bytes", opts->header_max_bytes,
                   "Skip the C header of kits whose tensors exceed this size")

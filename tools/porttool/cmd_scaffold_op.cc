@@ -20,6 +20,7 @@ struct ScaffoldOpOptions {
   std::string targets = "ort,rknn,tensorrt,tflm";
   uint64_t seed = kDefaultSeed;
   bool json = false;
+  bool force = false;
 };
 
 // The library names no flags; the CLI says which one was wrong.
@@ -37,7 +38,7 @@ int RunScaffoldOp(const ScaffoldOpOptions& o) {
   shape::InputShapes pins = ParseShapeFlags(o.input_shapes);
   io::Model model = io::Load(o.model);
   emit::ScaffoldResult result =
-      stages::ScaffoldStage(model, {pins, {o.node, o.seed, targets}, o.output});
+      stages::ScaffoldStage(model, {pins, {o.node, o.seed, targets, o.force}, o.output});
   for (const auto& note : result.notes) spdlog::warn("{}", note);
   const auto& spec = result.spec;
   if (o.json) {
@@ -76,6 +77,7 @@ void RegisterScaffoldOp(CLI::App& app, RunFn& run) {
   cmd->add_option("--node", opts->node, "Name of the node to scaffold")->required();
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_option("-o,--output", opts->output, "Package directory to write")->required();
+  AddForceFlag(*cmd, opts->force);
   cmd->add_option("--target", opts->targets,
                   "SDK adapters to generate, comma-separated: ort, rknn, tensorrt, tflm (or all)")
       ->capture_default_str();

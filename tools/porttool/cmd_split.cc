@@ -31,6 +31,7 @@ struct SplitOptions {
   uint64_t seed = kDefaultSeed;
   int min_segment_nodes = 1;
   int max_segments = 0;
+  bool force = false;
 };
 
 std::string TensorListText(const std::vector<ir::BoundaryTensor>& tensors) {
@@ -109,6 +110,9 @@ int RunSplit(const SplitOptions& o) {
       o.output.empty() ? emit::DefaultSplitDir(o.model) : std::filesystem::path(o.output);
   stages::SplitWriteOptions write;
   write.copy_weights = o.copy_weights;
+  write.replace = o.force;
+  write.inputs = InputPaths(o.custom_ops);
+  for (const auto& p : InputPaths({o.rules_dir, TargetFile(o.target)})) write.inputs.push_back(p);
   emit::WriteSplitResult written = stages::WriteSplit(plan, dir, write);
   std::optional<stages::SplitVerification> verify;
   if (o.verify) {
@@ -173,8 +177,8 @@ void RegisterSplit(CLI::App& app, RunFn& run) {
                 "input dims: use --input-shape) and require identical outputs; exit 1 otherwise");
   AddSeedOption(*cmd, opts->seed, "--verify's random inputs");
   cmd->add_option("-o,--output", opts->output,
-                  "Output directory (default: <model stem>.split in the current directory); "
-                  "replaced only if it holds a previous split");
+                  "Output directory (default: <model stem>.split in the current directory)");
+  AddForceFlag(*cmd, opts->force);
   cmd->add_flag("--copy-weights", opts->copy_weights,
                 "Write self-contained segments holding only their own weights (default: "
                 "zero-copy, segments refer to the hard-linked original data file)");

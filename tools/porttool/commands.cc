@@ -120,11 +120,11 @@ int Main(int argc, char** argv) {
   bool json = WantsJson(argc, argv);
   SetUpLogging(0, false);
   if (argc == 2 && (std::string(argv[1]) == "--bash-completion")) {
-    std::cout << BashCompletion(app);
+    std::cout << BashCompletion(app, ShippedTargetNames());
     return kExitOk;
   }
   if (argc == 2 && (std::string(argv[1]) == "--man")) {
-    std::cout << ManPage(app, VersionText());
+    std::cout << ManPage(app, VersionText(), ShippedTargetNames());
     return kExitOk;
   }
   if (argc == 1) {  // a first try: show what there is rather than "A subcommand is required"

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "lib/decide/target.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/quantize.h"
 #include "lib/stages/target.h"
@@ -75,11 +76,22 @@ CLI::Option* AddRulesDirOption(CLI::App& cmd, std::string& dir) {
                         "rules/)");
 }
 
+std::vector<std::string> ShippedTargetNames() {
+  try {
+    return decide::TargetNames(ResolveRulesDir(""));
+  } catch (const Error&) {
+    return {};  // a broken $PORTTOOL_RULES_DIR is reported by the command that reads it
+  }
+}
+
 CLI::Option* AddTargetOption(CLI::App& cmd, std::string& target, const std::string& what) {
-  return cmd.add_option("--target", target,
-                        what +
-                            ": a profile name (rules/targets/NAME.json) or the path to a "
-                            "profile JSON");
+  static const std::vector<std::string> names = ShippedTargetNames();
+  std::string shipped = names.empty() ? "" : " (shipped: " + util::Join(names, ", ") + ")";
+  return cmd
+      .add_option("--target", target,
+                  what + ": a profile name" + shipped +
+                      " or the path to a profile JSON (rules/targets/NAME.json)")
+      ->type_name(kTargetTypeName);
 }
 
 CLI::Validator InRange(double min, double max) {
@@ -251,6 +263,25 @@ void Refuse(const io::Model& model, const fs::path& output, bool in_place, const
 
 void RefuseOverwritingInput(const io::Model& model, const fs::path& output) {
   Refuse(model, output, false, "choose another output file");
+}
+
+CLI::Option* AddForceFlag(CLI::App& cmd, bool& force) {
+  return cmd.add_flag("--force", force,
+                      "Replace the output directory when it exists, only if porttool wrote it (it "
+                      "holds a .porttool-output file) and it holds no input of this run");
+}
+
+std::vector<fs::path> InputPaths(const std::vector<std::string>& paths) {
+  std::vector<fs::path> out;
+  for (const auto& p : paths) {
+    if (!p.empty()) out.emplace_back(p);
+  }
+  return out;
+}
+
+std::string TargetFile(const std::string& target) {
+  bool is_path = target.find('/') != std::string::npos || util::EndsWith(target, ".json");
+  return is_path ? target : std::string();
 }
 
 CLI::Option* AddCustomOpOption(CLI::App& cmd, std::vector<std::string>& dirs) {
@@ -558,6 +589,7 @@ std::string WithFlagHint(const std::string& message) {
       {"preparation can be turned off", "--no-prepare"},
       {"or replace it (force)", "-o DIR, or --force"},
       {"calibrating needs sample data", "--data DIR"},
+      {"not a sample directory", "--data DIR and --eval-data DIR take a directory"},
       {"raise the number of raised nodes", "--max-raised N"},
       {"no calibration samples and no table", "--data DIR, or --table TABLE.json"},
   };

@@ -48,7 +48,13 @@ CLI::Option* AddInputRangeOption(CLI::App& cmd, std::vector<std::string>& specs)
 CLI::Option* AddSeedOption(CLI::App& cmd, uint64_t& seed, const std::string& what);
 CLI::Option* AddThreadsOption(CLI::App& cmd, int& threads);
 CLI::Option* AddRulesDirOption(CLI::App& cmd, std::string& dir);
+// --target NAME|FILE.json: a target profile. Its help lists the shipped profiles, and its type
+// name (kTargetTypeName) tells the completion script to offer them.
+inline constexpr char kTargetTypeName[] = "NAME|FILE.json";
 CLI::Option* AddTargetOption(CLI::App& cmd, std::string& target, const std::string& what);
+// The shipped profiles' names (rules/targets/*.json of the rules directory in use); empty when
+// there is none.
+std::vector<std::string> ShippedTargetNames();
 
 // A numeric range check whose message says the range in plain numbers ("from 1 to 4096").
 CLI::Validator InRange(double min, double max);
@@ -76,6 +82,15 @@ io::Model LoadModel(const std::string& path);
 // Refuses (usage error) to write a non-model output (report, header, weights) when it is the
 // model file or a file the model references (external data). Call before any work is done.
 void RefuseOverwritingInput(const io::Model& model, const std::filesystem::path& output);
+
+// --force for every subcommand that writes a directory: one flag, one rule (io::CheckOutputDir).
+CLI::Option* AddForceFlag(CLI::App& cmd, bool& force);
+
+// The paths among `paths` that name something (flags left empty are dropped): the inputs of a
+// run that its output directory must not hold.
+std::vector<std::filesystem::path> InputPaths(const std::vector<std::string>& paths);
+// --target's value when it is a profile file (a path), else empty (a shipped profile's name).
+std::string TargetFile(const std::string& target);
 
 // --custom-op DIR (repeatable): scaffold-op packages to load.
 CLI::Option* AddCustomOpOption(CLI::App& cmd, std::vector<std::string>& dirs);

@@ -1,0 +1,128 @@
+// Float16 emulation: the rounding against numpy's float16 conversion (the IEEE oracle) over every
+// binade, the edges by hand, and a session that computes in float16: weights and op boundaries
+// rounded, overflow past 65504 named with its node, a chain mixing a float16 segment with a
+// float32 one.
+#include "lib/runtime/float16.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "lib/runtime/chain.h"
+#include "lib/runtime/session.h"
+#include "lib/runtime/tensor_io.h"
+#include "lib/util/testing.h"
+
+namespace porttool::runtime {
+namespace {
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+TEST(Float16, EdgesRoundAsTheHardwareConversionDoes) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(RoundToFloat16(65504.0f), 65504.0f);
+  EXPECT_EQ(RoundToFloat16(65519.99f), 65504.0f);
+  EXPECT_EQ(RoundToFloat16(65520.0f), inf);  // the tie past the largest finite value
+  EXPECT_EQ(RoundToFloat16(-1e6f), -inf);
+  EXPECT_EQ(RoundToFloat16(1.0f + 0x1p-11f), 1.0f);                // tie to even
+  EXPECT_EQ(RoundToFloat16(1.0f + 3 * 0x1p-11f), 1.0f + 0x1p-9f);  // tie to even, upward
+  EXPECT_EQ(RoundToFloat16(0x1p-25f), 0.0f);                       // subnormal tie to even
+  EXPECT_EQ(RoundToFloat16(3 * 0x1p-25f), 0x1p-23f);
+  EXPECT_EQ(RoundToFloat16(0x1p-24f), 0x1p-24f);  // smallest subnormal
+  EXPECT_EQ(Bits(RoundToFloat16(-0.0f)), Bits(-0.0f));
+  EXPECT_TRUE(std::isnan(RoundToFloat16(std::nanf(""))));
+  EXPECT_EQ(RoundToFloat16(inf), inf);
+}
+
+// numpy's astype(float16) is IEEE round-to-nearest-even: every value must match it bit for bit.
+TEST(Float16, MatchesNumpyOnEveryBinade) {
+  testing::TempDir dir;
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
+  Tensor values(onnx::TensorProto::FLOAT, {200000});
+  float* p = values.mutable_data<float>();
+  for (int64_t i = 0; i < values.size(); ++i) {
+    // Exponents around binary16's range, where the interesting cases are.
+    uint32_t u = bits(rng);
+    u = (u & 0x807fffffu) | ((100u + (u >> 23) % 60u) << 23);
+    std::memcpy(&p[i], &u, sizeof u);
+  }
+  WriteNpy(dir / "in.npy", values);
+  auto r = testing::RunShell(
+      "/usr/bin/python3 -c \"import numpy as n; n.save('" + (dir / "out.npy").string() +
+      "', n.load('" + (dir / "in.npy").string() + "').astype(n.float16).astype(n.float32))\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Tensor want = ReadTensorFile(dir / "out.npy");
+  const float* q = want.data<float>();
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < values.size(); ++i) {
+    if (Bits(RoundToFloat16(p[i])) != Bits(q[i]) && mismatches++ < 5) {
+      ADD_FAILURE() << p[i] << " -> " << RoundToFloat16(p[i]) << ", numpy " << q[i];
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// y = (x * w) * 1000: with x and w near 1, x*w rounds at the boundary and the product overflows.
+const char* kScaled = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[4] x) => (float[4] y) {
+  w = Constant<value = float[4] {1.0001, 2.0, 3.0, 100.0}>()
+  big = Constant<value = float[1] {1000.0}>()
+  t = Mul(x, w)
+  y = Mul(t, big)
+})";
+
+TEST(Float16, SessionRoundsWeightsAndOpBoundariesAndNamesTheOverflow) {
+  io::Model model = io::ParseText(kScaled);
+  model.proto.mutable_graph()->mutable_node(3)->set_name("scale");
+  Tensor x(onnx::TensorProto::FLOAT, {4});
+  for (int i = 0; i < 4; ++i) x.mutable_data<float>()[i] = 1.0f;
+  Session fp32(model), fp16(model, {.float16 = true});
+  const float* want = fp32.Run({{"x", x}})[0].value.data<float>();
+  Tensor got = fp16.Run({{"x", x}})[0].value;
+  const float* g = got.data<float>();
+  // 1.0001 is no float16 value: the weight is rounded to 1.0 once, then x*w and the product.
+  EXPECT_EQ(g[0], RoundToFloat16(RoundToFloat16(1.0001f) * 1000.0f));
+  EXPECT_NE(g[0], want[0]);
+  EXPECT_EQ(g[1], 2000.0f);
+  EXPECT_EQ(g[3], std::numeric_limits<float>::infinity()) << "100 * 1000 is past 65504";
+  ASSERT_EQ(fp16.float16_overflows().size(), 1u);
+  EXPECT_EQ(fp16.float16_overflows()[0].tensor, "y");
+  EXPECT_EQ(fp16.float16_overflows()[0].node, "scale");
+  EXPECT_EQ(fp16.float16_overflows()[0].max_abs, 100000.0f);
+  EXPECT_TRUE(fp32.float16_overflows().empty());
+}
+
+TEST(Float16, ChainComputesEachSegmentInItsOwnPrecision) {
+  io::Model whole = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] y) {
+  t = Mul(x, x)
+  y = Add(t, x)
+})");
+  io::Model first = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] t) {
+  t = Mul(x, x)
+})");
+  io::Model second = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] t, float[2] x) => (float[2] y) {
+  y = Add(t, x)
+})");
+  Tensor x(onnx::TensorProto::FLOAT, {2});
+  x.mutable_data<float>()[0] = 1.0f + 0x1p-12f;  // no float16 value: rounds to 1
+  x.mutable_data<float>()[1] = 3.0f;
+  ChainSession chain(whole, {&first, &second}, std::vector<SessionOptions>{{.float16 = true}, {}});
+  Tensor y = chain.Run({{"x", x}})[0].value;
+  // The float16 segment saw x rounded to 1 and produced 1; the float32 one adds the exact x.
+  EXPECT_EQ(y.data<float>()[0], 1.0f + (1.0f + 0x1p-12f));
+  EXPECT_EQ(y.data<float>()[1], 12.0f);
+}
+
+}  // namespace
+}  // namespace porttool::runtime
