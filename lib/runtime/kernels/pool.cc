@@ -87,6 +87,23 @@ void MaxPoolPlane2D(const T* in, const Window3& w, T* out) {
   }
 }
 
+// Output (oh, ow) of MaxPoolPlane2D alone, by the same walk: the first maximum in row-major
+// order over the window.
+template <typename T>
+T MaxPoolWindow2D(const T* in, const Window3& w, int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * w.strides[1] - w.pad_begin[1];
+  const int64_t w0 = ow * w.strides[2] - w.pad_begin[2];
+  const int64_t h_lo = std::max<int64_t>(h0, 0), h_hi = std::min(h0 + w.kernel[1], w.in[1]);
+  const int64_t w_lo = std::max<int64_t>(w0, 0), w_hi = std::min(w0 + w.kernel[2], w.in[2]);
+  T best = std::numeric_limits<T>::lowest();
+  if constexpr (std::numeric_limits<T>::has_infinity) best = -std::numeric_limits<T>::infinity();
+  for (int64_t h = h_lo; h < h_hi; ++h) {
+    const T* row = in + h * w.in[2];
+    for (int64_t c = w_lo; c < w_hi; ++c) best = row[c] > best ? row[c] : best;
+  }
+  return best;
+}
+
 // The value a max starts from: below every input, so padding never wins and NaN inputs (which
 // compare false) are skipped rather than propagated.
 template <typename T>
@@ -149,7 +166,10 @@ struct PaddedPlane {
 // tail per row that cost as much as the vectors). A k x k window costs 2k comparisons per output
 // instead of k²: YOLOX's SPP pools (k = 5, 9, 13) took 30x ONNX Runtime's time as one k² walk
 // per output. `padded` keeps its border between calls; `down` and `across` hold the passes. Max
-// is exact, so the bits match the one-pass walk (up to the sign of equal zeros).
+// is exact, so the bits match the one-pass walk, but for the sign of a zero maximum: the walk
+// keeps the first of equal values in row-major order, the passes the first down a column, so a
+// window holding +0 and -0 could give the other sign. A zero output is computed again by the
+// walk (one compare per output; all zeros cost the walk's time, no more).
 template <typename T>
 PORTTOOL_ALWAYS_INLINE void SeparableMaxPlane(const T* in, const Window3& w, const PaddedPlane& p,
                                               T* padded, T* down, T* across, T* out) {
@@ -165,7 +185,16 @@ PORTTOOL_ALWAYS_INLINE void SeparableMaxPlane(const T* in, const Window3& w, con
   for (int64_t oh = 0; oh < w.out[1]; ++oh) {
     const T* src = across + oh * p.cols;
     T* dst = out + oh * w.out[2];
-    for (int64_t c = 0; c < w.out[2]; ++c) dst[c] = src[c];
+    bool zero = false;
+    for (int64_t c = 0; c < w.out[2]; ++c) {
+      dst[c] = src[c];
+      if constexpr (std::is_floating_point_v<T>) zero |= src[c] == T(0);
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      for (int64_t c = 0; zero && c < w.out[2]; ++c) {
+        if (dst[c] == T(0)) dst[c] = MaxPoolWindow2D(in, w, oh, c);
+      }
+    }
   }
 }
 
