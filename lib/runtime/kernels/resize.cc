@@ -356,7 +356,9 @@ template <typename Acc>
 class RowCache {
  public:
   RowCache(int slots, int64_t width)
-      : key_(slots, -1), used_(slots, 0), rows_(static_cast<size_t>(slots * width)),
+      : key_(slots, -1),
+        used_(slots, 0),
+        rows_(static_cast<size_t>(slots * width)),
         width_(width) {}
   // The row for `key`; `fresh` says whether the caller must compute it.
   Acc* Get(int64_t key, bool& fresh) {
@@ -386,18 +388,16 @@ class RowCache {
 // h[i] = (0 + wl[i] * row[left[i]]) + wr[i] * row[right[i]]: the linear taps along a row,
 // vectorised as gathers (restrict: without it the compiler reloads every pointer per element).
 PORTTOOL_SIMD_CLONES void LerpColumns(const float* __restrict row, const int32_t* __restrict left,
-                                      const int32_t* __restrict right,
-                                      const float* __restrict wl, const float* __restrict wr,
-                                      int64_t n, float* __restrict h) {
+                                      const int32_t* __restrict right, const float* __restrict wl,
+                                      const float* __restrict wr, int64_t n, float* __restrict h) {
   for (int64_t i = 0; i < n; ++i) h[i] = (0.f + wl[i] * row[left[i]]) + wr[i] * row[right[i]];
 }
 
 // h[ox] = sum over the taps of weight * row[index] (inner values per column), each sum started
 // from 0 and taken in tap order: the rounding the two-pass formula has always had.
 template <typename T, typename Acc>
-PORTTOOL_ALWAYS_INLINE void InterpolateColumns(const T* row, const AxisTaps& tw,
-                                               const Acc* weights, int64_t out_w, int64_t inner,
-                                               Acc* h) {
+PORTTOOL_ALWAYS_INLINE void InterpolateColumns(const T* row, const AxisTaps& tw, const Acc* weights,
+                                               int64_t out_w, int64_t inner, Acc* h) {
   const int count = tw.count;
   const int64_t* index = tw.index.data();
   if constexpr (std::is_same_v<T, float>) {
@@ -467,8 +467,8 @@ PORTTOOL_SIMD_CLONES void InterpolateRowsF(float* const* rows, const float* weig
 // Output row oy of a linear or cubic resize: the taps' input rows interpolated along W (cached),
 // then combined along H. The same sums as one 2-D weighted gather per element, in the same order.
 template <typename T, typename Acc>
-void SeparableRow(const Resize2D<T>& r, RowCache<Acc>& cache, std::vector<Acc>& acc,
-                  int64_t plane, int64_t oy) {
+void SeparableRow(const Resize2D<T>& r, RowCache<Acc>& cache, std::vector<Acc>& acc, int64_t plane,
+                  int64_t oy) {
   const AxisTaps& th = *r.th;
   const AxisTaps& tw = *r.tw;
   T* out = r.OutRow(plane, oy);
@@ -498,7 +498,8 @@ void SeparableRow(const Resize2D<T>& r, RowCache<Acc>& cache, std::vector<Acc>& 
     for (int64_t j = 0; j < n; ++j) out[j] = kernels::SaturateCast<T>(acc[j]);
   }
   for (int64_t ox = 0; tw.any_outside && ox < r.out_w; ++ox) {
-    if (tw.outside[ox]) std::fill(out + ox * r.l.inner, out + (ox + 1) * r.l.inner, r.extrapolation);
+    if (tw.outside[ox])
+      std::fill(out + ox * r.l.inner, out + (ox + 1) * r.l.inner, r.extrapolation);
   }
 }
 
