@@ -5,7 +5,8 @@ use.
 
   maxpool_k{5,9,13}     MaxPool k x k, stride 1, same padding over [1, 256, 20, 20] (YOLOX's SPP)
   resize_linear_nchw    Resize linear half_pixel by sizes, [1, 64, 80, 80] -> [1, 64, 160, 160]
-                        (M-LSD's decoder, after tf2onnx's transposes)
+                        (M-LSD's last decoder upsampling, after tf2onnx's transposes)
+  resize_linear_nchw{20,40}  the same from [1, 64, 20, 20] and [1, 64, 40, 40] (M-LSD's other two)
   resize_linear_nhwc    the same on [1, 80, 80, 64] -> [1, 160, 160, 64] (a tf2onnx Resize left
                         in NHWC: scales [1, 2, 2, 1])
   resize_nearest_nchw   Resize nearest asymmetric floor x2, [1, 64, 80, 80]
@@ -57,6 +58,11 @@ def resizes(out_dir):
         node = helper.make_node("Resize", ["x", "empty", "scales"], ["y"], mode="nearest",
                                 coordinate_transformation_mode="asymmetric", nearest_mode="floor")
         save(out_dir, f"resize_nearest_{layout}", [node], shape, [empty, scales])
+    for side in (20, 40):
+        sizes = numpy_helper.from_array(np.array([1, 64, 2 * side, 2 * side], np.int64), "sizes")
+        node = helper.make_node("Resize", ["x", "empty", "empty", "sizes"], ["y"], mode="linear",
+                                coordinate_transformation_mode="half_pixel")
+        save(out_dir, f"resize_linear_nchw{side}", [node], [1, 64, side, side], [empty, sizes])
 
 
 def dynamic_int8(out_dir):
