@@ -185,13 +185,18 @@ PORTTOOL_ALWAYS_INLINE void SeparableMaxPlane(const T* in, const Window3& w, con
   for (int64_t oh = 0; oh < w.out[1]; ++oh) {
     const T* src = across + oh * p.cols;
     T* dst = out + oh * w.out[2];
-    bool zero = false;
-    for (int64_t c = 0; c < w.out[2]; ++c) {
-      dst[c] = src[c];
-      if constexpr (std::is_floating_point_v<T>) zero |= src[c] == T(0);
-    }
+    for (int64_t c = 0; c < w.out[2]; ++c) dst[c] = src[c];
     if constexpr (std::is_floating_point_v<T>) {
-      for (int64_t c = 0; zero && c < w.out[2]; ++c) {
+      // Zeros counted on the bits, an integer reduction that vectorises (a float compare into a
+      // bool did not, and the scalar loop cost as much as both passes).
+      using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+      int64_t zeros = 0;
+      for (int64_t c = 0; c < w.out[2]; ++c) {
+        Bits b;
+        std::memcpy(&b, src + c, sizeof b);
+        zeros += static_cast<Bits>(b << 1) == 0;
+      }
+      for (int64_t c = 0; zeros > 0 && c < w.out[2]; ++c) {
         if (dst[c] == T(0)) dst[c] = MaxPoolWindow2D(in, w, oh, c);
       }
     }
