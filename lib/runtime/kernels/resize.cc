@@ -14,6 +14,9 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <type_traits>
 #include <vector>
 
@@ -393,6 +396,42 @@ PORTTOOL_SIMD_CLONES void LerpColumns(const float* __restrict row, const int32_t
   for (int64_t i = 0; i < n; ++i) h[i] = (0.f + wl[i] * row[left[i]]) + wr[i] * row[right[i]];
 }
 
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+// LerpColumns over a row of `len` inputs, 16 outputs at a time, with each block's taps read by
+// two-source permutes of the 32 inputs from its first left tap (masked loads: nothing past the
+// row is read) instead of gathers, which GCC emulates element by element on this AMD CPU (40% of
+// M-LSD's 80->160 upsampling). The same multiplies and adds in the same order, so the same
+// bits; a block whose taps span 32 inputs or more (a downscale) takes the scalar formula.
+PORTTOOL_AVX512 void LerpColumnsAvx512(const float* row, int64_t len, const int32_t* left,
+                                       const int32_t* right, const float* wl, const float* wr,
+                                       int64_t n, float* h) {
+  auto mask = [](int64_t count) {
+    return static_cast<__mmask16>(count >= 16 ? 0xFFFF : count <= 0 ? 0 : (1u << count) - 1);
+  };
+  const __m512i span = _mm512_set1_epi32(32);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const int32_t base = left[i];
+    const __m512i vbase = _mm512_set1_epi32(base);
+    const __m512i dl = _mm512_sub_epi32(_mm512_loadu_si512(left + i), vbase);
+    const __m512i dr = _mm512_sub_epi32(_mm512_loadu_si512(right + i), vbase);
+    if ((_mm512_cmpge_epu32_mask(dl, span) | _mm512_cmpge_epu32_mask(dr, span)) != 0) {
+      for (int64_t j = i; j < i + 16; ++j) {
+        h[j] = (0.f + wl[j] * row[left[j]]) + wr[j] * row[right[j]];
+      }
+      continue;
+    }
+    const __m512 lo = _mm512_maskz_loadu_ps(mask(len - base), row + base);
+    const __m512 hi = _mm512_maskz_loadu_ps(mask(len - base - 16), row + base + 16);
+    const __m512 a = _mm512_permutex2var_ps(lo, dl, hi);
+    const __m512 b = _mm512_permutex2var_ps(lo, dr, hi);
+    const __m512 ta = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_loadu_ps(wl + i), a));
+    _mm512_storeu_ps(h + i, _mm512_add_ps(ta, _mm512_mul_ps(_mm512_loadu_ps(wr + i), b)));
+  }
+  for (; i < n; ++i) h[i] = (0.f + wl[i] * row[left[i]]) + wr[i] * row[right[i]];
+}
+#endif
+
 // h[ox] = sum over the taps of weight * row[index] (inner values per column), each sum started
 // from 0 and taken in tap order: the rounding the two-pass formula has always had.
 template <typename T, typename Acc>
@@ -485,6 +524,13 @@ void SeparableRow(const Resize2D<T>& r, RowCache<Acc>& cache, std::vector<Acc>& 
     rows[k] = cache.Get(plane * r.in_h + iy, fresh);
     if (!fresh) continue;
     if constexpr (std::is_same_v<T, float>) {
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+      if (r.l.inner == 1 && !tw.left.empty() && kernels::HasAvx512()) {
+        LerpColumnsAvx512(r.InRow(plane, iy), r.in_w, tw.left.data(), tw.right.data(),
+                          tw.left_weight.data(), tw.right_weight.data(), r.out_w, rows[k]);
+        continue;
+      }
+#endif
       InterpolateColumnsF(r.InRow(plane, iy), tw, ww, r.out_w, r.l.inner, rows[k]);
     } else {
       InterpolateColumns(r.InRow(plane, iy), tw, ww, r.out_w, r.l.inner, rows[k]);
