@@ -85,8 +85,9 @@ TEST(Float16, SessionRoundsWeightsAndOpBoundariesAndNamesTheOverflow) {
   Tensor x(onnx::TensorProto::FLOAT, {4});
   for (int i = 0; i < 4; ++i) x.mutable_data<float>()[i] = 1.0f;
   Session fp32(model), fp16(model, {.float16 = true});
-  const float* want = fp32.Run({{"x", x}})[0].value.data<float>();
-  Tensor got = fp16.Run({{"x", x}})[0].value;
+  const Tensor want_tensor = fp32.Run({{"x", x}})[0].value;
+  const Tensor got = fp16.Run({{"x", x}})[0].value;
+  const float* want = want_tensor.data<float>();
   const float* g = got.data<float>();
   // 1.0001 is no float16 value: the weight is rounded to 1.0 once, then x*w and the product.
   EXPECT_EQ(g[0], RoundToFloat16(RoundToFloat16(1.0001f) * 1000.0f));

@@ -197,13 +197,22 @@ Gate FitFromScan(const PortState& s) {
 
 std::string Fig(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : "undefined"; }
 
+// The largest max-abs error an output may have against the float one: a share of the float
+// output's range, or of its magnitude when the range is a single value (a one-element output,
+// or one the samples left constant), where a share of 0 would fail any rounding at all.
+double MaxErrorBound(double float_min, double float_max) {
+  const double range = float_max - float_min;
+  const double scale = range > 0 ? range : std::max(std::fabs(float_min), std::fabs(float_max));
+  return kMaxErrorShareOfRange * scale;
+}
+
 void JudgeBySimilarity(const quant::AccuracyReport& a, Gate& g) {
   g.needed = fmt::format("cosine >= {} and max abs error <= {} x the float output's range",
                          kMinCosine, kMaxErrorShareOfRange);
   std::vector<std::string> failing, measured;
   for (const auto& o : a.outputs) {
     const double range = o.float_max - o.float_min;
-    const double bound = kMaxErrorShareOfRange * (range > 0 ? range : std::fabs(o.float_max));
+    const double bound = MaxErrorBound(o.float_min, o.float_max);
     const bool ok = o.cosine >= kMinCosine && o.max_abs <= bound;
     const std::string figure = fmt::format(
         "cosine {:.4f}, max abs {:.3g} (range {:.3g}), sqnr {}", o.cosine, o.max_abs, range,
@@ -340,7 +349,7 @@ std::string Float16Problem(const Float16Check& check) {
                                    o.node, o.max_abs));
   }
   for (const auto& o : check.outputs) {
-    const double bound = kMaxErrorShareOfRange * o.range;
+    const double bound = MaxErrorBound(o.float_min, o.float_max);
     if (!o.finite || !(o.cosine >= kMinCosine) || !(o.max_abs <= bound)) {
       problems.push_back(fmt::format("output '{}' in float16: cosine {:.4f}, max abs {:.3g}{}",
                                      o.name, o.cosine, o.max_abs, o.finite ? "" : ", not finite"));
@@ -404,10 +413,12 @@ Gate ArithmeticGate(const PortState& s) {
   } else if (fp16 && !fp16_problem.empty()) {
     g.status = GateStatus::kFail;
     g.measured += "; " + Float16Figure(*s.fp16);
-    g.finding = fmt::format(
-        "in float16, as {} computes it: {}; quantize the model (calibration data), or keep the "
-        "overflowing nodes on the host",
-        s.target.name, fp16_problem);
+    g.finding = fmt::format("in float16, as {} computes it: {}; {}", s.target.name, fp16_problem,
+                            s.fp16->overflows.empty()
+                                ? "quantize the model (calibration data), or run the nodes that "
+                                  "lose the most precision on the host CPU"
+                                : "quantize the model (calibration data), or keep the overflowing "
+                                  "nodes on the host");
   } else {
     g.status = GateStatus::kPass;
     if (fp16) g.measured += "; " + Float16Figure(*s.fp16);

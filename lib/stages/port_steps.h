@@ -48,7 +48,7 @@ struct PortQuantization {
 struct Float16Check {
   struct Output {
     std::string name;
-    double sqnr_db = 0, cosine = 1, max_abs = 0, range = 0;
+    double sqnr_db = 0, cosine = 1, max_abs = 0, float_min = 0, float_max = 0;
     bool finite = true;
   };
   size_t samples = 0;

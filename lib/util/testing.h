@@ -5,12 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "porttool_build_config.h"
 
@@ -76,6 +78,40 @@ inline std::string PorttoolBin() {
 // Runs `porttool <args>` (args are passed to the shell as written).
 inline CommandResult RunPorttool(const std::string& args) {
   return RunShell(PorttoolBin() + " " + args);
+}
+
+// Every subcommand that reads a model, run on model M (NODE: a node name for the ones that take
+// one), writing under OUT: the replay list for input a subcommand must refuse.
+inline std::vector<std::string> EveryModelCommand(const std::string& m, const std::string& node,
+                                                  const std::string& out) {
+  return {"check " + m,
+          "inspect " + m,
+          "infer-shapes " + m + " -o " + out + ".onnx",
+          "simplify " + m + " -o " + out + ".onnx",
+          "fold-constants " + m + " -o " + out + ".onnx",
+          "rewrite " + m + " --rule decompose-gelu -o " + out + ".onnx",
+          "chain " + m + " -p eliminate-identity -o " + out + ".onnx",
+          "split " + m + " --at " + node + " -o " + out + ".split",
+          "emit-header " + m + " -o " + out + ".h",
+          "decide " + m,
+          "decide " + m + " --target rknn-rk3588",
+          "decide " + m + " --target stm32f767",
+          "scaffold-op " + m + " --node " + node + " -o " + out + ".op",
+          "kit " + m + " --all -o " + out + ".kits",
+          "run " + m + " --random-inputs",
+          "port " + m + " --target onnxruntime-cpu -o " + out + ".port",
+          "port " + m + " --target rknn-rk3588 -o " + out + ".rk.port"};
+}
+
+// Every file under DIR, relative to it, sorted.
+inline std::vector<std::string> RelativeFiles(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file())
+      out.push_back(std::filesystem::relative(e.path(), dir).generic_string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // Repository root (for testdata/).

@@ -3,7 +3,8 @@
 // Prints one JSON line: {"threads", "median_ms", "min_ms", "max_ms"}. Random inputs (fixed seed);
 // dynamic dims take --shape. One warm-up run, then N timed runs. With --op-times 1, ORT's own
 // profiler times every kernel and the line gains "op_types": {op: median ms per timed run} (ORT's
-// op names after its fusions: Gemm = MatMul+Add, FusedConv = Conv+activation, ...).
+// op names after its fusions: Gemm = MatMul+Add, FusedConv = Conv+activation, ...) and "nodes":
+// {node name: {op, ms}} the same way per node (the names ORT gives the nodes after its fusions).
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -50,18 +51,27 @@ function opTimes(dir) {
     const w = windows[lo];
     return w && e.ts >= w.ts && e.ts <= w.ts + w.dur ? lo : -1;
   };
-  const perRun = {};  // op -> [ms per timed run]
+  const perRun = {};   // op -> [ms per timed run]
+  const perNode = {};  // node -> [ms per timed run]
+  const opOf = {};
   for (const e of events) {
     if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
     const run = runOf(e);
     if (run < 0) continue;
     const op = e.args.op_name;
+    const node = e.name.slice(0, -'_kernel_time'.length);
     if (!perRun[op]) perRun[op] = new Array(windows.length).fill(0);
+    if (!perNode[node]) perNode[node] = new Array(windows.length).fill(0);
     perRun[op][run] += e.dur / 1000;
+    perNode[node][run] += e.dur / 1000;
+    opOf[node] = op;
   }
-  const medians = {};
+  const medians = {}, nodes = {};
   for (const [op, times] of Object.entries(perRun)) medians[op] = median(times);
-  return medians;
+  for (const [node, times] of Object.entries(perNode)) {
+    nodes[node] = { op: opOf[node], ms: median(times) };
+  }
+  return { medians, nodes };
 }
 
 function median(values) {
@@ -95,7 +105,9 @@ async function main() {
                    max_ms: times[times.length - 1] };
   if (args.opTimes) {
     session.endProfiling();
-    result.op_types = opTimes(profileDir);
+    const { medians, nodes } = opTimes(profileDir);
+    result.op_types = medians;
+    result.nodes = nodes;
   }
   fs.rmSync(profileDir, { recursive: true, force: true });
   console.log(JSON.stringify(result));

@@ -21,6 +21,9 @@ cases=(
   "ch_ppocr_mobile_v2.0_cls_infer.onnx x:1x3x48x192"
   "hey_jarvis_v0.1.onnx x.1:1x16x96"
   "melspectrogram.onnx input:1x16000"
+  "ultraface_RFB-320.onnx input:1x3x240x320"
+  "mlsd_320_large.onnx input_image_with_alpha:0:1x320x320x4"
+  "blazeface_back_256.onnx input:0:1x256x256x3"
 )
 mismatches=0 runs=0
 printf '%-36s %-16s %4s %-10s %s\n' model target exit status gates

@@ -127,23 +127,7 @@ TEST(CliHardening, EverySubcommandRefusesRecursionInTheModel) {
   fs::create_directories(dir / "work");
   for (const auto& [model, culprit] : kCases) {
     const std::string m = (models / model).string(), out = (dir / "work" / "out").string();
-    const std::vector<std::string> commands = {
-        "check " + m,
-        "inspect " + m,
-        "infer-shapes " + m + " -o " + out + ".onnx",
-        "simplify " + m + " -o " + out + ".onnx",
-        "fold-constants " + m + " -o " + out + ".onnx",
-        "rewrite " + m + " --rule decompose-gelu -o " + out + ".onnx",
-        "chain " + m + " -p eliminate-identity -o " + out + ".onnx",
-        "split " + m + " --at call_f -o " + out + ".split",
-        "emit-header " + m + " -o " + out + ".h",
-        "decide " + m,
-        "decide " + m + " --target rknn-rk3588",
-        "scaffold-op " + m + " --node call_f -o " + out + ".op",
-        "kit " + m + " --all -o " + out + ".kits",
-        "run " + m + " --random-inputs",
-        "port " + m + " --target onnxruntime-cpu -o " + out + ".port",
-    };
+    const std::vector<std::string> commands = testing::EveryModelCommand(m, "call_f", out);
     for (const auto& cmd : commands) {
       auto r = RunPorttool(cmd);
       EXPECT_EQ(r.exit_code, 3) << cmd << "\n" << r.err;

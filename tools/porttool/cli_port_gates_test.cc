@@ -137,6 +137,30 @@ g (float[1,4,8,8] x) => (float[1,4,8,8] y) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
+// A one-value output (a wake-word score): its range over one sample is 0, so the error bound is a
+// share of its magnitude, and float16 rounding (~1e-4 relative) passes where a share of 0 failed.
+TEST(PortGates, Float16OnAOneValueOutputIsJudgedByItsMagnitude) {
+  TempDir tmp;
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,320,320] x) => (float[1,1] y) {
+  w = Constant<value = float[1,4,1,1] {0.3, 0.1, 0.7, 0.2}>()
+  c = Conv(x, w)
+  p = GlobalAveragePool(c)
+  f = Flatten(p)
+  y = Sigmoid(f)
+})");
+  io::Save(m, tmp / "score.onnx");
+  auto r = RunPorttool("port " + (tmp / "score.onnx").string() + " --target rknn-rk3588 -o " +
+                       (tmp / "b").string() + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  const nlohmann::json& arithmetic = GateOf(doc, "arithmetic");
+  EXPECT_EQ(arithmetic["status"], "pass") << arithmetic;
+  EXPECT_NE(arithmetic["measured"].get<std::string>().find("float16 worst output"),
+            std::string::npos)
+      << arithmetic;
+}
+
 // RV1106's NPU has no float unit and no kernel for Erf: two gates fail, and both say what to do.
 TEST(PortGates, FloatOnAnInt8OnlyNpuAndACustomOperatorLeftAreNotReady) {
   TempDir tmp;

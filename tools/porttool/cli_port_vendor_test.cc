@@ -55,15 +55,6 @@ std::map<std::string, json> ExpectVerdict(const testing::CommandResult& r, const
   return gates;
 }
 
-std::vector<std::string> Files(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) out.push_back(fs::relative(e.path(), dir).generic_string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Pixel (x, y) of channel c (RGB) of calibration image k.
 uint8_t Pixel(int k, int c, int y, int x) {
   return static_cast<uint8_t>((x * 3 + y * 5 + c * 60 + k * 17) % 256);
@@ -464,8 +455,8 @@ TEST(CliPortVendor, Int8RknnPortCarriesMeanStdDatasetAndTheNodeKeptFloat) {
   fs::path again = tmp / "again";
   r = RunPorttool(args + " --threads 2 -o " + again.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::vector<std::string> files = Files(bundle);
-  std::vector<std::string> files_again = Files(again);
+  std::vector<std::string> files = testing::RelativeFiles(bundle);
+  std::vector<std::string> files_again = testing::RelativeFiles(again);
   for (auto* list : {&files, &files_again}) {  // what convert.py added is not port's
     list->erase(std::remove_if(list->begin(), list->end(),
                                [](const std::string& f) {

@@ -244,22 +244,7 @@ TEST(CliFirstUse, APytorchFileIsNamedByEverySubcommand) {
   TempDir tmp;
   const std::string m = (tmp / "model.onnx").string(), out = (tmp / "out").string();
   testing::WriteFile(m, Zip({"archive/data.pkl", "archive/data/0", "archive/version"}));
-  const std::vector<std::string> commands = {
-      "check " + m,
-      "inspect " + m,
-      "infer-shapes " + m + " -o " + out + ".onnx",
-      "simplify " + m + " -o " + out + ".onnx",
-      "fold-constants " + m + " -o " + out + ".onnx",
-      "rewrite " + m + " --rule decompose-gelu -o " + out + ".onnx",
-      "split " + m + " --at n -o " + out,
-      "emit-header " + m + " -o " + out + ".h",
-      "decide " + m,
-      "decide " + m + " --target stm32f767",
-      "scaffold-op " + m + " --node n -o " + out,
-      "kit " + m + " --all -o " + out,
-      "run " + m + " --random-inputs",
-      "port " + m + " --target rknn-rk3588 -o " + out,
-  };
+  const std::vector<std::string> commands = testing::EveryModelCommand(m, "n", out);
   for (const auto& cmd : commands) {
     auto r = RunPorttool(cmd);
     EXPECT_EQ(r.exit_code, 3) << cmd << "\n" << r.err;

@@ -2,10 +2,12 @@
 // ceil_mode) against a naive window walk; the global pools on a hand-checked example.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 #include <random>
 
 #include "lib/runtime/kernels/kernel_test_util.h"
+#include "lib/runtime/parallel.h"
 #include "lib/util/error.h"
 
 namespace porttool::runtime {
@@ -123,6 +125,54 @@ TEST(PoolKernels, HeightOnlyWindowsMatchNaive) {
       testing_util::ExpectClose(out[0], {1, 2, expected.oh, 1}, expected.max,
                                 "h " + std::to_string(h) + " k " + std::to_string(k));
     }
+  }
+}
+
+// Stride-1 windows of 3 taps or more without Indices (YOLOX's SPP: 5, 9, 13) take the separable
+// path: bit for bit the walk's result, the first maximum in row-major order, at 1 and 2 threads.
+// The values are drawn from a few, with +0, -0 and NaN among them, so windows tie on zeros of
+// both signs (the one case where the order of the comparisons shows in the bits).
+TEST(PoolKernels, LargeStride1WindowsEqualTheWalkBitwise) {
+  std::mt19937 rng(49);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float pool[] = {0.f, -0.f, 0.f, -0.f, -1.f, -0.5f, 0.25f, nan};
+  for (int trial = 0; trial < 120; ++trial) {
+    PoolCase c;
+    const int64_t ks[] = {3, 5, 9, 13};
+    c.kh = ks[pick(0, 3)], c.kw = trial % 4 == 0 ? ks[pick(0, 3)] : c.kh;
+    c.sh = c.sw = 1;
+    c.pt = pick(0, c.kh - 1), c.pb = pick(0, c.kh - 1), c.pl = pick(0, c.kw - 1);
+    c.pr = pick(0, c.kw - 1), c.ceil = pick(0, 1) == 1;
+    c.h = pick(c.kh, 24), c.w = pick(c.kw, 24);
+    Tensor x(onnx::TensorProto::FLOAT, {1, 2, c.h, c.w});
+    // Trials 0-39 mostly positive values (zeros rare), the rest mostly zeros of both signs.
+    for (int64_t i = 0; i < x.size(); ++i) {
+      x.mutable_data<float>()[i] = trial < 40 && pick(0, 3) != 0
+                                       ? std::uniform_real_distribution<float>(0, 1)(rng)
+                                       : pool[pick(0, 7)];
+    }
+    NaivePool expected = RunNaive(c, x);
+    const std::vector<int64_t> shape = {1, 2, expected.oh, expected.ow};
+    NodeBuilder mp("MaxPool", 1);
+    mp.Ints("kernel_shape", {c.kh, c.kw}).Ints("pads", {c.pt, c.pl, c.pb, c.pr});
+    mp.Int("ceil_mode", c.ceil);
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      auto out = RunOp(mp.node(), 12, {&x});
+      ASSERT_EQ(out[0].shape(), shape);
+      for (size_t i = 0; i < expected.max.size(); ++i) {
+        uint32_t got, want;
+        std::memcpy(&got, out[0].data<float>() + i, 4);
+        std::memcpy(&want, expected.max.data() + i, 4);
+        ASSERT_EQ(got, want) << "trial " << trial << " k " << c.kh << "x" << c.kw << " element "
+                             << i << " at " << threads << " threads: " << out[0].data<float>()[i]
+                             << " vs " << expected.max[i];
+      }
+    }
+    SetNumThreads(0);
   }
 }
 

@@ -12,12 +12,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <type_traits>
+#include <vector>
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/kernels/simd.h"
 #include "lib/runtime/parallel.h"
 #include "lib/util/checked_math.h"
 
@@ -62,7 +69,12 @@ struct AxisTaps {
   std::vector<double> weight64;  // the same weights for double and int64 data
   std::vector<uint8_t> outside;  // tf_crop_and_resize: the output takes extrapolation_value
   bool identity = false;
+  bool any_outside = false;
   int64_t replication = 0;  // f > 0: output i reads input i / f (ReplicationFactor)
+  // Linear taps split by tap, for the vector loop over output columns (its gathers take 32-bit
+  // indices): left[i], right[i] and their float weights. Empty unless count is 2.
+  std::vector<int32_t> left, right;
+  std::vector<float> left_weight, right_weight;
 };
 
 template <typename E>
@@ -198,6 +210,15 @@ AxisTaps ComputeTaps(const ResizeSpec& s, int axis, int64_t in) {
     if (t.outside[i]) t.identity = false;
   }
   t.replication = ReplicationFactor(t, in);
+  t.any_outside = std::find(t.outside.begin(), t.outside.end(), 1) != t.outside.end();
+  if (t.count == 2 && in <= std::numeric_limits<int32_t>::max()) {
+    for (int64_t i = 0; i < out; ++i) {
+      t.left.push_back(static_cast<int32_t>(t.index[2 * i]));
+      t.right.push_back(static_cast<int32_t>(t.index[2 * i + 1]));
+      t.left_weight.push_back(t.weight[2 * i]);
+      t.right_weight.push_back(t.weight[2 * i + 1]);
+    }
+  }
   return t;
 }
 
@@ -216,53 +237,360 @@ const std::vector<Acc>& Weights(const AxisTaps& t) {
   }
 }
 
-// One output row of a nearest resize over the last two axes. It is a pure copy, exact for every
-// element type, and the hot case (FPN upsampling): a row whose source row is the previous
-// row's (`prev_written`: that row is this thread's) is a memcpy of it, and an integer width
-// factor writes each input element f times without the index table (det's six Resizes took
-// 2x ONNX Runtime's time as one gather per element).
+// Where a resize that changes at most two adjacent axes finds them: `outer` planes of
+// [in_h, in_w, inner] before and after, `inner` the identity axes after the resized ones (1 for
+// NCHW; the channels of an NHWC tensor, as tf2onnx exports leave it).
+struct Layout2D {
+  int axis_h = 0, axis_w = 0;
+  int64_t outer = 1, inner = 1;
+};
+
+// The 2-D layout of the resize, or nullopt when it changes more than two axes or two that are
+// not adjacent (the odometer walk handles those).
+std::optional<Layout2D> FindLayout2D(const Tensor& x, const std::vector<AxisTaps>& taps) {
+  const int rank = x.rank();
+  if (rank < 2) return std::nullopt;
+  int last = rank - 1;
+  while (last > 0 && taps[last].identity) --last;
+  Layout2D l;
+  l.axis_w = std::max(last, 1);
+  l.axis_h = l.axis_w - 1;
+  for (int a = 0; a < l.axis_h; ++a) {
+    if (!taps[a].identity) return std::nullopt;
+    l.outer *= x.dim(a);
+  }
+  for (int a = l.axis_w + 1; a < rank; ++a) l.inner *= x.dim(a);
+  return l;
+}
+
+// The resize as [outer, in_h, in_w, inner] -> [outer, out_h, out_w, inner].
 template <typename T>
-void NearestRow(const T* in, int64_t width, const AxisTaps& th, const AxisTaps& tw, int64_t oy,
-                bool prev_written, T extrapolation, T* out) {
-  const int64_t out_w = static_cast<int64_t>(tw.outside.size());
+struct Resize2D {
+  const T* x = nullptr;
+  T* y = nullptr;
+  Layout2D l;
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  const AxisTaps* th = nullptr;
+  const AxisTaps* tw = nullptr;
+  T extrapolation{};
+  int64_t in_row() const { return in_w * l.inner; }
+  int64_t out_row() const { return out_w * l.inner; }
+  const T* InRow(int64_t plane, int64_t iy) const { return x + (plane * in_h + iy) * in_row(); }
+  T* OutRow(int64_t plane, int64_t oy) const { return y + (plane * out_h + oy) * out_row(); }
+};
+
+// Calls fn(plane, oy) for the output rows a thread takes, in order. Rows are the unit of work so
+// that a single large plane (M-LSD's 64 x 160 x 160 upsampling, NHWC images) still splits.
+template <typename T, typename Fn>
+void ForEachOutputRow(const Resize2D<T>& r, Fn&& fn) {
+  const int64_t rows = r.l.outer * r.out_h;
+  kernels::ParallelRows(rows, r.out_row() * 4, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) fn(item / r.out_h, item % r.out_h, begin);
+  });
+}
+
+// ---- nearest: copies ----
+
+// out[2 i] = out[2 i + 1] = in[i] for i < n, for 4-byte elements: eight at a time through a
+// register shuffle (element by element, det's and M-LSD's 2x upsamplings spent 3x ONNX Runtime's
+// time here).
+PORTTOOL_SIMD_CLONES void DoubleEach32(const uint32_t* in, int64_t n, uint32_t* out) {
+  using V8u = uint32_t __attribute__((vector_size(32)));
+  using V16u = uint32_t __attribute__((vector_size(64)));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    V8u v;
+    std::memcpy(&v, in + i, sizeof v);
+    const V16u twice =
+        __builtin_shufflevector(v, v, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    std::memcpy(out + 2 * i, &twice, sizeof twice);
+  }
+  for (; i < n; ++i) out[2 * i] = out[2 * i + 1] = in[i];
+}
+
+// out[f i + k] = in[i] for k < f and i < n.
+template <typename T>
+void Replicate(const T* in, int64_t n, int64_t f, T* out) {
+  if (f == 2 && sizeof(T) == sizeof(uint32_t)) {
+    return DoubleEach32(reinterpret_cast<const uint32_t*>(in), n, reinterpret_cast<uint32_t*>(out));
+  }
+  for (int64_t i = 0; i < n; ++i, out += f) std::fill(out, out + f, in[i]);
+}
+
+// Output row oy of a nearest resize: a pure copy, exact for every element type. A row whose
+// source row is the previous one's (`prev_written`: that row is this thread's) is a memcpy of
+// it, and an integer width factor writes each input element (or NHWC pixel) f times without the
+// index table (det's six FPN Resizes took 2x ONNX Runtime's time as one gather per element).
+template <typename T>
+void NearestRow(const Resize2D<T>& r, int64_t plane, int64_t oy, bool prev_written) {
+  const AxisTaps& th = *r.th;
+  const AxisTaps& tw = *r.tw;
+  const int64_t inner = r.l.inner, out_n = r.out_row();
+  T* out = r.OutRow(plane, oy);
   if (prev_written && oy > 0 && th.index[oy] == th.index[oy - 1] &&
       th.outside[oy] == th.outside[oy - 1]) {
-    std::memcpy(out, out - out_w, out_w * sizeof(T));
+    std::memcpy(out, out - out_n, out_n * sizeof(T));
     return;
   }
   if (th.outside[oy]) {
-    std::fill(out, out + out_w, extrapolation);
+    std::fill(out, out + out_n, r.extrapolation);
     return;
   }
-  const T* row = in + th.index[oy] * width;
-  if (const int64_t f = tw.replication; f > 0) {
-    for (int64_t ix = 0; ix < width; ++ix, out += f) std::fill(out, out + f, row[ix]);
-    return;
+  const T* row = r.InRow(plane, th.index[oy]);
+  if (const int64_t f = tw.replication; f > 0 && inner == 1) return Replicate(row, r.in_w, f, out);
+  for (int64_t ox = 0; ox < r.out_w; ++ox, out += inner) {
+    if (tw.outside[ox]) {
+      std::fill(out, out + inner, r.extrapolation);
+    } else if (inner == 1) {
+      *out = row[tw.index[ox]];
+    } else {
+      std::memcpy(out, row + tw.index[ox] * inner, inner * sizeof(T));
+    }
   }
-  for (int64_t ox = 0; ox < out_w; ++ox)
-    out[ox] = tw.outside[ox] ? extrapolation : row[tw.index[ox]];
 }
 
-// Writes the resized planes: `outer` planes of the trailing axes, which start at axis `first`.
+// ---- linear and cubic: separable ----
+
+// The horizontally interpolated input rows a thread has computed, by (plane, input row): an
+// upsampling by f reads each input row for f output rows, so each is interpolated once. Least
+// recently used rows are replaced; with twice as many slots as taps, none of the rows the
+// current output row reads is replaced while it is in use.
+template <typename Acc>
+class RowCache {
+ public:
+  RowCache(int slots, int64_t width)
+      : key_(slots, -1),
+        used_(slots, 0),
+        rows_(static_cast<size_t>(slots * width)),
+        width_(width) {}
+  // The row for `key`; `fresh` says whether the caller must compute it.
+  Acc* Get(int64_t key, bool& fresh) {
+    int victim = 0;
+    for (int i = 0; i < static_cast<int>(key_.size()); ++i) {
+      if (key_[i] == key) {
+        used_[i] = ++clock_;
+        fresh = false;
+        return rows_.data() + i * width_;
+      }
+      if (used_[i] < used_[victim]) victim = i;
+    }
+    key_[victim] = key;
+    used_[victim] = ++clock_;
+    fresh = true;
+    return rows_.data() + victim * width_;
+  }
+
+ private:
+  std::vector<int64_t> key_;
+  std::vector<uint64_t> used_;
+  std::vector<Acc> rows_;
+  int64_t width_;
+  uint64_t clock_ = 0;
+};
+
+// h[i] = (0 + wl[i] * row[left[i]]) + wr[i] * row[right[i]]: the linear taps along a row,
+// vectorised as gathers (restrict: without it the compiler reloads every pointer per element).
+PORTTOOL_SIMD_CLONES void LerpColumns(const float* __restrict row, const int32_t* __restrict left,
+                                      const int32_t* __restrict right, const float* __restrict wl,
+                                      const float* __restrict wr, int64_t n, float* __restrict h) {
+  for (int64_t i = 0; i < n; ++i) h[i] = (0.f + wl[i] * row[left[i]]) + wr[i] * row[right[i]];
+}
+
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+// LerpColumns over a row of `len` inputs, 16 outputs at a time, with each block's taps read by
+// two-source permutes of the 32 inputs from its first left tap (masked loads: nothing past the
+// row is read) instead of gathers, which GCC emulates element by element on this AMD CPU (40% of
+// M-LSD's 80->160 upsampling). The same multiplies and adds in the same order, so the same
+// bits; a block whose taps span 32 inputs or more (a downscale) takes the scalar formula.
+PORTTOOL_AVX512 void LerpColumnsAvx512(const float* row, int64_t len, const int32_t* left,
+                                       const int32_t* right, const float* wl, const float* wr,
+                                       int64_t n, float* h) {
+  auto mask = [](int64_t count) {
+    return static_cast<__mmask16>(count >= 16 ? 0xFFFF : count <= 0 ? 0 : (1u << count) - 1);
+  };
+  const __m512i span = _mm512_set1_epi32(32);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const int32_t base = left[i];
+    const __m512i vbase = _mm512_set1_epi32(base);
+    const __m512i dl = _mm512_sub_epi32(_mm512_loadu_si512(left + i), vbase);
+    const __m512i dr = _mm512_sub_epi32(_mm512_loadu_si512(right + i), vbase);
+    if ((_mm512_cmpge_epu32_mask(dl, span) | _mm512_cmpge_epu32_mask(dr, span)) != 0) {
+      for (int64_t j = i; j < i + 16; ++j) {
+        h[j] = (0.f + wl[j] * row[left[j]]) + wr[j] * row[right[j]];
+      }
+      continue;
+    }
+    const __m512 lo = _mm512_maskz_loadu_ps(mask(len - base), row + base);
+    const __m512 hi = _mm512_maskz_loadu_ps(mask(len - base - 16), row + base + 16);
+    const __m512 a = _mm512_permutex2var_ps(lo, dl, hi);
+    const __m512 b = _mm512_permutex2var_ps(lo, dr, hi);
+    const __m512 ta = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_loadu_ps(wl + i), a));
+    _mm512_storeu_ps(h + i, _mm512_add_ps(ta, _mm512_mul_ps(_mm512_loadu_ps(wr + i), b)));
+  }
+  for (; i < n; ++i) h[i] = (0.f + wl[i] * row[left[i]]) + wr[i] * row[right[i]];
+}
+#endif
+
+// h[ox] = sum over the taps of weight * row[index] (inner values per column), each sum started
+// from 0 and taken in tap order: the rounding the two-pass formula has always had.
+template <typename T, typename Acc>
+PORTTOOL_ALWAYS_INLINE void InterpolateColumns(const T* row, const AxisTaps& tw, const Acc* weights,
+                                               int64_t out_w, int64_t inner, Acc* h) {
+  const int count = tw.count;
+  const int64_t* index = tw.index.data();
+  if constexpr (std::is_same_v<T, float>) {
+    if (inner == 1 && !tw.left.empty()) {
+      return LerpColumns(row, tw.left.data(), tw.right.data(), tw.left_weight.data(),
+                         tw.right_weight.data(), out_w, h);
+    }
+  }
+  for (int64_t ox = 0; ox < out_w; ++ox) {
+    Acc* dst = h + ox * inner;
+    if (count == 2) {  // NHWC linear: one pass over the pixel's channels
+      Acc* __restrict d = dst;
+      const T* __restrict a = row + index[2 * ox] * inner;
+      const T* __restrict b = row + index[2 * ox + 1] * inner;
+      const Acc wa = weights[2 * ox], wb = weights[2 * ox + 1];
+      for (int64_t c = 0; c < inner; ++c) {
+        d[c] = (Acc(0) + wa * static_cast<Acc>(a[c])) + wb * static_cast<Acc>(b[c]);
+      }
+      continue;
+    }
+    for (int64_t c = 0; c < inner; ++c) dst[c] = 0;
+    for (int k = 0; k < count; ++k) {
+      const Acc w = weights[ox * count + k];
+      const T* src = row + index[ox * count + k] * inner;
+      for (int64_t c = 0; c < inner; ++c) dst[c] += w * static_cast<Acc>(src[c]);
+    }
+  }
+}
+
+PORTTOOL_SIMD_CLONES void InterpolateColumnsF(const float* row, const AxisTaps& tw,
+                                              const float* weights, int64_t out_w, int64_t inner,
+                                              float* h) {
+  InterpolateColumns(row, tw, weights, out_w, inner, h);
+}
+
+// acc[j] = sum over the rows' nonzero weights of weight * rows[k][j], started from 0 in tap
+// order (a zero weight is skipped, so an edge tap's infinity does not turn into NaN).
+template <typename Acc>
+PORTTOOL_ALWAYS_INLINE void InterpolateRows(Acc* const* rows, const Acc* weights, int count,
+                                            int64_t n, Acc* acc) {
+  int taps = 0;
+  Acc w[4];
+  const Acc* h[4];
+  for (int k = 0; k < count; ++k) {
+    if (weights[k] == 0) continue;
+    w[taps] = weights[k];
+    h[taps++] = rows[k];
+  }
+  if (taps == 2) {
+    const Acc* __restrict h0 = h[0];
+    const Acc* __restrict h1 = h[1];
+    Acc* __restrict out = acc;
+    for (int64_t j = 0; j < n; ++j) out[j] = (Acc(0) + w[0] * h0[j]) + w[1] * h1[j];
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) acc[j] = 0;
+  for (int k = 0; k < taps; ++k) {
+    for (int64_t j = 0; j < n; ++j) acc[j] += w[k] * h[k][j];
+  }
+}
+
+PORTTOOL_SIMD_CLONES void InterpolateRowsF(float* const* rows, const float* weights, int count,
+                                           int64_t n, float* acc) {
+  InterpolateRows(rows, weights, count, n, acc);
+}
+
+// Output row oy of a linear or cubic resize: the taps' input rows interpolated along W (cached),
+// then combined along H. The same sums as one 2-D weighted gather per element, in the same order.
+template <typename T, typename Acc>
+void SeparableRow(const Resize2D<T>& r, RowCache<Acc>& cache, std::vector<Acc>& acc, int64_t plane,
+                  int64_t oy) {
+  const AxisTaps& th = *r.th;
+  const AxisTaps& tw = *r.tw;
+  T* out = r.OutRow(plane, oy);
+  const int64_t n = r.out_row();
+  if (th.outside[oy]) {
+    std::fill(out, out + n, r.extrapolation);
+    return;
+  }
+  const Acc* ww = Weights<Acc>(tw).data();
+  Acc* rows[4];
+  for (int k = 0; k < th.count; ++k) {
+    const int64_t iy = th.index[oy * th.count + k];
+    bool fresh = false;
+    rows[k] = cache.Get(plane * r.in_h + iy, fresh);
+    if (!fresh) continue;
+    if constexpr (std::is_same_v<T, float>) {
+#ifdef PORTTOOL_HAVE_AVX512_KERNELS
+      if (r.l.inner == 1 && !tw.left.empty() && kernels::HasAvx512()) {
+        LerpColumnsAvx512(r.InRow(plane, iy), r.in_w, tw.left.data(), tw.right.data(),
+                          tw.left_weight.data(), tw.right_weight.data(), r.out_w, rows[k]);
+        continue;
+      }
+#endif
+      InterpolateColumnsF(r.InRow(plane, iy), tw, ww, r.out_w, r.l.inner, rows[k]);
+    } else {
+      InterpolateColumns(r.InRow(plane, iy), tw, ww, r.out_w, r.l.inner, rows[k]);
+    }
+  }
+  const Acc* wh = Weights<Acc>(th).data() + oy * th.count;
+  if constexpr (std::is_same_v<T, float>) {
+    InterpolateRowsF(rows, wh, th.count, n, out);
+  } else {
+    InterpolateRows(rows, wh, th.count, n, acc.data());
+    for (int64_t j = 0; j < n; ++j) out[j] = kernels::SaturateCast<T>(acc[j]);
+  }
+  for (int64_t ox = 0; tw.any_outside && ox < r.out_w; ++ox) {
+    if (tw.outside[ox])
+      std::fill(out + ox * r.l.inner, out + (ox + 1) * r.l.inner, r.extrapolation);
+  }
+}
+
 template <typename T>
-void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTaps>& taps, int first,
-                 Tensor& y) {
+void Resize2DPlanes(const Resize2D<T>& r, Mode mode) {
+  if (mode == Mode::kNearest) {
+    ForEachOutputRow(r, [&](int64_t plane, int64_t oy, int64_t begin) {
+      NearestRow(r, plane, oy, plane * r.out_h + oy > begin);
+    });
+    return;
+  }
+  using Acc = Accumulator<T>;
+  const int slots = 2 * r.th->count;
+  // One cache per thread: ParallelRows calls the body once per thread's range.
+  kernels::ParallelRows(r.l.outer * r.out_h, r.out_row() * 4 * r.th->count,
+                        [&](int64_t begin, int64_t end) {
+                          RowCache<Acc> cache(slots, r.out_row());
+                          std::vector<Acc> acc(std::is_same_v<T, float> ? 0 : r.out_row());
+                          for (int64_t item = begin; item < end; ++item) {
+                            SeparableRow(r, cache, acc, item / r.out_h, item % r.out_h);
+                          }
+                        });
+}
+
+// A rank-1 resize, or one of three or more axes (or two that are not adjacent): `outer` planes
+// of the trailing axes from `first`, each output element one weighted gather over every axis's
+// taps.
+template <typename T>
+void InterpolateAnyAxes(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTaps>& taps,
+                        int first, Tensor& y) {
   const int rank = x.rank();
+  const T extrapolation = kernels::SaturateCast<T>(s.extrapolation);
   int64_t outer = 1, in_plane = 1, out_plane = 1;
   for (int a = 0; a < first; ++a) outer *= x.dim(a);
   for (int a = first; a < rank; ++a) in_plane *= x.dim(a), out_plane *= s.out[a];
   using Acc = Accumulator<T>;
   const T* px = x.data<T>();
   T* py = y.mutable_data<T>();
-  const T extrapolation = kernels::SaturateCast<T>(s.extrapolation);
   // Element strides of the input along each trailing axis.
   std::vector<int64_t> stride(rank, 1);
   for (int a = rank - 2; a >= 0; --a) stride[a] = stride[a + 1] * x.dim(a + 1);
-  const int inner_axes = rank - first;
-  ParallelFor(outer * (inner_axes == 2 ? s.out[first] : 1), 1, [&](int64_t begin, int64_t end) {
+  ParallelFor(outer, 1, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> pos(rank, 0);
     for (int64_t item = begin; item < end; ++item) {
-      if (inner_axes == 1) {
+      if (rank - first == 1) {
         const AxisTaps& tw = taps[rank - 1];
         const T* in = px + item * in_plane;
         T* out = py + item * out_plane;
@@ -276,39 +604,6 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
           for (int k = 0; k < tw.count; ++k)
             acc += ww[ox * tw.count + k] * static_cast<Acc>(in[tw.index[ox * tw.count + k]]);
           out[ox] = tw.outside[ox] ? extrapolation : kernels::SaturateCast<T>(acc);
-        }
-        continue;
-      }
-      if (inner_axes == 2) {
-        // One output row per item.
-        const int64_t plane = item / s.out[first], oy = item % s.out[first];
-        const AxisTaps& th = taps[first];
-        const AxisTaps& tw = taps[rank - 1];
-        const T* in = px + plane * in_plane;
-        T* out = py + plane * out_plane + oy * s.out[rank - 1];
-        const int64_t width = x.dim(rank - 1);
-        if (s.mode == Mode::kNearest) {
-          NearestRow(in, width, th, tw, oy, item > begin, extrapolation, out);
-          continue;
-        }
-        for (int64_t ox = 0; ox < s.out[rank - 1]; ++ox) {
-          if (th.outside[oy] || tw.outside[ox]) {
-            out[ox] = extrapolation;
-            continue;
-          }
-          const auto& wh = Weights<Acc>(th);
-          const auto& ww = Weights<Acc>(tw);
-          Acc acc = 0;
-          for (int ky = 0; ky < th.count; ++ky) {
-            const Acc wy = wh[oy * th.count + ky];
-            if (wy == 0) continue;
-            const T* row = in + th.index[oy * th.count + ky] * width;
-            Acc racc = 0;
-            for (int kx = 0; kx < tw.count; ++kx)
-              racc += ww[ox * tw.count + kx] * static_cast<Acc>(row[tw.index[ox * tw.count + kx]]);
-            acc += wy * racc;
-          }
-          out[ox] = kernels::SaturateCast<T>(acc);
         }
         continue;
       }
@@ -349,6 +644,22 @@ void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTap
       }
     }
   });
+}
+
+template <typename T>
+void Interpolate(const Tensor& x, const ResizeSpec& s, const std::vector<AxisTaps>& taps, int first,
+                 Tensor& y) {
+  const auto layout = FindLayout2D(x, taps);
+  if (!layout) return InterpolateAnyAxes<T>(x, s, taps, first, y);
+  Resize2D<T> r;
+  r.x = x.data<T>();
+  r.y = y.mutable_data<T>();
+  r.l = *layout;
+  r.in_h = x.dim(layout->axis_h), r.in_w = x.dim(layout->axis_w);
+  r.out_h = s.out[layout->axis_h], r.out_w = s.out[layout->axis_w];
+  r.th = &taps[layout->axis_h], r.tw = &taps[layout->axis_w];
+  r.extrapolation = kernels::SaturateCast<T>(s.extrapolation);
+  Resize2DPlanes(r, s.mode);
 }
 
 void RunResize(KernelContext& ctx, const ResizeSpec& s) {

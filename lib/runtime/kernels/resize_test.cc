@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -72,6 +73,92 @@ TEST(ResizeKernel, NearestUpsamplingMatchesTheIndexFormula) {
       }
       SetNumThreads(0);
     }
+  }
+}
+
+// [N, C, H, W] <-> [N, H, W, C].
+Tensor ToNhwc(const Tensor& x) {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  Tensor y(onnx::TensorProto::FLOAT, {n, h, w, c});
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const int64_t b = i / (c * h * w), ch = i / (h * w) % c, yy = i / w % h, xx = i % w;
+    y.mutable_data<float>()[((b * h + yy) * w + xx) * c + ch] = x.data<float>()[i];
+  }
+  return y;
+}
+
+void ExpectSameBits(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    uint32_t x, y;
+    std::memcpy(&x, a.data<float>() + i, 4);
+    std::memcpy(&y, b.data<float>() + i, 4);
+    ASSERT_EQ(x, y) << what << " element " << i << ": " << a.data<float>()[i] << " vs "
+                    << b.data<float>()[i];
+  }
+}
+
+// The two-axis paths (rows interpolated along W once and cached, then combined along H; NHWC
+// pixels with their channels as the inner run, as tf2onnx leaves its Resizes) give the same
+// bits whatever the layout and the thread count: an NHWC resize is the NCHW one transposed, for
+// nearest, linear, cubic and tf_crop_and_resize with extrapolation, up, down and along one axis.
+TEST(ResizeKernel, TwoAxisPathsAgreeAcrossLayoutsAndThreads) {
+  std::mt19937 rng(49);
+  Tensor x = testing_util::RandomFloats({2, 5, 7, 9}, rng);
+  const Tensor x_nhwc = ToNhwc(x);
+  Tensor roi = FloatTensor({8}, {0, 0, -0.2f, 0.1f, 1, 1, 1.1f, 0.8f});
+  Tensor roi_nhwc = FloatTensor({8}, {0, -0.2f, 0.1f, 0, 1, 1.1f, 0.8f, 1});
+  struct Case {
+    const char* mode;
+    const char* coord;
+    int64_t oh, ow;
+  };
+  for (const Case& k :
+       {Case{"linear", "half_pixel", 14, 18}, Case{"linear", "align_corners", 5, 20},
+        Case{"linear", "half_pixel", 7, 13}, Case{"linear", "half_pixel", 12, 9},
+        Case{"cubic", "align_corners", 12, 9}, Case{"linear", "asymmetric", 11, 9},
+        Case{"cubic", "half_pixel", 12, 5}, Case{"nearest", "half_pixel", 14, 18},
+        Case{"nearest", "asymmetric", 21, 9}, Case{"nearest", "half_pixel", 4, 4},
+        Case{"linear", "tf_crop_and_resize", 10, 12},
+        Case{"nearest", "tf_crop_and_resize", 10, 12}}) {
+    const std::string what = fmt::format("{} {} to {}x{}", k.mode, k.coord, k.oh, k.ow);
+    const bool crop = std::string(k.coord) == "tf_crop_and_resize";
+    NodeBuilder node("Resize", 4);
+    node.Str("mode", k.mode).Str("coordinate_transformation_mode", k.coord);
+    node.Float("extrapolation_value", -7);
+    Tensor sizes = testing_util::Int64Tensor({4}, {2, 5, k.oh, k.ow});
+    Tensor sizes_nhwc = testing_util::Int64Tensor({4}, {2, k.oh, k.ow, 5});
+    std::vector<Tensor> by_threads;
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      auto nchw = RunOp(node.node(), 13, {&x, crop ? &roi : nullptr, nullptr, &sizes});
+      auto nhwc =
+          RunOp(node.node(), 13, {&x_nhwc, crop ? &roi_nhwc : nullptr, nullptr, &sizes_nhwc});
+      ExpectSameBits(nhwc[0], ToNhwc(nchw[0]), what + " NHWC vs NCHW");
+      by_threads.push_back(std::move(nchw[0]));
+    }
+    SetNumThreads(0);
+    ExpectSameBits(by_threads[0], by_threads[1], what + " 1 vs 2 threads");
+    if (HasFatalFailure()) return;
+  }
+  // M-LSD's last upsampling, large enough for the rows to split over two threads.
+  Tensor big = testing_util::RandomFloats({1, 64, 40, 40}, rng);
+  const Tensor big_nhwc = ToNhwc(big);
+  Tensor sizes = testing_util::Int64Tensor({4}, {1, 64, 80, 80});
+  Tensor sizes_nhwc = testing_util::Int64Tensor({4}, {1, 80, 80, 64});
+  for (const char* mode : {"linear", "nearest"}) {
+    std::vector<Tensor> by_threads;
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      auto nchw = RunOp(NodeBuilder("Resize", 4).Str("mode", mode).node(), 13,
+                        {&big, nullptr, nullptr, &sizes});
+      auto nhwc = RunOp(NodeBuilder("Resize", 4).Str("mode", mode).node(), 13,
+                        {&big_nhwc, nullptr, nullptr, &sizes_nhwc});
+      ExpectSameBits(nhwc[0], ToNhwc(nchw[0]), std::string(mode) + " 40->80 NHWC vs NCHW");
+      by_threads.push_back(std::move(nchw[0]));
+    }
+    SetNumThreads(0);
+    ExpectSameBits(by_threads[0], by_threads[1], std::string(mode) + " 40->80 1 vs 2 threads");
   }
 }
 
