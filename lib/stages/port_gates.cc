@@ -11,6 +11,7 @@
 
 #include "lib/io/model.h"
 #include "lib/ir/constants.h"
+#include "lib/ir/graph_view.h"
 #include "lib/stages/port_steps.h"
 #include "lib/util/strings.h"
 
@@ -358,6 +359,23 @@ std::string Float16Problem(const Float16Check& check) {
   return util::Join(problems, "; ");
 }
 
+// The float inputs the float16 check drew uniform in [0, 1) because no --input-range named them.
+// A model that takes pixels in 0..255 sees a near-constant image there, and a near-constant
+// output judged by its own tiny spread (M-LSD: 11 dB on [0, 1), 39 dB on 0..255).
+std::string UnrangedInputsHint(const PortState& s) {
+  std::vector<std::string> names;
+  ir::GraphView view(s.model.proto.graph());
+  for (const auto* in : view.RealInputs()) {
+    if (in->type().tensor_type().elem_type() != onnx::TensorProto::FLOAT) continue;
+    if (!s.options.input_ranges.count(in->name())) names.push_back("'" + in->name() + "'");
+  }
+  if (names.empty()) return "";
+  return fmt::format(
+      "; the check drew {} uniform in [0, 1): if the model reads another range (pixels 0..255, "
+      "audio -1..1), give --input-range NAME=LO:HI and port again",
+      util::Join(names, ", "));
+}
+
 std::string Float16Figure(const Float16Check& check) {
   double worst = INFINITY;
   for (const auto& o : check.outputs) worst = std::min(worst, o.sqnr_db);
@@ -418,7 +436,8 @@ Gate ArithmeticGate(const PortState& s) {
                                 ? "quantize the model (calibration data), or run the nodes that "
                                   "lose the most precision on the host CPU"
                                 : "quantize the model (calibration data), or keep the overflowing "
-                                  "nodes on the host");
+                                  "nodes on the host") +
+                    UnrangedInputsHint(s);
   } else {
     g.status = GateStatus::kPass;
     if (fp16) g.measured += "; " + Float16Figure(*s.fp16);

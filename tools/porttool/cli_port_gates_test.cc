@@ -161,6 +161,35 @@ g (float[1,4,320,320] x) => (float[1,1] y) {
       << arithmetic;
 }
 
+// A model that subtracts a large offset (as an input normalisation does): on [0, 1) inputs float16
+// keeps almost nothing of x + 1000 (steps of 0.5), over 0..1000 it keeps enough. The failing
+// gate names the input the check drew in [0, 1) and the flag that gives its real range, and the
+// range given turns the same port ready.
+TEST(PortGates, Float16FailureOnDefaultRandomInputsNamesTheInputRangeFlag) {
+  TempDir tmp;
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,16,16] pixels) => (float[1,4,16,16] y) {
+  k = Constant<value = float[1] {1000.0}>()
+  shifted = Add(pixels, k)
+  y = Sub(shifted, k)
+})");
+  io::Save(m, tmp / "offset.onnx");
+  auto r = RunPorttool("port " + (tmp / "offset.onnx").string() + " --target rknn-rk3588 -o " +
+                       (tmp / "a").string() + " --json");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const nlohmann::json arithmetic = GateOf(nlohmann::json::parse(r.out), "arithmetic");
+  EXPECT_EQ(arithmetic["status"], "fail") << arithmetic;
+  EXPECT_NE(arithmetic["finding"].get<std::string>().find(
+                "drew 'pixels' uniform in [0, 1): if the model reads another range"),
+            std::string::npos)
+      << arithmetic;
+  r = RunPorttool("port " + (tmp / "offset.onnx").string() +
+                  " --target rknn-rk3588 --input-range pixels=0:1000 -o " + (tmp / "b").string() +
+                  " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(GateOf(nlohmann::json::parse(r.out), "arithmetic")["status"], "pass");
+}
+
 // RV1106's NPU has no float unit and no kernel for Erf: two gates fail, and both say what to do.
 TEST(PortGates, FloatOnAnInt8OnlyNpuAndACustomOperatorLeftAreNotReady) {
   TempDir tmp;
