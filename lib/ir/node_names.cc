@@ -33,6 +33,8 @@ std::optional<PositionalRef> ParsePositional(std::string_view ref) {
   }
   if (ref.size() < 2 || ref.front() != '#') return std::nullopt;
   std::string_view digits = ref.substr(1);
+  // from_chars takes a sign: "#-1" would index before the first node.
+  if (digits.front() < '0' || digits.front() > '9') return std::nullopt;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out.index);
   if (ec == std::errc::result_out_of_range) {
     out.index = INT64_MAX;

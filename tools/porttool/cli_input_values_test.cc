@@ -146,8 +146,9 @@ TEST(CliInputValues, RangesAndValuesKeepRandomInputsOnAValidBranch) {
   r = RunPorttool("split " + Vad() + " --at sr_if --verify --input-value sr=16000 -o " +
                   (dir / "b").string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["verified"], true);
-  for (const auto& seg : nlohmann::json::parse(r.out)["segments"]) {
+  const nlohmann::json doc = nlohmann::json::parse(r.out);  // the loop below reads into it
+  EXPECT_EQ(doc["verified"], true);
+  for (const auto& seg : doc["segments"]) {
     for (const auto& in : InputNames(io::Load(dir / "b" / seg["file"].get<std::string>()))) {
       EXPECT_NE(in, "sr");  // a constant in the split, not an input of any segment
     }
