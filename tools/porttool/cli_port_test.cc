@@ -187,6 +187,33 @@ TEST(CliPort, DemoOnRknnRewritesResizeAndGeluAndListsWhatRunsOnTheCpu) {
   EXPECT_EQ(report["source"]["file"], "demo_detector.onnx");
 }
 
+// A model no pass changes (named nodes, an opset the target takes, nothing to fold or fuse):
+// simplify and rewrite say so and do not run the model against itself; the split after them
+// still verifies the bundle against the model.
+TEST(CliPort, StepsThatChangedNothingAreNotVerifiedAgain) {
+  TempDir tmp;
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
+  y = Relu(x)
+})");
+  m.proto.mutable_graph()->mutable_node(0)->set_name("act");
+  io::Save(m, tmp / "relu.onnx");
+  auto r = RunPorttool("port " + (tmp / "relu.onnx").string() + " --target rknn-rk3588 -o " +
+                       (tmp / "b").string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  ASSERT_GE(doc["steps"].size(), 4u);
+  for (int i : {1, 2}) {
+    const std::string details = doc["steps"][i]["details"].dump();
+    EXPECT_NE(details.find("not verified again: no pass changed the model"), std::string::npos)
+        << details;
+    EXPECT_EQ(details.find("verified: "), std::string::npos) << details;
+  }
+  EXPECT_NE(doc["steps"][3]["details"].dump().find("reproduce the model's 1 output(s) bit for bit"),
+            std::string::npos)
+      << doc["steps"][3];
+}
+
 TEST(CliPort, TargetWithoutTheOpGetsACustomOperatorPackage) {
   TempDir tmp;
   fs::path bundle = tmp / "b";
