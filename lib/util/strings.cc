@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace porttool::util {
@@ -96,6 +97,13 @@ std::string FormatBytes(uint64_t bytes) {
     ++unit;
   }
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, kUnits[unit]);
+}
+
+std::string FormatMs(double ms) {
+  if (!std::isfinite(ms) || ms <= 0) return fmt::format("{:g} ms", ms);
+  const int integer_digits = static_cast<int>(std::floor(std::log10(ms))) + 1;
+  const int decimals = std::max(0, 3 - integer_digits);
+  return fmt::format("{:.{}f} ms", ms, decimals);
 }
 
 }  // namespace porttool::util

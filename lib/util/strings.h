@@ -28,5 +28,8 @@ std::string GroupDigits(uint64_t count);
 
 // Human-readable byte count: "1.50 MiB".
 std::string FormatBytes(uint64_t bytes);
+// A duration in milliseconds to three significant figures, never in exponent form: "0.0123 ms",
+// "1.25 ms", "42.1 ms", "1234 ms". Two fixed decimals read 0.01 ms for 12 us and hid the figure.
+std::string FormatMs(double ms);
 
 }  // namespace porttool::util

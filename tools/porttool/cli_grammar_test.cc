@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+#include <sstream>
+
 #include "lib/util/sha256.h"
 #include "lib/util/testing.h"
 
@@ -254,6 +257,23 @@ TEST(CliRun, ProfileCoversEveryNodeAndOpType) {
                           " --random-inputs --input-shape images:1x3x32x32 --profile --top 3");
   EXPECT_TRUE(Has(text.out, "top 3 nodes")) << text.out;
   EXPECT_TRUE(Has(text.out, "by op type")) << text.out;
+  EXPECT_TRUE(Has(text.out, "... and 13 more node(s)")) << text.out;
+  // Every op-type row is a share of the header's total: with all of them shown they add up to
+  // 100 % (rounding aside), never more. Text latencies have significant figures, not "0.01".
+  text = RunPorttool("run " + testing::DemoArg() +
+                     " --random-inputs --input-shape images:1x3x32x32 --profile --top 100");
+  std::istringstream lines(text.out.substr(text.out.find("by op type:")));
+  std::string line;
+  double percent = 0;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    size_t ms = line.find(" ms ");
+    ASSERT_NE(ms, std::string::npos) << line;
+    percent += std::stod(line.substr(ms + 4, line.find('%') - ms - 4));
+  }
+  EXPECT_GT(percent, 99.0) << text.out;
+  EXPECT_LE(percent, 100.5) << text.out;
+  EXPECT_FALSE(Has(text.out, " 0.00 ms")) << text.out;
 }
 
 TEST(CliRules, RulesDirAndTargetFileEverywhere) {

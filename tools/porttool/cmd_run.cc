@@ -13,6 +13,7 @@
 #include "lib/runtime/compare.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/util/strings.h"
 #include "lib/stages/run.h"
 #include "lib/util/error.h"
 #include "tools/porttool/commands.h"
@@ -51,40 +52,45 @@ nlohmann::json ProfileJson(const stages::RunStageResult& r) {
           {"op_types", ops}};
 }
 
+// Text profile: every row a share of one total, the sum of the nodes' medians, so node rows and
+// op-type rows (each op type the sum of its nodes' medians) add up to at most 100 %. The JSON
+// keeps op_types as the median of each op type's per-run sum.
 void PrintProfile(const stages::RunStageResult& r, size_t top) {
   std::vector<stages::NodeTime> rows = r.profile;
   std::map<std::string, std::pair<double, int>> ops;
   double total = 0;
   for (const auto& n : rows) {
     total += n.ms;
+    ops[n.op_type].first += n.ms;
     ops[n.op_type].second++;
   }
-  for (const auto& [op, ms] : r.op_type_ms) ops[op].first = ms;
+  auto share = [total](double ms) { return total > 0 ? 100 * ms / total : 0.0; };
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
   fmt::print(
-      "profile: {:.2f} ms per run in {} nodes (sum of the nodes' medians over {} run(s)); top {} "
+      "profile: {} per run in {} nodes (sum of the nodes' medians over {} run(s)); top {} "
       "nodes:\n",
-      total, rows.size(), r.profile_runs, std::min(top, rows.size()));
+      util::FormatMs(total), rows.size(), r.profile_runs, std::min(top, rows.size()));
   if (r.fused_nodes > 0) {
     fmt::print(
         "  ({} nodes run inside the conv, linear layer or mean before them and show 0 ms; "
-        "--no-fusion times "
-        "each)\n",
+        "--no-fusion times each)\n",
         r.fused_nodes);
   }
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
-    fmt::print("  {:>8.3f} ms {:>5.1f}%  {:<20} {}\n", rows[i].ms,
-               total > 0 ? 100 * rows[i].ms / total : 0.0, rows[i].op_type, rows[i].name);
+    fmt::print("  {:>11} {:>5.1f}%  {:<20} {}\n", util::FormatMs(rows[i].ms), share(rows[i].ms),
+               rows[i].op_type, rows[i].name);
   }
+  if (rows.size() > top) fmt::print("  ... and {} more node(s)\n", rows.size() - top);
   std::vector<std::pair<std::string, std::pair<double, int>>> by_op(ops.begin(), ops.end());
   std::sort(by_op.begin(), by_op.end(),
             [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   fmt::print("by op type:\n");
   for (size_t i = 0; i < by_op.size() && i < top; ++i) {
     const auto& [op, v] = by_op[i];
-    fmt::print("  {:>8.3f} ms {:>5.1f}%  {:<20} x{}\n", v.first,
-               total > 0 ? 100 * v.first / total : 0.0, op, v.second);
+    fmt::print("  {:>11} {:>5.1f}%  {:<20} x{}\n", util::FormatMs(v.first), share(v.first), op,
+               v.second);
   }
+  if (by_op.size() > top) fmt::print("  ... and {} more op type(s)\n", by_op.size() - top);
 }
 
 // All files or none: a folder that cannot take them is bad input, not a half-written result.
@@ -159,8 +165,8 @@ int RunRun(const RunOptions& o) {
     return kExitOk;
   }
   for (size_t i = 0; i < r.outputs.size(); ++i) PrintOutput(r.outputs[i], files[i]);
-  fmt::print("latency: median {:.2f} ms, min {:.2f} ms, max {:.2f} ms over {} run(s){}\n",
-             lat.median, lat.min, lat.max, r.times_ms.size(),
+  fmt::print("latency: median {}, min {}, max {} over {} run(s){}\n", util::FormatMs(lat.median),
+             util::FormatMs(lat.min), util::FormatMs(lat.max), r.times_ms.size(),
              o.repeat > 0 ? " after 1 warm-up" : "");
   if (o.profile) PrintProfile(r, o.top);
   return kExitOk;

@@ -1,0 +1,23 @@
+#include "lib/util/strings.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace porttool::util {
+namespace {
+
+// `run` printed "0.01 ms" for a 12 us model and "0.00 ms" for a 3 us one: three significant
+// figures keep what was measured at every scale.
+TEST(FormatMs, ThreeSignificantFiguresAtEveryScale) {
+  EXPECT_EQ(FormatMs(0.0123456), "0.0123 ms");
+  EXPECT_EQ(FormatMs(0.003), "0.00300 ms");
+  EXPECT_EQ(FormatMs(1.25), "1.25 ms");
+  EXPECT_EQ(FormatMs(42.14), "42.1 ms");
+  EXPECT_EQ(FormatMs(1234.4), "1234 ms");
+  EXPECT_EQ(FormatMs(0), "0 ms");
+  EXPECT_EQ(FormatMs(std::numeric_limits<double>::infinity()), "inf ms");
+}
+
+}  // namespace
+}  // namespace porttool::util
