@@ -117,16 +117,13 @@ void LintInitializerInputs(const ir::GraphView& view, CheckReport& report) {
   std::vector<std::string> names = ir::InitializerInputs(view.graph());
   if (names.empty()) return;
   constexpr size_t kShown = 3;
-  std::vector<std::string> shown(
-      names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), kShown)));
   report.Add(
       {Severity::kWarning, "initializer-input", "", names.front(),
-       fmt::format("{} initializer(s) are also listed as graph inputs ({}{}), as "
+       fmt::format("{} initializer(s) are also listed as graph inputs ({}), as "
                    "exporters did before IR 4: porttool treats them as initializers (a value given "
                    "for one at run time replaces it), but a converter or runtime may ask "
                    "the caller to feed them",
-                   names.size(), util::Join(shown, ", "),
-                   names.size() > kShown ? fmt::format(" and {} more", names.size() - kShown) : ""),
+                   names.size(), util::JoinFirst(names, kShown)),
        "drop them from the graph inputs (the initializers stay)"});
 }
 

@@ -181,13 +181,9 @@ std::string LoweringsText(const TargetScan& scan) {
   std::string out;
   for (const auto& [id, entry] : by_id) {
     const auto& [lowering, names] = entry;
-    std::vector<std::string> shown(names.begin(),
-                                   names.begin() + std::min(names.size(), kNamesShown));
-    out += fmt::format(
-        "  {:<12} {} {} node(s) as {} via {}: {}{}\n      {} [{}]\n", "lowered", names.size(),
-        lowering->op, util::Join(lowering->becomes, "+"), id, util::Join(shown, ", "),
-        names.size() > shown.size() ? fmt::format(" and {} more", names.size() - shown.size()) : "",
-        lowering->text, lowering->source);
+    out += fmt::format("  {:<12} {} {} node(s) as {} via {}: {}\n      {} [{}]\n", "lowered",
+                       names.size(), lowering->op, util::Join(lowering->becomes, "+"), id,
+                       util::JoinFirst(names, kNamesShown), lowering->text, lowering->source);
   }
   return out;
 }

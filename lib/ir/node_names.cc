@@ -72,9 +72,8 @@ std::string LabelsText(const GraphView& view, const std::vector<int>& indices) {
   for (size_t i = 0; i < indices.size() && i < kShown; ++i) {
     labels.push_back(fmt::format("#{} ({})", indices[i], view.node(indices[i]).op_type()));
   }
-  std::string out = util::Join(labels, ", ");
-  if (indices.size() > kShown) out += fmt::format(" and {} more", indices.size() - kShown);
-  return out;
+  labels.resize(indices.size());  // the rest only counted
+  return util::JoinFirst(labels, kShown);
 }
 
 std::vector<std::string> Labels(const GraphView& view) {

@@ -24,14 +24,10 @@ std::vector<std::string> FeedInitializerInputs(io::Model& model, const TensorMap
 }
 
 std::string FedInitializersNote(const std::vector<std::string>& names) {
-  constexpr size_t kShown = 5;
-  std::vector<std::string> shown(
-      names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), kShown)));
   return fmt::format(
-      "{} given value(s) replace initializer(s) the model also lists as graph inputs: {}{} (the "
+      "{} given value(s) replace initializer(s) the model also lists as graph inputs: {} (the "
       "model's own values are used when none is given)",
-      names.size(), util::Join(shown, ", "),
-      names.size() > kShown ? fmt::format(" and {} more", names.size() - kShown) : "");
+      names.size(), util::JoinFirst(names));
 }
 
 }  // namespace porttool::runtime

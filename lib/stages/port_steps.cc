@@ -605,7 +605,7 @@ void EmitLeftovers(PortState& s, PortStep& step) {
     for (const auto* n : nodes) item.nodes.push_back(n->name);
     item.text = fmt::format(
         "write the custom operator {} ({} node(s): {}); package and test kit in {}/ ({} kernel)",
-        op, nodes.size(), util::Join(item.nodes, ", "), dir,
+        op, nodes.size(), util::JoinFirst(item.nodes), dir,
         r.spec.kernel == "skeleton" ? "a skeleton" : "a working reference");
     step.details.push_back(item.text);
     s.left.push_back(std::move(item));
@@ -614,7 +614,7 @@ void EmitLeftovers(PortState& s, PortStep& step) {
     LeftItem item{"host", op, {}, "", "", nullptr};
     for (const auto* n : nodes) item.nodes.push_back(n->name);
     item.text = fmt::format("{} runs on the host CPU ({} node(s): {}): {}", op, nodes.size(),
-                            util::Join(item.nodes, ", "), nodes.front()->reason);
+                            util::JoinFirst(item.nodes), nodes.front()->reason);
     s.left.push_back(std::move(item));
   }
 }

@@ -99,6 +99,12 @@ std::string FormatBytes(uint64_t bytes) {
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, kUnits[unit]);
 }
 
+std::string JoinFirst(const std::vector<std::string>& parts, size_t shown) {
+  if (parts.size() <= shown) return Join(parts, ", ");
+  std::vector<std::string> first(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(shown));
+  return fmt::format("{} and {} more", Join(first, ", "), parts.size() - shown);
+}
+
 std::string FormatMs(double ms) {
   if (!std::isfinite(ms) || ms <= 0) return fmt::format("{:g} ms", ms);
   const int integer_digits = static_cast<int>(std::floor(std::log10(ms))) + 1;

@@ -11,6 +11,9 @@ namespace porttool::util {
 
 std::vector<std::string> Split(std::string_view text, char sep);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+// The first `shown` parts joined with ", " and " and N more" for the rest: a list in text output
+// that stays one readable line on a model with hundreds of matches.
+std::string JoinFirst(const std::vector<std::string>& parts, size_t shown = 5);
 // Every occurrence of `from` (non-empty) replaced by `to`, left to right, never rescanning `to`.
 std::string ReplaceAll(std::string text, std::string_view from, std::string_view to);
 bool StartsWith(std::string_view text, std::string_view prefix);

@@ -19,5 +19,14 @@ TEST(FormatMs, ThreeSignificantFiguresAtEveryScale) {
   EXPECT_EQ(FormatMs(std::numeric_limits<double>::infinity()), "inf ms");
 }
 
+// A port's "left" line once listed all 119 node names of one op (~10 KB): five and a count now.
+TEST(JoinFirst, TheFirstFewAndACount) {
+  EXPECT_EQ(JoinFirst({}), "");
+  EXPECT_EQ(JoinFirst({"a", "b"}), "a, b");
+  EXPECT_EQ(JoinFirst({"a", "b", "c", "d", "e"}), "a, b, c, d, e");
+  EXPECT_EQ(JoinFirst({"a", "b", "c", "d", "e", "f", "g"}), "a, b, c, d, e and 2 more");
+  EXPECT_EQ(JoinFirst({"a", "b", "c"}, 1), "a and 2 more");
+}
+
 }  // namespace
 }  // namespace porttool::util

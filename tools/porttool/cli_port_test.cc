@@ -214,6 +214,35 @@ g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
       << doc["steps"][3];
 }
 
+// Seven Erf nodes on the host CPU: the verdict's "left" line names five and counts the rest (a
+// real model listed 119 names in one line); report.json keeps every name.
+TEST(CliPort, LeftLinesNameTheFirstFewNodesAndCountTheRest) {
+  TempDir tmp;
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8,4,4] x) => (float[1,8,4,4] y) {
+  a1 = Erf(x)
+  a2 = Erf(a1)
+  a3 = Erf(a2)
+  a4 = Erf(a3)
+  a5 = Erf(a4)
+  a6 = Erf(a5)
+  y = Erf(a6)
+})");
+  for (int i = 0; i < 7; ++i) {
+    m.proto.mutable_graph()->mutable_node(i)->set_name("erf" + std::to_string(i));
+  }
+  io::Save(m, tmp / "erfs.onnx");
+  fs::path bundle = tmp / "b";
+  auto r = RunPorttool("port " + (tmp / "erfs.onnx").string() + " --target rknn-rk3588 -o " +
+                       bundle.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("(7 node(s): erf0, erf1, erf2, erf3, erf4 and 2 more)"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("erf5"), std::string::npos) << r.out;
+  nlohmann::json report = ReadJson(bundle / "report.json");
+  EXPECT_NE(report["left"].dump().find("erf6"), std::string::npos) << report["left"];
+}
+
 TEST(CliPort, TargetWithoutTheOpGetsACustomOperatorPackage) {
   TempDir tmp;
   fs::path bundle = tmp / "b";
