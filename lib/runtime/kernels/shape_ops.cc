@@ -429,6 +429,88 @@ void GatherElementsKernel(KernelContext& ctx) {
 
 // ---- Pad ----
 
+// One copy or fill per run instead of one index walk per element (M-LSD's three NHWC Pads took
+// 14.5 ms this way against ORT's fraction of one). The axes after the last padded one are one
+// contiguous block in input and output alike; along the last padded axis, consecutive output
+// positions that read consecutive input positions (or the constant) merge into one run.
+struct PadRun {
+  int64_t length = 0;  // positions along the last padded axis
+  int64_t source = 0;  // first input position, or -1 for the constant
+};
+
+std::vector<PadRun> RunsOf(const std::vector<int64_t>& map) {
+  std::vector<PadRun> runs;
+  for (int64_t i : map) {
+    if (!runs.empty()) {
+      PadRun& last = runs.back();
+      const bool both_fill = last.source < 0 && i < 0;
+      const bool next_source = last.source >= 0 && i == last.source + last.length;
+      if (both_fill || next_source) {
+        ++last.length;
+        continue;
+      }
+    }
+    runs.push_back({1, i < 0 ? -1 : i});
+  }
+  return runs;
+}
+
+bool IsIdentityMap(const std::vector<int64_t>& map, int64_t dim) {
+  if (static_cast<int64_t>(map.size()) != dim) return false;
+  for (int64_t i = 0; i < dim; ++i) {
+    if (map[i] != i) return false;
+  }
+  return true;
+}
+
+template <typename T>
+void PadByRuns(const T* src, const std::vector<int64_t>& in_shape,
+               const std::vector<std::vector<int64_t>>& maps, T fill, T* dst) {
+  const int rank = static_cast<int>(in_shape.size());
+  int axis = rank - 1;  // the last axis whose output differs from the input
+  while (axis >= 0 && IsIdentityMap(maps[axis], in_shape[axis])) --axis;
+  int64_t block = 1;
+  for (int d = axis + 1; d < rank; ++d) block *= in_shape[d];
+  if (axis < 0) {
+    std::copy(src, src + block, dst);
+    return;
+  }
+  const std::vector<PadRun> runs = RunsOf(maps[axis]);
+  const int64_t slab = static_cast<int64_t>(maps[axis].size()) * block;
+  const auto in_strides = Strides(in_shape);
+  int64_t outer = 1;
+  for (int d = 0; d < axis; ++d) outer *= static_cast<int64_t>(maps[d].size());
+  std::vector<int64_t> idx(axis, 0);
+  for (int64_t o = 0; o < outer; ++o, dst += slab) {
+    int64_t offset = 0;
+    bool inside = true;
+    for (int d = 0; d < axis && inside; ++d) {
+      const int64_t i = maps[d][idx[d]];
+      inside = i >= 0;
+      offset += i * in_strides[d];
+    }
+    if (!inside) {
+      std::fill(dst, dst + slab, fill);
+    } else {
+      T* at = dst;
+      for (const PadRun& run : runs) {
+        const int64_t n = run.length * block;
+        if (run.source < 0) {
+          std::fill(at, at + n, fill);
+        } else {
+          const T* from = src + offset + run.source * in_strides[axis];
+          std::copy(from, from + n, at);
+        }
+        at += n;
+      }
+    }
+    for (int d = axis; d-- > 0;) {
+      if (++idx[d] < static_cast<int64_t>(maps[d].size())) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 void PadKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   std::string mode = ctx.GetString("mode", "constant");
@@ -488,27 +570,9 @@ void PadKernel(KernelContext& ctx) {
       maps[d].push_back(i);
     }
   }
-  auto in_strides = Strides(x.shape());
   DispatchAll(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* src = x.data<T>();
-    T* dst = out.mutable_data<T>();
-    const T fill = SaturateCast<T>(value);
-    std::vector<int64_t> idx(rank, 0);
-    for (int64_t o = 0; o < out.size(); ++o) {
-      int64_t offset = 0;
-      bool inside = true;
-      for (int d = 0; d < rank && inside; ++d) {
-        int64_t i = maps[d][idx[d]];
-        inside = i >= 0;
-        offset += i * in_strides[d];
-      }
-      dst[o] = inside ? src[offset] : fill;
-      for (int d = rank; d-- > 0;) {
-        if (++idx[d] < shape[d]) break;
-        idx[d] = 0;
-      }
-    }
+    PadByRuns(x.data<T>(), x.shape(), maps, SaturateCast<T>(value), out.mutable_data<T>());
   });
   ctx.output(0) = std::move(out);
 }

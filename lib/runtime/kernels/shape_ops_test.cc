@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "lib/runtime/kernels/kernel_test_util.h"
@@ -52,6 +53,67 @@ TEST(ConcatKernel, LargeInputsLandWhereTheIndexFormulaPutsThemAtAnyThreadCount) 
           << fmt::format("outer {} inner {} at {} threads", c.outer, c.inner, threads);
     }
     SetNumThreads(0);
+  }
+}
+
+// The input coordinate an output coordinate reads along one axis, straight from the ONNX Pad
+// definition (-1: the constant), computed per element: the oracle for the run-based kernel.
+int64_t PadSource(int64_t o, int64_t before, int64_t dim, const std::string& mode) {
+  int64_t i = o - before;
+  if (i >= 0 && i < dim) return i;
+  if (mode == "constant") return -1;
+  if (mode == "edge") return i < 0 ? 0 : dim - 1;
+  while (i < 0 || i >= dim) i = i < 0 ? -i : 2 * (dim - 1) - i;  // reflect
+  return i;
+}
+
+// Pad copies runs of rows now (M-LSD's NHWC pads): every mode, negative pads (a crop), padding on
+// the leading, middle and last axes, and no padding at all, element by element against the
+// definition.
+TEST(PadKernel, RunsMatchTheDefinitionElementByElement) {
+  std::mt19937 rng(5);
+  struct Case {
+    std::vector<int64_t> shape, pads;
+    std::string mode;
+  };
+  const std::vector<Case> cases = {
+      {{1, 20, 20, 32}, {0, 1, 1, 0, 0, 2, 2, 0}, "constant"},  // NHWC, tf2onnx
+      {{1, 3, 9, 7}, {0, 0, 3, 2, 0, 0, 1, 4}, "reflect"},
+      {{2, 3, 5, 4}, {1, 0, 2, 1, 0, 2, 0, 3}, "edge"},
+      {{2, 6, 5}, {0, -2, 1, 0, -1, 1}, "constant"},  // crop the middle axis, pad the last
+      {{11}, {4, 3}, "reflect"},
+      {{3, 4, 5}, {2, 0, 0, 1, 0, 0}, "constant"},  // only the leading axis
+      {{3, 4, 5}, {0, 0, 0, 0, 0, 0}, "edge"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("shape [{}] pads [{}] {}", fmt::join(c.shape, ","),
+                             fmt::join(c.pads, ","), c.mode));
+    Tensor x = testing_util::RandomFloats(c.shape, rng);
+    Tensor pads(onnx::TensorProto::INT64, {static_cast<int64_t>(c.pads.size())});
+    std::copy(c.pads.begin(), c.pads.end(), pads.mutable_data<int64_t>());
+    Tensor value(onnx::TensorProto::FLOAT, {});
+    *value.mutable_data<float>() = 7.5f;
+    auto out = RunOp(NodeBuilder("Pad", 3).Str("mode", c.mode).node(), 13, {&x, &pads, &value});
+    const int rank = static_cast<int>(c.shape.size());
+    std::vector<int64_t> shape(rank);
+    for (int d = 0; d < rank; ++d) shape[d] = c.shape[d] + c.pads[d] + c.pads[d + rank];
+    ASSERT_EQ(out[0].shape(), shape);
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t o = 0; o < out[0].size(); ++o) {
+      int64_t offset = 0;
+      bool inside = true;
+      for (int d = 0; d < rank; ++d) {
+        const int64_t i = PadSource(idx[d], c.pads[d], c.shape[d], c.mode);
+        inside = inside && i >= 0;
+        offset = offset * c.shape[d] + std::max<int64_t>(i, 0);
+      }
+      const float want = inside ? x.data<float>()[offset] : 7.5f;
+      ASSERT_EQ(out[0].data<float>()[o], want) << "output element " << o;
+      for (int d = rank; d-- > 0;) {
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+      }
+    }
   }
 }
 
