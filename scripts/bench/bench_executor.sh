@@ -23,8 +23,8 @@
 # Usage: scripts/bench/bench_executor.sh [REPEAT]      (default 10)
 #   ROUNDS        turns per engine and thread count (default 3)
 #   PORTTOOL_BIN  porttool binary (default build/porttool)
-#   MODELS        "file:input:shape ..." (default: det and cls from ../shared/models, and the
-#                 transformer block)
+#   MODELS        "file:input:shape ..." (default: every model in ../shared/models, the
+#                 transformer block and the LeakyRelu conv net)
 # Needs ONNX Runtime for node (scripts/setup.sh --ort); without it only porttool's figures print.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,7 +37,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 "$PY" scripts/gen_transformer_block.py "$WORK/transformer_block.onnx"
 "$PY" scripts/gen_leaky_convnet.py "$WORK/leaky_convnet.onnx"
-MODELS=${MODELS:-"$M/ch_PP-OCRv4_det_infer.onnx:x:1x3x640x640 $M/ch_ppocr_mobile_v2.0_cls_infer.onnx:x:1x3x48x192 $M/ch_PP-OCRv4_rec_infer.onnx:x:1x3x48x320 $M/hey_jarvis_v0.1.onnx:x.1:1x16x96 $M/melspectrogram.onnx:input:1x16000 $WORK/transformer_block.onnx:x:1x256x384 $WORK/leaky_convnet.onnx:x:4x76x32x1"}
+MODELS=${MODELS:-"$M/ch_PP-OCRv4_det_infer.onnx:x:1x3x640x640 $M/ch_ppocr_mobile_v2.0_cls_infer.onnx:x:1x3x48x192 $M/ch_PP-OCRv4_rec_infer.onnx:x:1x3x48x320 $M/hey_jarvis_v0.1.onnx:x.1:1x16x96 $M/melspectrogram.onnx:input:1x16000 $M/ultraface_RFB-320.onnx:input:1x3x240x320 $M/mlsd_320_large.onnx:input_image_with_alpha:0:1x320x320x4 $M/blazeface_back_256.onnx:input:0:1x256x256x3 $WORK/transformer_block.onnx:x:1x256x384 $WORK/leaky_convnet.onnx:x:4x76x32x1"}
 
 [ -x "$BIN" ] || { echo "bench_executor: $BIN not built (scripts/build.sh)" >&2; exit 3; }
 HAVE_ORT=0
@@ -77,7 +77,9 @@ ROW='%-28s %3s %7s %10s %8s %8s %9s %9s %8s %9s %7s %9s %9s\n'
 printf "$ROW" model thr runs porttool_ms ort_ms "pt/ort" pt_rss_MB ort_rss_MB "rss" "GFLOP/s" "%peak" \
   "pt_2t/1t" "ort_2t/1t"
 for SPEC in $MODELS; do
-  IFS=: read -r MODEL INPUT SHAPE <<<"$SPEC"
+  # file:input:shape, where a tf2onnx input name has a colon of its own ("input:0")
+  MODEL=${SPEC%%:*} REST=${SPEC#*:}
+  SHAPE=${REST##*:} INPUT=${REST%:*}
   [ -f "$MODEL" ] || { echo "bench_executor: $MODEL absent; skipped" >&2; continue; }
   GFLOP=$("$PY" scripts/bench/model_flops.py "$MODEL" "$INPUT" "$SHAPE" 2>/dev/null || echo 0)
   PT_1T=; ORT_1T=

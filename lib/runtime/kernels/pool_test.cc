@@ -176,6 +176,50 @@ TEST(PoolKernels, LargeStride1WindowsEqualTheWalkBitwise) {
   }
 }
 
+// 2x2 windows at stride 2 (BlazeFace's pools) take their own path when every window lies inside
+// the input: bit for bit the walk's result on values tied on zeros of both signs and NaN, with
+// odd sizes, ceil_mode (a partial last window: the general path) and pads (the general path).
+TEST(PoolKernels, TwoByTwoStride2WindowsEqualTheWalkBitwise) {
+  std::mt19937 rng(50);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float pool[] = {0.f, -0.f, 0.f, -0.f, -1.f, -0.5f, 0.25f, nan};
+  for (int trial = 0; trial < 60; ++trial) {
+    PoolCase c;
+    c.kh = c.kw = 2;
+    c.sh = c.sw = 2;
+    const bool padded = trial % 5 == 4;
+    c.pt = c.pl = padded ? 1 : 0;
+    c.pb = c.pr = 0;
+    c.ceil = trial % 3 == 2;
+    c.h = pick(2, 33), c.w = pick(2, 33);
+    Tensor x(onnx::TensorProto::FLOAT, {1, 2, c.h, c.w});
+    for (int64_t i = 0; i < x.size(); ++i) {
+      x.mutable_data<float>()[i] = trial < 20 ? std::uniform_real_distribution<float>(-1, 1)(rng)
+                                              : pool[pick(0, 7)];
+    }
+    NaivePool expected = RunNaive(c, x);
+    NodeBuilder mp("MaxPool", 1);
+    mp.Ints("kernel_shape", {2, 2}).Ints("strides", {2, 2});
+    mp.Ints("pads", {c.pt, c.pl, c.pb, c.pr}).Int("ceil_mode", c.ceil);
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      auto out = RunOp(mp.node(), 12, {&x});
+      ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{1, 2, expected.oh, expected.ow}));
+      for (size_t i = 0; i < expected.max.size(); ++i) {
+        uint32_t got, want;
+        std::memcpy(&got, out[0].data<float>() + i, 4);
+        std::memcpy(&want, expected.max.data() + i, 4);
+        ASSERT_EQ(got, want) << "trial " << trial << " " << c.h << "x" << c.w << " element " << i
+                             << " at " << threads << " threads";
+      }
+    }
+    SetNumThreads(0);
+  }
+}
+
 TEST(PoolKernels, StorageOrderColumnMajorIndices) {
   // 2x3 input, 2x2 window stride 1: max of each window, index in column-major order h + w * H.
   Tensor x = testing_util::FloatTensor({1, 1, 2, 3}, {1, 6, 2, 5, 3, 4});
