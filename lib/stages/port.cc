@@ -44,7 +44,9 @@ void CheckOutputDir(const fs::path& dir, const PortOptions& options) {
 std::string LogText(const PortResult& r) {
   std::string out;
   for (const auto& s : r.steps) {
-    out += fmt::format("[{}] {} ({:.1f} ms): {}\n", s.id, s.outcome, s.ms, s.title);
+    out += fmt::format("[{}] {} ({:.1f} ms{}): {}\n", s.id, s.outcome, s.ms,
+                       s.verify_ms > 0 ? fmt::format(", verifying {:.1f} ms", s.verify_ms) : "",
+                       s.title);
     for (const auto& d : s.details) out += "    " + d + "\n";
   }
   if (r.failure) {
@@ -165,7 +167,8 @@ nlohmann::json PortJson(const PortResult& r) {
                      {"title", s.title},
                      {"outcome", s.outcome},
                      {"details", s.details},
-                     {"ms", s.ms}});
+                     {"ms", s.ms},
+                     {"verify_ms", s.verify_ms}});
   }
   nlohmann::json doc = {{"status", r.status}, {"bundle", r.bundle.string()}, {"steps", steps},
                         {"ok", r.status == "ready"}};

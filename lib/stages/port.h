@@ -58,6 +58,7 @@ struct PortStep {
   std::string outcome;               // ok | skipped | failed | planned (dry run)
   std::vector<std::string> details;  // what it did, deterministic (no timings, no paths)
   double ms = 0;                     // wall time (stdout, --json and port.log only)
+  double verify_ms = 0;              // the part of ms spent verifying (likewise)
 };
 
 struct PortFailure {

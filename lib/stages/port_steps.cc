@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
@@ -82,6 +83,24 @@ std::string VerifyEquivalent(const io::Model& before, const io::Model& after, co
       "random inputs (seed {}), and the result passes the ONNX checker",
       ra.size(), o.rtol, o.atol, max_abs, o.seed);
 }
+
+// Adds the time until it goes out of scope (an exception included) to the step's verify_ms:
+// verification is reported apart from the work, as it can cost more than the work.
+class VerifyClock {
+ public:
+  explicit VerifyClock(PortStep& step) : step_(step) {}
+  VerifyClock(const VerifyClock&) = delete;
+  VerifyClock& operator=(const VerifyClock&) = delete;
+  ~VerifyClock() {
+    step_.verify_ms += std::chrono::duration<double, std::milli>(
+                           std::chrono::steady_clock::now() - start_)
+                           .count();
+  }
+
+ private:
+  PortStep& step_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
 
 // "fold-constants 342, fuse-conv-bn 3": the passes that changed something.
 std::string ChangesText(const passes::TransformReport& r) {
@@ -239,6 +258,7 @@ void SimplifyStep(PortState& s, PortStep& step) {
     return;
   }
   try {
+    VerifyClock clock(step);
     step.details.push_back(VerifyEquivalent(before, s.model, "simplify", s.options));
   } catch (const Error& e) {
     RethrowNamingKeptIfs(s, e);
@@ -264,9 +284,12 @@ void RewriteStep(PortState& s, PortStep& step) {
     }
   }
   if (r.nodes_before != r.nodes_after) step.details.push_back("ops: " + OpsChangedText(r));
-  step.details.push_back(Unchanged(r) ? std::string(kNotReverified)
-                                      : VerifyEquivalent(before, s.model, "the target's rewrites",
-                                                         s.options));
+  if (Unchanged(r)) {
+    step.details.push_back(kNotReverified);
+    return;
+  }
+  VerifyClock clock(step);
+  step.details.push_back(VerifyEquivalent(before, s.model, "the target's rewrites", s.options));
 }
 
 // ---- 4 split ----------------------------------------------------------------------------------
@@ -383,6 +406,7 @@ void SplitStep(PortState& s, PortStep& step) {
   write.segment_dir = "segments";
   write.source_name = s.model_file;
   s.written = WriteSplit(*s.plan, s.dir, write, /*into_existing=*/true);
+  VerifyClock clock(step);  // the chain's verification and the float16 check
   SplitVerification v =
       VerifySplit(s.model, {}, *s.plan, s.dir, s.options.seed, nullptr, s.options.input_ranges);
   for (const auto& p : v.problems) step.details.push_back("verify: " + p);

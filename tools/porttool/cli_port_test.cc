@@ -208,6 +208,12 @@ g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
     EXPECT_NE(details.find("not verified again: no pass changed the model"), std::string::npos)
         << details;
     EXPECT_EQ(details.find("verified: "), std::string::npos) << details;
+    EXPECT_EQ(doc["steps"][i]["verify_ms"], 0.0) << doc["steps"][i];
+  }
+  // Verification time is reported apart from each step's time, and is part of it.
+  EXPECT_GT(doc["steps"][3]["verify_ms"].get<double>(), 0.0) << doc["steps"][3];
+  for (const auto& step : doc["steps"]) {
+    EXPECT_LE(step["verify_ms"].get<double>(), step["ms"].get<double>()) << step;
   }
   EXPECT_NE(doc["steps"][3]["details"].dump().find("reproduce the model's 1 output(s) bit for bit"),
             std::string::npos)

@@ -7,6 +7,7 @@
 
 #include "lib/stages/port.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -29,7 +30,9 @@ void LogStep(const stages::PortStep& step, bool finished) {
     return;
   }
   auto level = step.outcome == "failed" ? spdlog::level::err : spdlog::level::info;
-  spdlog::log(level, "[{}] {} in {:.0f} ms: {}", step.id, step.outcome, step.ms, step.title);
+  spdlog::log(level, "[{}] {} in {}{}: {}", step.id, step.outcome, util::FormatMs(step.ms),
+              step.verify_ms > 0 ? ", verifying " + util::FormatMs(step.verify_ms) : "",
+              step.title);
   for (const auto& d : step.details) spdlog::debug("    {}", d);
 }
 
@@ -74,6 +77,9 @@ void PrintText(const stages::PortResult& r, const PortCliOptions& o) {
     fmt::print("bundle: {}/ ({} files)\nreport: {}\n", r.bundle.string(), r.bundle_files.size(),
                (r.bundle / "report.html").string());
   }
+  double ms = 0, verify_ms = 0;
+  for (const auto& s : r.steps) ms += s.ms, verify_ms += s.verify_ms;
+  fmt::print("time: {}, of which verifying {}\n", util::FormatMs(ms), util::FormatMs(verify_ms));
 }
 
 int RunPort(const PortCliOptions& o) {
