@@ -67,21 +67,7 @@ TEST(ShapeCompletion, WhatNeitherCanSeeNamesTheBlockingNode) {
 // used to count as symbolic, so nothing completed them and `port` failed at emit on
 // [1,unk__363,unk__364,1]; they are unknown now, and one execution makes them static.
 TEST(ShapeCompletion, PlaceholderDimsAreCompletedByExecution) {
-  io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[N,3] x) => (float[?,?] y) {
-      s = Shape(x)
-      c = Cast<to = 6>(s)
-      d = Cast<to = 7>(c)
-      t = Transpose(x)
-      r = Reshape(t, d)
-      y = Relu(r)
-    })");
-  auto* vi = model.proto.mutable_graph()->add_value_info();
-  vi->set_name("r");
-  vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  for (const char* dim : {"unk__363", "unk__364"}) {
-    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param(dim);
-  }
+  io::Model model = testing::PlaceholderDimsModel("N,3");
   ShapeCompletion c = CompleteShapes(model, {{"x", {4, 3}}});
   EXPECT_TRUE(c.complete()) << c.Summary();
   EXPECT_EQ(testing::ShapeOf(model, "r"), "4x3");

@@ -43,21 +43,7 @@ TEST(InferShapes, DimsTheInputsNameAreSymbolic) {
 // (tf2onnx writes "unk__363"; ONNX's own inference writes "unk__0" for a Conv of a symbolic H):
 // unknown, with the node to blame, never "symbolic" as if a pin could set it.
 TEST(InferShapes, PlaceholderDimsAreUnknownNotSymbolic) {
-  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,3] x) => (float[?,?] y) {
-      s = Shape(x)
-      c = Cast<to = 6>(s)
-      d = Cast<to = 7>(c)
-      t = Transpose(x)
-      r = Reshape(t, d)
-      y = Relu(r)
-    })");
-  auto* vi = m.proto.mutable_graph()->add_value_info();
-  vi->set_name("r");
-  vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  for (const char* dim : {"unk__363", "unk__364"}) {
-    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param(dim);
-  }
+  io::Model m = testing::PlaceholderDimsModel("2,3");
   m.proto.mutable_graph()->mutable_node(4)->set_name("reshape");
   InferReport r = InferShapes(m);
   EXPECT_EQ(r.tensors_symbolic, 0);

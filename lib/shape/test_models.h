@@ -38,6 +38,28 @@ inline io::Model ParseNamed(const std::string& text) {
   return model;
 }
 
+// A Reshape whose target ONNX 1.12 cannot follow (Shape -> Cast -> Cast) on an input x of
+// `x_dims` ("N,3" or "2,3"), with its output 'r' declared as tf2onnx declares what it could not
+// infer: [unk__363, unk__364] (issue 49's placeholder dims). Node 4 is the Reshape.
+inline io::Model PlaceholderDimsModel(const std::string& x_dims) {
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[)" + x_dims + R"(] x) => (float[?,?] y) {
+      s = Shape(x)
+      c = Cast<to = 6>(s)
+      d = Cast<to = 7>(c)
+      t = Transpose(x)
+      r = Reshape(t, d)
+      y = Relu(r)
+    })");
+  auto* vi = m.proto.mutable_graph()->add_value_info();
+  vi->set_name("r");
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (const char* dim : {"unk__363", "unk__364"}) {
+    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param(dim);
+  }
+  return m;
+}
+
 // The shape recorded for `name` (graph input, value_info or output) as "1x3x?", or "absent".
 inline std::string ShapeOf(const io::Model& model, const std::string& name) {
   ir::GraphView view(model.proto.graph());

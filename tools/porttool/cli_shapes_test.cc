@@ -12,6 +12,7 @@
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/shape/test_models.h"
 #include "lib/util/testing.h"
 
 namespace porttool::cli_shapes_test {
@@ -43,24 +44,9 @@ std::vector<std::string> TensorsWithoutStaticShape(const io::Model& model) {
   return out;
 }
 
-// A Reshape whose target ONNX 1.12 cannot follow (Shape -> Cast -> Cast), declared as tf2onnx
-// declares what it could not infer: [unk__363, unk__364].
+// testing::PlaceholderDimsModel on disk.
 fs::path PlaceholderModel(const TempDir& dir) {
-  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[N,3] x) => (float[?,?] y) {
-      s = Shape(x)
-      c = Cast<to = 6>(s)
-      d = Cast<to = 7>(c)
-      t = Transpose(x)
-      r = Reshape(t, d)
-      y = Relu(r)
-    })");
-  auto* vi = m.proto.mutable_graph()->add_value_info();
-  vi->set_name("r");
-  vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  for (const char* dim : {"unk__363", "unk__364"}) {
-    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param(dim);
-  }
+  io::Model m = testing::PlaceholderDimsModel("N,3");
   fs::path path = dir / "placeholder.onnx";
   io::Save(m, path);
   return path;
