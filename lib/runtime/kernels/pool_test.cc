@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "lib/runtime/kernels/kernel_test_util.h"
 #include "lib/runtime/parallel.h"
@@ -128,6 +129,28 @@ TEST(PoolKernels, HeightOnlyWindowsMatchNaive) {
   }
 }
 
+// MaxPool of case `c` on x at 1 and 2 threads, bit for bit the naive walk's result (the first
+// maximum in row-major order; NaN skipped).
+void ExpectMaxPoolIsTheWalkBitwise(const PoolCase& c, const Tensor& x, const std::string& what) {
+  NaivePool expected = RunNaive(c, x);
+  NodeBuilder mp("MaxPool", 1);
+  mp.Ints("kernel_shape", {c.kh, c.kw}).Ints("strides", {c.sh, c.sw});
+  mp.Ints("pads", {c.pt, c.pl, c.pb, c.pr}).Int("ceil_mode", c.ceil);
+  for (int threads : {1, 2}) {
+    SetNumThreads(threads);
+    auto out = RunOp(mp.node(), 12, {&x});
+    ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{1, 2, expected.oh, expected.ow})) << what;
+    for (size_t i = 0; i < expected.max.size(); ++i) {
+      uint32_t got, want;
+      std::memcpy(&got, out[0].data<float>() + i, 4);
+      std::memcpy(&want, expected.max.data() + i, 4);
+      ASSERT_EQ(got, want) << what << " element " << i << " at " << threads
+                           << " threads: " << out[0].data<float>()[i] << " vs " << expected.max[i];
+    }
+  }
+  SetNumThreads(0);
+}
+
 // Stride-1 windows of 3 taps or more without Indices (YOLOX's SPP: 5, 9, 13) take the separable
 // path: bit for bit the walk's result, the first maximum in row-major order, at 1 and 2 threads.
 // The values are drawn from a few, with +0, -0 and NaN among them, so windows tie on zeros of
@@ -154,25 +177,8 @@ TEST(PoolKernels, LargeStride1WindowsEqualTheWalkBitwise) {
                                        ? std::uniform_real_distribution<float>(0, 1)(rng)
                                        : pool[pick(0, 7)];
     }
-    NaivePool expected = RunNaive(c, x);
-    const std::vector<int64_t> shape = {1, 2, expected.oh, expected.ow};
-    NodeBuilder mp("MaxPool", 1);
-    mp.Ints("kernel_shape", {c.kh, c.kw}).Ints("pads", {c.pt, c.pl, c.pb, c.pr});
-    mp.Int("ceil_mode", c.ceil);
-    for (int threads : {1, 2}) {
-      SetNumThreads(threads);
-      auto out = RunOp(mp.node(), 12, {&x});
-      ASSERT_EQ(out[0].shape(), shape);
-      for (size_t i = 0; i < expected.max.size(); ++i) {
-        uint32_t got, want;
-        std::memcpy(&got, out[0].data<float>() + i, 4);
-        std::memcpy(&want, expected.max.data() + i, 4);
-        ASSERT_EQ(got, want) << "trial " << trial << " k " << c.kh << "x" << c.kw << " element "
-                             << i << " at " << threads << " threads: " << out[0].data<float>()[i]
-                             << " vs " << expected.max[i];
-      }
-    }
-    SetNumThreads(0);
+    ExpectMaxPoolIsTheWalkBitwise(c, x, "trial " + std::to_string(trial) + " k " +
+                                            std::to_string(c.kh) + "x" + std::to_string(c.kw));
   }
 }
 
@@ -200,23 +206,8 @@ TEST(PoolKernels, TwoByTwoStride2WindowsEqualTheWalkBitwise) {
       x.mutable_data<float>()[i] = trial < 20 ? std::uniform_real_distribution<float>(-1, 1)(rng)
                                               : pool[pick(0, 7)];
     }
-    NaivePool expected = RunNaive(c, x);
-    NodeBuilder mp("MaxPool", 1);
-    mp.Ints("kernel_shape", {2, 2}).Ints("strides", {2, 2});
-    mp.Ints("pads", {c.pt, c.pl, c.pb, c.pr}).Int("ceil_mode", c.ceil);
-    for (int threads : {1, 2}) {
-      SetNumThreads(threads);
-      auto out = RunOp(mp.node(), 12, {&x});
-      ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{1, 2, expected.oh, expected.ow}));
-      for (size_t i = 0; i < expected.max.size(); ++i) {
-        uint32_t got, want;
-        std::memcpy(&got, out[0].data<float>() + i, 4);
-        std::memcpy(&want, expected.max.data() + i, 4);
-        ASSERT_EQ(got, want) << "trial " << trial << " " << c.h << "x" << c.w << " element " << i
-                             << " at " << threads << " threads";
-      }
-    }
-    SetNumThreads(0);
+    ExpectMaxPoolIsTheWalkBitwise(c, x, "trial " + std::to_string(trial) + " " +
+                                            std::to_string(c.h) + "x" + std::to_string(c.w));
   }
 }
 
