@@ -67,13 +67,11 @@ int FindPositional(const GraphView& view, const std::string& ref, const Position
 // Labels of the nodes `indices`, the first few and a count: an ambiguous name in a PyTorch 1.x
 // export (every node unnamed) matches hundreds.
 std::string LabelsText(const GraphView& view, const std::vector<int>& indices) {
-  constexpr size_t kShown = 5;
   std::vector<std::string> labels;
-  for (size_t i = 0; i < indices.size() && i < kShown; ++i) {
-    labels.push_back(fmt::format("#{} ({})", indices[i], view.node(indices[i]).op_type()));
+  for (int index : indices) {
+    labels.push_back(fmt::format("#{} ({})", index, view.node(index).op_type()));
   }
-  labels.resize(indices.size());  // the rest only counted
-  return util::JoinFirst(labels, kShown);
+  return util::JoinFirst(labels);
 }
 
 std::vector<std::string> Labels(const GraphView& view) {

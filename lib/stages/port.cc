@@ -170,7 +170,9 @@ nlohmann::json PortJson(const PortResult& r) {
                      {"ms", s.ms},
                      {"verify_ms", s.verify_ms}});
   }
-  nlohmann::json doc = {{"status", r.status}, {"bundle", r.bundle.string()}, {"steps", steps},
+  nlohmann::json doc = {{"status", r.status},
+                        {"bundle", r.bundle.string()},
+                        {"steps", steps},
                         {"ok", r.status == "ready"}};
   if (r.failure) {
     const PortFailure& f = *r.failure;

@@ -98,8 +98,8 @@ struct PortResult {
   std::filesystem::path bundle;  // written (or, dry run / failed, where it would be)
   std::vector<PortStep> steps;
   std::optional<PortFailure> failure;
-  std::string status;      // ready | not-ready | failed
-  std::vector<Gate> gates;  // empty on a failed run
+  std::string status;                     // ready | not-ready | failed
+  std::vector<Gate> gates;                // empty on a failed run
   std::string verdict;                    // one line; empty on a failed run
   std::vector<std::string> left;          // what is left to a person
   std::vector<std::string> bundle_files;  // relative to the bundle, sorted

@@ -437,7 +437,7 @@ Gate ArithmeticGate(const PortState& s) {
                                   "lose the most precision on the host CPU"
                                 : "quantize the model (calibration data), or keep the overflowing "
                                   "nodes on the host") +
-                    UnrangedInputsHint(s);
+                UnrangedInputsHint(s);
   } else {
     g.status = GateStatus::kPass;
     if (fp16) g.measured += "; " + Float16Figure(*s.fp16);

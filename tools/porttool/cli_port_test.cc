@@ -656,10 +656,12 @@ VadDiffs VadChainDiffInOrt(const fs::path& bundle, int64_t rate, const TempDir& 
   std::string audio, rate_arg;
   for (const auto& [name, t] : feeds) {
     runtime::WriteNpy(tmp / (name + ".npy"), t);
-    (name == "sr" ? rate_arg : audio) += " --input " + name + "=" + (tmp / (name + ".npy")).string();
+    (name == "sr" ? rate_arg : audio) +=
+        " --input " + name + "=" + (tmp / (name + ".npy")).string();
   }
-  auto simplified = RunPorttool("simplify " + VadArg() + " --input-value sr=" +
-                                std::to_string(rate) + " -o " + (tmp / "inlined.onnx").string());
+  auto simplified =
+      RunPorttool("simplify " + VadArg() + " --input-value sr=" + std::to_string(rate) + " -o " +
+                  (tmp / "inlined.onnx").string());
   EXPECT_EQ(simplified.exit_code, 0) << simplified.err;
   std::string node = "node " + (testing::SourceDir() / "scripts" / "ort_run.js").string();
   const std::vector<std::pair<std::string, std::string>> runs = {

@@ -107,7 +107,7 @@ int RunPort(const PortCliOptions& o) {
   stages::PortResult r = stages::PortStage(options, LogStep);
   // 1 when a gate fails (the bundle is written: that is where the user reads why); a failed step
   // keeps its error's code.
-  int code = r.failure ? ExitCodeFor(r.failure->kind)
+  int code = r.failure             ? ExitCodeFor(r.failure->kind)
              : r.status == "ready" ? kExitOk
                                    : kExitCheckFailed;
   if (r.failure) {

@@ -13,9 +13,9 @@
 #include "lib/runtime/compare.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
-#include "lib/util/strings.h"
 #include "lib/stages/run.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 

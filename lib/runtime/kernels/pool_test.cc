@@ -177,8 +177,9 @@ TEST(PoolKernels, LargeStride1WindowsEqualTheWalkBitwise) {
                                        ? std::uniform_real_distribution<float>(0, 1)(rng)
                                        : pool[pick(0, 7)];
     }
-    ExpectMaxPoolIsTheWalkBitwise(c, x, "trial " + std::to_string(trial) + " k " +
-                                            std::to_string(c.kh) + "x" + std::to_string(c.kw));
+    ExpectMaxPoolIsTheWalkBitwise(c, x,
+                                  "trial " + std::to_string(trial) + " k " + std::to_string(c.kh) +
+                                      "x" + std::to_string(c.kw));
   }
 }
 
@@ -203,11 +204,12 @@ TEST(PoolKernels, TwoByTwoStride2WindowsEqualTheWalkBitwise) {
     c.h = pick(2, 33), c.w = pick(2, 33);
     Tensor x(onnx::TensorProto::FLOAT, {1, 2, c.h, c.w});
     for (int64_t i = 0; i < x.size(); ++i) {
-      x.mutable_data<float>()[i] = trial < 20 ? std::uniform_real_distribution<float>(-1, 1)(rng)
-                                              : pool[pick(0, 7)];
+      x.mutable_data<float>()[i] =
+          trial < 20 ? std::uniform_real_distribution<float>(-1, 1)(rng) : pool[pick(0, 7)];
     }
-    ExpectMaxPoolIsTheWalkBitwise(c, x, "trial " + std::to_string(trial) + " " +
-                                            std::to_string(c.h) + "x" + std::to_string(c.w));
+    ExpectMaxPoolIsTheWalkBitwise(
+        c, x,
+        "trial " + std::to_string(trial) + " " + std::to_string(c.h) + "x" + std::to_string(c.w));
   }
 }
 
