@@ -373,6 +373,22 @@ TEST(CliPort, DryRunPrintsThePlanAndWritesNothing) {
 
 // An earlier bundle is replaced only with --force; a directory porttool did not write never
 // (docs/cli/safety.md; the rule's own tests are CliSafety.*).
+// A float port (no --data) quantizes nothing: a flag choosing what stays float would be ignored
+// and the node it names never checked ('#-1' passed unnoticed). Each is a usage error naming
+// --data, and nothing is written.
+TEST(CliPort, QuantizationChoicesWithoutDataAreUsageErrors) {
+  TempDir tmp;
+  for (const char* flag :
+       {"--precision float:#-1", "--exclude-nodes stem/Conv", "--exclude-ops Conv"}) {
+    SCOPED_TRACE(flag);
+    auto r = RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " " +
+                         flag + " -o " + (tmp / "b").string());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("need --data DIR"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "b"));
+  }
+}
+
 TEST(CliPort, ExistingDirectoryIsUsageErrorUnlessForced) {
   TempDir tmp;
   fs::path bundle = tmp / "b";

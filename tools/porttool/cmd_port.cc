@@ -95,6 +95,14 @@ int RunPort(const PortCliOptions& o) {
       (!o.quant.eval_data.empty() || !o.quant.accuracy_target.empty() || o.quant.target_sqnr)) {
     ThrowUsage("--eval-data and --accuracy-target need --data DIR (calibration samples)");
   }
+  // Without calibration nothing is quantized: a precision choice would be silently ignored, and
+  // the nodes it names never checked.
+  if (o.quant.data.empty() && (!o.quant.precision.empty() || !o.quant.exclude_nodes.empty() ||
+                               !o.quant.exclude_ops.empty())) {
+    ThrowUsage(
+        "--precision, --exclude-nodes and --exclude-ops choose what stays float in a quantized "
+        "model: they need --data DIR (calibration samples); without it the port is float");
+  }
   options.facts_file = o.facts;
   options.output_dir = o.output;
   options.dry_run = o.dry_run;
