@@ -109,35 +109,68 @@ T MaxPoolWindow2D(const T* in, const Window3& w, int64_t oh, int64_t ow) {
   return best;
 }
 
+// out[at[j] + i] = max of in[at[j] + i + t step] over t < k, for i < 16 and j < C: C running
+// maxima of 16 floats, a count the compiler knows, so they stay in registers.
+template <int C>
+PORTTOOL_ALWAYS_INLINE void MaxVectors(const float* in, const int64_t* at, int64_t k, int64_t step,
+                                       float* out) {
+  using kernels::V16f;
+  V16f m[C];
+  for (auto& v : m) v = V16f{} + MaxIdentity<float>();
+  for (int64_t t = 0; t < k; ++t) {
+    for (int j = 0; j < C; ++j) {
+      V16f v;
+      std::memcpy(&v, in + at[j] + t * step, sizeof v);
+      m[j] = v > m[j] ? v : m[j];
+    }
+  }
+  for (int j = 0; j < C; ++j) std::memcpy(out + at[j], &m[j], sizeof m[j]);
+}
+
+// MaxVectors over `rows` rows, row r from in + r in_stride to out + r out_stride.
+template <int C>
+PORTTOOL_ALWAYS_INLINE void MaxVectorRows(const float* in, int64_t in_stride, float* out,
+                                          int64_t out_stride, int64_t rows, const int64_t* at,
+                                          int64_t k, int64_t step) {
+  for (int64_t r = 0; r < rows; ++r)
+    MaxVectors<C>(in + r * in_stride, at, k, step, out + r * out_stride);
+}
+
+// MaxVectorRows for the columns [from, n), 16 <= n and n - from <= 64: up to four vectors, the
+// last ending at n (it overlaps the one before; max is idempotent, so the overlap writes the
+// same values again).
+PORTTOOL_ALWAYS_INLINE void MaxVectorsFrom(const float* in, int64_t in_stride, float* out,
+                                           int64_t out_stride, int64_t rows, int64_t from,
+                                           int64_t n, int64_t k, int64_t step) {
+  int64_t at[4];
+  int count = 0;
+  for (int64_t j = from; j < n; j += 16) at[count++] = std::min(j, n - 16);
+  switch (count) {
+    case 1:
+      return MaxVectorRows<1>(in, in_stride, out, out_stride, rows, at, k, step);
+    case 2:
+      return MaxVectorRows<2>(in, in_stride, out, out_stride, rows, at, k, step);
+    case 3:
+      return MaxVectorRows<3>(in, in_stride, out, out_stride, rows, at, k, step);
+    default:
+      return MaxVectorRows<4>(in, in_stride, out, out_stride, rows, at, k, step);
+  }
+}
+
 // out[i] = max of in[i + t step] over t < k, for i < n, the running maximum kept in registers
-// (accumulated in memory, k passes over 20-float rows stalled on store forwarding).
+// (accumulated in memory, k passes over 20-float rows stalled on store forwarding). The tail
+// past the last 64 runs as vectors that end at n (a scalar tail of 4 per 20-float row cost as
+// much as the row's vectors).
 template <typename T>
 PORTTOOL_ALWAYS_INLINE void SlidingMax(const T* in, int64_t n, int64_t k, int64_t step, T* out) {
   int64_t i = 0;
   if constexpr (std::is_same_v<T, float>) {
-    using kernels::V16f;
     // Four running maxima at once: one alone waits on each max's latency.
     for (; i + 64 <= n; i += 64) {
-      V16f m[4];
-      for (auto& v : m) v = V16f{} + MaxIdentity<float>();
-      for (int64_t t = 0; t < k; ++t) {
-        for (int j = 0; j < 4; ++j) {
-          V16f v;
-          std::memcpy(&v, in + i + 16 * j + t * step, sizeof v);
-          m[j] = v > m[j] ? v : m[j];
-        }
-      }
-      std::memcpy(out + i, m, sizeof m);
+      const int64_t at[4] = {i, i + 16, i + 32, i + 48};
+      MaxVectors<4>(in, at, k, step, out);
     }
-    for (; i + 16 <= n; i += 16) {
-      V16f m = V16f{} + MaxIdentity<float>();
-      for (int64_t t = 0; t < k; ++t) {
-        V16f v;
-        std::memcpy(&v, in + i + t * step, sizeof v);
-        m = v > m ? v : m;
-      }
-      std::memcpy(out + i, &m, sizeof m);
-    }
+    if (i < n && n >= 16) return MaxVectorsFrom(in, 0, out, 0, 1, i, n, k, step);
   }
   for (; i < n; ++i) {
     T m = MaxIdentity<T>();
@@ -146,64 +179,91 @@ PORTTOOL_ALWAYS_INLINE void SlidingMax(const T* in, int64_t n, int64_t k, int64_
   }
 }
 
-// The input plane inside a border of MaxIdentity wide enough for every stride-1 window: the
-// padding and the windows' overhang past the end (ceil_mode).
-struct PaddedPlane {
-  int64_t rows = 0, cols = 0;
-  static PaddedPlane For(const Window3& w) {
-    const int64_t span_h = w.out[1] - 1 + w.kernel[1], span_w = w.out[2] - 1 + w.kernel[2];
-    return {std::max(span_h, w.pad_begin[1] + w.in[1]), std::max(span_w, w.pad_begin[2] + w.in[2])};
+// SlidingMax over `rows` rows: row r reads from in + r in_stride and writes to
+// out + r out_stride. Rows of 16 to 64 floats (a pool's planes are small: 20x20 at YOLOX's SPP)
+// run as one to four vectors each, the vectors' offsets worked out once rather than per row (a
+// call per 20-float row cost more than its maxima).
+template <typename T>
+PORTTOOL_ALWAYS_INLINE void MaxRows(const T* in, int64_t in_stride, T* out, int64_t out_stride,
+                                    int64_t rows, int64_t n, int64_t k, int64_t step) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (n >= 16 && n <= 64) {
+      return MaxVectorsFrom(in, in_stride, out, out_stride, rows, 0, n, k, step);
+    }
   }
-  int64_t size() const { return rows * cols; }
+  for (int64_t r = 0; r < rows; ++r)
+    SlidingMax(in + r * in_stride, n, k, step, out + r * out_stride);
+}
+
+// Whether any of v[0, n) is +0 or -0, read on the bits: the smallest of the bits shifted past
+// the sign is 0 only for a zero (an unsigned min vectorises over the whole plane; a float compare
+// into a count per 20-float row cost as much as both passes).
+template <typename T>
+PORTTOOL_ALWAYS_INLINE bool HasZero(const T* v, int64_t n) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  Bits lowest = ~Bits{0};
+  for (int64_t i = 0; i < n; ++i) {
+    Bits b;
+    std::memcpy(&b, v + i, sizeof b);
+    const Bits magnitude = static_cast<Bits>(b << 1);
+    lowest = magnitude < lowest ? magnitude : lowest;
+  }
+  return lowest == 0;
+}
+
+// The maxima down the window's rows, one row per output row, with the columns of the padding on
+// either side (and the windows' overhang past the end under ceil_mode) left at MaxIdentity.
+struct DownRows {
+  int64_t cols = 0;
+  static DownRows For(const Window3& w) {
+    const int64_t span_w = w.out[2] - 1 + w.kernel[2];
+    return {std::max(span_w, w.pad_begin[2] + w.in[2])};
+  }
+  int64_t size(const Window3& w) const { return w.out[1] * cols; }
 };
 
-// One plane of a stride-1 2-D max pool as two 1-D passes over the padded plane: the maxima over
-// the window's rows, then over the window's columns of those, each run along the flattened
-// plane (values that straddle two rows are computed and never read: 20-float rows left a scalar
-// tail per row that cost as much as the vectors). A k x k window costs 2k comparisons per output
-// instead of k²: YOLOX's SPP pools (k = 5, 9, 13) took 30x ONNX Runtime's time as one k² walk
-// per output. `padded` keeps its border between calls; `down` and `across` hold the passes. Max
-// is exact, so the bits match the one-pass walk, but for the sign of a zero maximum: the walk
-// keeps the first of equal values in row-major order, the passes the first down a column, so a
-// window holding +0 and -0 could give the other sign. A zero output is computed again by the
-// walk (one compare per output; all zeros cost the walk's time, no more).
+// One plane of a stride-1 2-D max pool as two 1-D passes: the maxima over each window's rows
+// (only the rows inside the input, so the padding is never copied), then over the window's
+// columns of those. A k x k window costs 2k comparisons per output instead of k²: YOLOX's SPP
+// pools (k = 5, 9, 13) took 30x ONNX Runtime's time as one k² walk per output, and 2x at k = 5
+// while the plane was first copied into a padded one. `down` keeps its padding columns between
+// calls. Max is exact, so the bits match the one-pass walk, but for the sign of a zero maximum:
+// the walk keeps the first of equal values in row-major order, the passes the first down a
+// column, so a window holding +0 and -0 could give the other sign. A zero output is computed
+// again by the walk (one compare per output; all zeros cost the walk's time, no more).
 template <typename T>
-PORTTOOL_ALWAYS_INLINE void SeparableMaxPlane(const T* in, const Window3& w, const PaddedPlane& p,
-                                              T* padded, T* down, T* across, T* out) {
-  // Short rows: copied inline (a library call per 20-float row cost 14% of the pool).
-  for (int64_t h = 0; h < w.in[1]; ++h) {
-    const T* src = in + h * w.in[2];
-    T* dst = padded + (h + w.pad_begin[1]) * p.cols + w.pad_begin[2];
-    for (int64_t c = 0; c < w.in[2]; ++c) dst[c] = src[c];
-  }
-  const int64_t rows = w.out[1] * p.cols;
-  SlidingMax(padded, rows, w.kernel[1], p.cols, down);
-  SlidingMax(down, rows - (w.kernel[2] - 1), w.kernel[2], 1, across);
+PORTTOOL_ALWAYS_INLINE void SeparableMaxPlane(const T* in, const Window3& w, const DownRows& d,
+                                              T* down, T* out) {
+  // Down: the rows whose windows lie inside the input in one batch, the others clipped one by one.
+  const int64_t k = w.kernel[1], top = w.pad_begin[1], width = w.in[2];
+  const int64_t first = std::min(top, w.out[1]);
+  const int64_t last = std::max(first, std::min(w.out[1], top + w.in[1] - k + 1));
+  T* down_at = down + w.pad_begin[2];
+  MaxRows(in + (first - top) * width, width, down_at + first * d.cols, d.cols, last - first, width,
+          k, width);
   for (int64_t oh = 0; oh < w.out[1]; ++oh) {
-    const T* src = across + oh * p.cols;
-    T* dst = out + oh * w.out[2];
-    for (int64_t c = 0; c < w.out[2]; ++c) dst[c] = src[c];
-    if constexpr (std::is_floating_point_v<T>) {
-      // Zeros counted on the bits, an integer reduction that vectorises (a float compare into a
-      // bool did not, and the scalar loop cost as much as both passes).
-      using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-      int64_t zeros = 0;
+    if (oh == first) oh = last;  // the batch's rows
+    if (oh == w.out[1]) break;
+    const int64_t h_lo = std::max<int64_t>(oh - top, 0), h_hi = std::min(oh - top + k, w.in[1]);
+    SlidingMax(in + h_lo * width, width, std::max<int64_t>(h_hi - h_lo, 0), width,
+               down_at + oh * d.cols);
+  }
+  // Across, every row alike.
+  MaxRows(down, d.cols, out, w.out[2], w.out[1], w.out[2], w.kernel[2], int64_t{1});
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!HasZero(out, w.out_size())) return;
+    for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+      T* dst = out + oh * w.out[2];
       for (int64_t c = 0; c < w.out[2]; ++c) {
-        Bits b;
-        std::memcpy(&b, src + c, sizeof b);
-        zeros += static_cast<Bits>(b << 1) == 0;
-      }
-      for (int64_t c = 0; zeros > 0 && c < w.out[2]; ++c) {
         if (dst[c] == T(0)) dst[c] = MaxPoolWindow2D(in, w, oh, c);
       }
     }
   }
 }
 
-PORTTOOL_SIMD_CLONES void SeparableMaxPlaneF(const float* in, const Window3& w,
-                                             const PaddedPlane& p, float* padded, float* down,
-                                             float* across, float* out) {
-  SeparableMaxPlane(in, w, p, padded, down, across, out);
+PORTTOOL_SIMD_CLONES void SeparableMaxPlaneF(const float* in, const Window3& w, const DownRows& d,
+                                             float* down, float* out) {
+  SeparableMaxPlane(in, w, d, down, out);
 }
 
 // Stride-1 windows of 3 or more taps a side: a 2x2 stride-2 pool (BlazeFace's) reads each input
@@ -276,18 +336,17 @@ void MaxPoolPlanes(const Tensor& x, const PoolSetup& s, bool column_major, Tenso
     return;
   }
   if (pi == nullptr && IsPlain2D(w) && PaysToSeparate(w)) {
-    const PaddedPlane padding = PaddedPlane::For(w);
-    const int64_t work = w.out_size() * w.kernel[1] + padding.size() * w.kernel[2];
+    const DownRows rows = DownRows::For(w);
+    const int64_t work = w.out_size() * (w.kernel[1] + w.kernel[2]);
     kernels::ParallelRows(s.planes, work, [&](int64_t begin, int64_t end) {
-      std::vector<T> padded(padding.size(), MaxIdentity<T>()), down(padding.size());
-      std::vector<T> across(padding.size());
+      std::vector<T> down(rows.size(w), MaxIdentity<T>());
       for (int64_t plane = begin; plane < end; ++plane) {
         const T* in = px + plane * w.in_size();
         T* out = py + plane * w.out_size();
         if constexpr (std::is_same_v<T, float>) {
-          SeparableMaxPlaneF(in, w, padding, padded.data(), down.data(), across.data(), out);
+          SeparableMaxPlaneF(in, w, rows, down.data(), out);
         } else {
-          SeparableMaxPlane(in, w, padding, padded.data(), down.data(), across.data(), out);
+          SeparableMaxPlane(in, w, rows, down.data(), out);
         }
       }
     });
