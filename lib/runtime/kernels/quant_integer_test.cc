@@ -348,6 +348,27 @@ TEST(QuantIntegerKernels, DynamicQuantizeLinearByHand) {
   EXPECT_EQ(Values<uint8_t>(out[2]), (std::vector<uint8_t>{64}));
 }
 
+// Ties round half to even in the sixteen-lane loop and its tail alike: the range [-10, 245]
+// gives scale 1 and zero point 10, so x = k + 0.5 lands exactly between two steps; NaN goes to
+// the zero point.
+TEST(QuantIntegerKernels, DynamicQuantizeLinearRoundsTiesToEvenInEveryLane) {
+  std::vector<float> x = {-10.f, 245.f};
+  for (int k = -10; k < 40; ++k) x.push_back(static_cast<float>(k) + 0.5f);
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  const Tensor in = F32({static_cast<int64_t>(x.size())}, x);
+  auto out = RunOp(NodeBuilder("DynamicQuantizeLinear", 1, 3).node(), 11, {&in});
+  ASSERT_EQ(out[1].data<float>()[0], 1.f);
+  ASSERT_EQ(Values<uint8_t>(out[2]), (std::vector<uint8_t>{10}));
+  const std::vector<uint8_t> y = Values<uint8_t>(out[0]);
+  EXPECT_EQ(y[0], 0);
+  EXPECT_EQ(y[1], 255);
+  for (int k = -10; k < 40; ++k) {
+    const int even = k % 2 == 0 ? k : k + 1;  // k + 0.5 rounds to the even one of k, k + 1
+    EXPECT_EQ(y[static_cast<size_t>(k + 12)], even + 10) << "x = " << k << ".5";
+  }
+  EXPECT_EQ(y.back(), 10) << "NaN quantizes to the zero point";
+}
+
 // ---- constants centred at plan time ----
 
 TEST(QuantIntegerKernels, ConstantWeightsPreparedOnceGiveTheSameResults) {
