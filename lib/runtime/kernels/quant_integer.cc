@@ -30,6 +30,7 @@
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
+#include "lib/runtime/kernels/int16_gemm.h"
 #include "lib/runtime/kernels/kernel_util.h"
 #include "lib/runtime/kernels/matmul_batch.h"
 #include "lib/runtime/kernels/simd.h"
@@ -305,20 +306,24 @@ void CheckConvOperands(const KernelContext& ctx, const ConvInputs& in, int64_t m
   }
 }
 
-// w - w_zero_point as int16: row co (C/group * kernel taps values) per output channel.
+// w - w_zero_point as int16: row co (C/group * kernel taps values) per output channel, rows
+// `stride` apart: the row length rounded up to even, the pad 0 (Int16Gemm reads the weights two
+// by two).
 struct CenteredWeights {
   std::vector<int64_t> shape;
+  int64_t stride = 0;
   std::vector<int16_t> values;
 };
 
 std::shared_ptr<const CenteredWeights> CenterWeights(const Tensor& w, const Tensor* w_zp) {
   auto out = std::make_shared<CenteredWeights>();
   out->shape = w.shape();
-  out->values.resize(w.size());
   const int64_t m = w.dim(0), row = m > 0 ? w.size() / m : 0;
+  out->stride = (row + 1) / 2 * 2;
+  out->values.assign(m * out->stride, 0);
   for (int64_t co = 0; co < m; ++co) {
     const int32_t zp = w_zp ? QuantAt(*w_zp, w_zp->size() == 1 ? 0 : co) : 0;
-    int16_t* dst = out->values.data() + co * row;
+    int16_t* dst = out->values.data() + co * out->stride;
     for (int64_t j = 0; j < row; ++j) {
       dst[j] = static_cast<int16_t>(QuantAt(w, co * row + j) - zp);
     }
@@ -338,18 +343,31 @@ PrepareFn ConvPrepare(ConvInputs in) {
 }
 
 // Fills col[r][j] (r over channels x kernel taps, j over output positions [p0, p1)) with the
-// centred input value each tap reads, or 0 (the zero point, centred) in the padding.
+// centred input value each tap reads, or 0 (the zero point, centred) in the padding. Each run is
+// split where its taps leave the input, so the inside needs no bounds checks (a check per element
+// made this walk cost more than the products).
 template <typename X>
 void Im2ColCentered(const X* x, int64_t channels, const Window3& w, int32_t zp, int64_t p0,
                     int64_t p1, int16_t* col) {
   const int64_t width = w.in[2], sw = w.strides[2];
   kernels::Im2ColRuns(
       x, channels, w, p0, p1, [&](const X* src, int64_t iw_off, int64_t ow, int64_t run) {
-        for (int64_t j = 0; j < run; ++j) {
-          const int64_t iw = (ow + j) * sw + iw_off;
-          col[j] = src != nullptr && iw >= 0 && iw < width ? static_cast<int16_t>(src[iw] - zp)
-                                                           : int16_t{0};
+        // Columns j of the run whose tap (ow + j) sw + iw_off lies in [0, width).
+        const int64_t first = ow * sw + iw_off;
+        int64_t j_lo = 0, j_hi = 0;
+        if (src != nullptr) {
+          j_lo = std::min(run, first >= 0 ? 0 : (-first + sw - 1) / sw);
+          j_hi = std::clamp<int64_t>(first < width ? (width - first + sw - 1) / sw : 0, j_lo, run);
         }
+        std::fill(col, col + j_lo, int16_t{0});
+        if (sw == 1) {
+          for (int64_t j = j_lo; j < j_hi; ++j) col[j] = static_cast<int16_t>(src[first + j] - zp);
+        } else {
+          for (int64_t j = j_lo; j < j_hi; ++j) {
+            col[j] = static_cast<int16_t>(src[first + j * sw] - zp);
+          }
+        }
+        std::fill(col + j_hi, col + run, int16_t{0});
         col += run;
       });
 }
@@ -358,7 +376,8 @@ struct IntConvProblem {
   int64_t batch = 0, c_in = 0, c_out = 0, group = 1, cin_g = 0, cout_g = 0;
   Window3 w;
   int32_t x_zp = 0, y_zp = 0;
-  const int16_t* weights = nullptr;    // centred, [c_out][cin_g * taps]
+  const int16_t* weights = nullptr;  // centred, [c_out][cin_g * taps], rows `stride` apart
+  int64_t stride = 0;
   const int32_t* bias = nullptr;       // nullptr when absent
   const float* multipliers = nullptr;  // per output channel (QLinearConv)
   int64_t rows() const { return cin_g * w.kernel_size(); }
@@ -372,27 +391,34 @@ void RunIntConv(const IntConvProblem& p, const X* x, Y* y) {
                                 std::max<int64_t>(rows, 1) / 16 * 16);
   chunk = std::min(chunk, positions);
   const int64_t chunks = (positions + chunk - 1) / chunk;
+  const bool gemm = kernels::HasInt16GemmKernel();
   ParallelFor(p.batch * p.group * chunks, 1, [&](int64_t begin, int64_t end) {
     std::vector<int16_t> col(rows * chunk);
-    std::vector<uint32_t> acc(4 * chunk);
+    std::vector<uint32_t> acc((gemm ? p.cout_g : 4) * chunk);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t image = item / chunks, g = image % p.group, n = image / p.group;
       const int64_t j0 = (item % chunks) * chunk, cols = std::min(chunk, positions - j0);
       Im2ColCentered(x + (n * p.c_in + g * p.cin_g) * p.w.in_size(), p.cin_g, p.w, p.x_zp, j0,
                      j0 + cols, col.data());
-      const int64_t co_end = (g + 1) * p.cout_g;
-      for (int64_t co0 = g * p.cout_g; co0 < co_end; co0 += 4) {
+      auto emit = [&](int64_t co, const uint32_t* row) {
+        const uint32_t bias = p.bias ? static_cast<uint32_t>(p.bias[co]) : 0u;
+        EmitRow<Y>(row, cols, bias, p.multipliers ? p.multipliers + co : nullptr, 0, p.y_zp,
+                   y + (n * p.c_out + co) * positions + j0);
+      };
+      const int64_t co_begin = g * p.cout_g, co_end = co_begin + p.cout_g;
+      if (gemm) {
+        kernels::Int16Gemm(p.cout_g, cols, rows, p.weights + co_begin * p.stride, p.stride,
+                           col.data(), acc.data());
+        for (int64_t co = co_begin; co < co_end; ++co)
+          emit(co, acc.data() + (co - co_begin) * cols);
+        continue;
+      }
+      for (int64_t co0 = co_begin; co0 < co_end; co0 += 4) {
         const int64_t count = std::min<int64_t>(4, co_end - co0);
         std::fill(acc.begin(), acc.begin() + count * cols, 0u);
-        AccumulateRows(p.weights + co0 * rows, rows, count, rows, col.data(), cols, cols,
+        AccumulateRows(p.weights + co0 * p.stride, p.stride, count, rows, col.data(), cols, cols,
                        acc.data());
-        for (int64_t t = 0; t < count; ++t) {
-          const int64_t co = co0 + t;
-          const uint32_t bias = p.bias ? static_cast<uint32_t>(p.bias[co]) : 0u;
-          EmitRow<Y>(acc.data() + t * cols, cols, bias,
-                     p.multipliers ? p.multipliers + co : nullptr, 0, p.y_zp,
-                     y + (n * p.c_out + co) * positions + j0);
-        }
+        for (int64_t t = 0; t < count; ++t) emit(co0 + t, acc.data() + t * cols);
       }
     }
   });
@@ -429,9 +455,11 @@ void IntConvKernel(KernelContext& ctx, const ConvInputs& in) {
   if (const auto* prepared = ctx.prepared<CenteredWeights>();
       prepared != nullptr && prepared->shape == wt.shape()) {
     p.weights = prepared->values.data();
+    p.stride = prepared->stride;
   } else {
     centered = CenterWeights(wt, Optional(ctx, in.w_zp));
     p.weights = centered->values.data();
+    p.stride = centered->stride;
   }
   p.x_zp = ScalarZeroPoint(Optional(ctx, in.x_zp));
   std::vector<float> multipliers;

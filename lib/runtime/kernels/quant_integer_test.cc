@@ -19,6 +19,7 @@
 #include "lib/io/model.h"
 #include "lib/runtime/kernels/kernel_test_util.h"
 #include "lib/runtime/kernels/ort_oracle_test_util.h"
+#include "lib/runtime/parallel.h"
 #include "lib/runtime/session.h"
 #include "lib/util/error.h"
 
@@ -247,6 +248,46 @@ TEST(QuantIntegerKernels, ConvIntegerPerChannelZeroPointsAndSamePadding) {
   // Channel 1, taps {0,1,1,0} over {4,5,6,7}: (0,0): 5+6 = 11; (0,1): 0*5+1*0+1*7 = 7;
   // (1,0): 0*6+1*7 = 7; (1,1): 0.
   EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{14, 6, 3, 0, 11, 7, 7, 0}));
+}
+
+// ConvInteger over geometries that reach every edge of the int16 product: output channels per
+// group from 1 to 9 (tiles of 4 rows and their remainders), odd and even channels x taps (the
+// products go in pairs; an odd count pairs the last with zero), 1 to 80 output positions per
+// row (32-column tiles and masked remainders), strides 1 and 2, pads on every side; full-range
+// uint8 values and zero points, against the direct sum in double (exact: every sum fits), at 1
+// and 2 threads.
+TEST(QuantIntegerKernels, ConvIntegerMatchesTheDirectSumOverTileEdges) {
+  std::mt19937 rng(52);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int trial = 0; trial < 40; ++trial) {
+    Conv2D c;
+    c.group = trial % 5 == 0 ? pick(2, 3) : 1;
+    const int64_t m = c.group * pick(1, 9), cg = pick(1, 5), k = pick(1, 3);
+    c.strides = {pick(1, 2), pick(1, 2)};
+    c.pads = {pick(0, k - 1), pick(0, k - 1), pick(0, k - 1), pick(0, k - 1)};
+    const Tensor x =
+        Random<uint8_t>(TP::UINT8, {pick(1, 2), c.group * cg, pick(k, 9), pick(k, 80)}, rng);
+    const Tensor w = Random<uint8_t>(TP::UINT8, {m, cg, k, k}, rng);
+    const Tensor x_zp = U8({}, {static_cast<uint8_t>(pick(0, 255))});
+    const Tensor w_zp = U8({}, {static_cast<uint8_t>(pick(0, 255))});
+    std::vector<double> xr(x.size()), wr(w.size());
+    for (int64_t i = 0; i < x.size(); ++i) xr[i] = At(x, i) - At(x_zp, 0);
+    for (int64_t i = 0; i < w.size(); ++i) wr[i] = At(w, i) - At(w_zp, 0);
+    std::vector<int64_t> out_shape;
+    const std::vector<double> expected = DirectConv(c, xr, x.shape(), wr, w.shape(), out_shape);
+    for (int threads : {1, 2}) {
+      SetNumThreads(threads);
+      auto out = RunOp(ConvNode("ConvInteger", 4, c).node(), 10, {&x, &w, &x_zp, &w_zp});
+      ASSERT_EQ(out[0].shape(), out_shape) << "trial " << trial;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_EQ(At(out[0], static_cast<int64_t>(i)), expected[i])
+            << "trial " << trial << " element " << i << " at " << threads << " threads";
+      }
+    }
+  }
+  SetNumThreads(0);
 }
 
 // ---- QLinearMatMul / MatMulInteger ----
