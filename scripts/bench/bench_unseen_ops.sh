@@ -2,8 +2,9 @@
 # The ops issue 49 found the executor slow on, one node at a time against ONNX Runtime in the same
 # run, at 1 and 2 threads: MaxPool k = 5, 9, 13 (stride 1, same padding) over 1x256x20x20 (YOLOX's
 # SPP), bilinear Resize x2 at M-LSD's three decoder shapes (NCHW, 64 channels, 20/40/80 square)
-# and at 80x80x64 NHWC (a tf2onnx Resize left in NHWC), nearest x2 in both layouts. The one-node
-# models come from scripts/gen_unseen_op_models.py.
+# and at 80x80x64 NHWC (a tf2onnx Resize left in NHWC), nearest x2 in both layouts; and the
+# ConvInteger and DynamicQuantizeLinear nodes of a dynamic-int8 conv net (each row sums that op's
+# nodes). The models come from scripts/gen_unseen_op_models.py.
 #
 # Per case and thread count the engines take ROUNDS turns (porttool, then ORT, so both see the
 # same machine); each figure is the median of the rounds' medians. Columns:
@@ -19,7 +20,8 @@
 #
 # Usage: scripts/bench/bench_unseen_ops.sh [RUNS]       (timed runs per process, default 200)
 #   ROUNDS        turns per engine, case and thread count (default 3)
-#   CASES         "model:dims ..." subset of the default list (model names as the generator's)
+#   CASES         "model:dims[:op] ..." subset of the default list (model names as the generator's;
+#                 op: the op type whose nodes are compared, default the model's first node's)
 #   PORTTOOL_BIN  porttool binary (default build/porttool)
 # Needs ONNX Runtime for node (scripts/setup.sh --ort) and python3-onnx.
 set -euo pipefail
@@ -36,10 +38,14 @@ node -e "require('./scripts/ort/node_modules/onnxruntime-node')" 2>/dev/null ||
 "$PY" scripts/gen_unseen_op_models.py "$WORK"
 CASES=${CASES:-"maxpool_k5:1x256x20x20 maxpool_k9:1x256x20x20 maxpool_k13:1x256x20x20
 resize_linear_nchw20:1x64x20x20 resize_linear_nchw40:1x64x40x40 resize_linear_nchw:1x64x80x80
-resize_linear_nhwc:1x80x80x64 resize_nearest_nchw:1x64x80x80 resize_nearest_nhwc:1x80x80x64"}
+resize_linear_nhwc:1x80x80x64 resize_nearest_nchw:1x64x80x80 resize_nearest_nhwc:1x80x80x64
+dynamic_int8:1x3x256x256:ConvInteger dynamic_int8:1x3x256x256:DynamicQuantizeLinear"}
 
-# FILE -> "pt_node_ms" (sum of porttool's profiled nodes)
-pt_node() { "$PY" -c 'import json,sys; print(sum(n["ms"] for n in json.load(open(sys.argv[1]))["profile"]["nodes"]))' "$1"; }
+# FILE OP -> "pt_node_ms" (sum of porttool's profiled nodes of type OP)
+pt_node() {
+  "$PY" -c 'import json,sys
+print(sum(n["ms"] for n in json.load(open(sys.argv[1]))["profile"]["nodes"] if n["op_type"] == sys.argv[2]))' "$1" "$2"
+}
 # FILE OP -> "op_ms all_ms" from ort_bench.js --op-times 1
 ort_nodes() {
   "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1]))
@@ -48,12 +54,13 @@ print(d["op_types"].get(sys.argv[2], 0), sum(d["op_types"].values()))' "$1" "$2"
 median_of() { "$PY" -c 'import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))' "$@"; }
 
 echo "runs: $ROUNDS alternating rounds of $RUNS timed runs (after 1 warm-up)  cpu: $(nproc) cores"
-ROW='%-22s %-14s %3s %9s %9s %9s %9s %9s'
+ROW='%-34s %-14s %3s %9s %9s %9s %9s %9s'
 printf "$ROW\n" case input thr pt_node ort_op "pt/op" ort_all "pt/all"
 for SPEC in $CASES; do
-  IFS=: read -r NAME DIMS <<<"$SPEC"
+  IFS=: read -r NAME DIMS OP <<<"$SPEC"
   MODEL=$WORK/$NAME.onnx
-  OP=$("$PY" -c 'import onnx,sys; print(onnx.load(sys.argv[1]).graph.node[0].op_type)' "$MODEL")
+  LABEL=$NAME${OP:+/$OP}
+  [ -n "$OP" ] || OP=$("$PY" -c 'import onnx,sys; print(onnx.load(sys.argv[1]).graph.node[0].op_type)' "$MODEL")
   for T in 1 2; do
     A=(); B=(); C=()
     for ((R = 0; R < ROUNDS; R++)); do
@@ -61,11 +68,11 @@ for SPEC in $CASES; do
         >"$WORK/ptp.json"
       node scripts/bench/ort_bench.js "$MODEL" --shape "${DIMS//x/,}" --threads "$T" \
         --repeat "$RUNS" --op-times 1 >"$WORK/ortp.json"
-      A+=("$(pt_node "$WORK/ptp.json")")
+      A+=("$(pt_node "$WORK/ptp.json" "$OP")")
       read -r OP_MS ALL_MS < <(ort_nodes "$WORK/ortp.json" "$OP")
       B+=("$OP_MS"); C+=("$ALL_MS")
     done
-    "$PY" - "$NAME" "$DIMS" "$T" "$(median_of "${A[@]}")" "$(median_of "${B[@]}")" \
+    "$PY" - "$LABEL" "$DIMS" "$T" "$(median_of "${A[@]}")" "$(median_of "${B[@]}")" \
       "$(median_of "${C[@]}")" "$ROW" <<'PY'
 import sys
 name, dims, t = sys.argv[1:4]
