@@ -303,6 +303,9 @@ struct DepthwisePlane {
   float* out;
   int64_t out_h, out_w;
   int64_t stride_h;
+  // Stride 2 only: when not 0, each row holds the padded row's even columns, then from `half`
+  // on its odd ones (StageSplitRows), so each tap reads consecutive floats.
+  int64_t half = 0;
 };
 
 // Rows of a KxK depthwise conv with stride S along W and no dilation: the taps are unrolled, the
@@ -326,10 +329,73 @@ PORTTOOL_ALWAYS_INLINE void DepthwiseRows(const DepthwisePlane& a) {
   }
 }
 
-PORTTOOL_SIMD_CLONES void Depthwise3x3S1(const DepthwisePlane& a) { DepthwiseRows<3, 1>(a); }
-PORTTOOL_SIMD_CLONES void Depthwise3x3S2(const DepthwisePlane& a) { DepthwiseRows<3, 2>(a); }
-PORTTOOL_SIMD_CLONES void Depthwise5x5S1(const DepthwisePlane& a) { DepthwiseRows<5, 1>(a); }
-PORTTOOL_SIMD_CLONES void Depthwise5x5S2(const DepthwisePlane& a) { DepthwiseRows<5, 2>(a); }
+// L outputs of R rows (row_step floats apart in the output, out_step in `out`) from `in`, the
+// input under the first: R vectors of sums in flight, so the K*K multiply-adds of one output (a
+// chain: the order of the sum is fixed) overlap those of the others. One vector per row left one
+// chain at a time, and the conv waited on its latency (1.5x ONNX Runtime on BlazeFace's 64x64
+// planes, 3x at stride 2 with a gather per tap). Plain values, not the plane's struct: the
+// stores (memcpy) could alias it, and its fields were reloaded after each one.
+template <typename V, int K, int S, int R>
+PORTTOOL_ALWAYS_INLINE void DepthwiseTile(const float* in, int64_t in_w, int64_t row_step,
+                                          int64_t half, const float* k, float bias, float* out,
+                                          int64_t out_step) {
+  V acc[R];
+  for (auto& v : acc) v = V{} + bias;
+  for (int ky = 0; ky < K; ++ky) {
+    for (int kx = 0; kx < K; ++kx) {
+      const float kv = k[ky * K + kx];
+      // Stride 2: padded column 2 ox + kx is column ox + kx / 2 of the even or odd half.
+      const int64_t tap = S == 1 ? kx : (kx % 2) * half + kx / 2;
+      for (int r = 0; r < R; ++r) {
+        V v;
+        std::memcpy(&v, in + r * row_step + ky * in_w + tap, sizeof v);
+        acc[r] += kv * v;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) std::memcpy(out + r * out_step, &acc[r], sizeof(V));
+}
+
+// A plane in tiles of four rows (then single rows) by L columns; the last column tile ends at
+// the row's end, overlapping the one before (it writes the same sums again) rather than leaving
+// a scalar tail. Rows narrower than L take DepthwiseRows. At stride 2 the rows are split into
+// their even and odd columns (DepthwisePlane::half).
+template <typename V, int K, int S>
+PORTTOOL_ALWAYS_INLINE void DepthwiseTiles(const DepthwisePlane& a) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  float k[K * K];
+  for (int i = 0; i < K * K; ++i) k[i] = a.k[i];
+  const float* in = a.in;
+  float* out = a.out;
+  const float bias = a.bias;
+  const int64_t in_w = a.in_w, row_step = a.stride_h * a.in_w, out_w = a.out_w, out_h = a.out_h;
+  const int64_t half = a.half;
+  for (int64_t ox0 = 0; ox0 < out_w; ox0 += L) {
+    const int64_t ox = std::min(ox0, out_w - L);
+    int64_t oy = 0;
+    for (; oy + 4 <= out_h; oy += 4) {
+      DepthwiseTile<V, K, S, 4>(in + oy * row_step + ox, in_w, row_step, half, k, bias,
+                                out + oy * out_w + ox, out_w);
+    }
+    for (; oy < out_h; ++oy) {
+      DepthwiseTile<V, K, S, 1>(in + oy * row_step + ox, in_w, row_step, half, k, bias,
+                                out + oy * out_w + ox, out_w);
+    }
+  }
+}
+
+template <int K, int S>
+PORTTOOL_ALWAYS_INLINE void DepthwisePlaneKxK(const DepthwisePlane& a) {
+  if (S == 2 && a.half == 0) return DepthwiseRows<K, S>(a);  // rows not split (narrow planes)
+  if (a.out_w >= 16) return DepthwiseTiles<kernels::V16f, K, S>(a);
+  if (a.out_w >= 8) return DepthwiseTiles<kernels::V8f, K, S>(a);
+  DepthwiseRows<K, S>(a);
+}
+
+PORTTOOL_SIMD_CLONES void Depthwise3x3S1(const DepthwisePlane& a) { DepthwisePlaneKxK<3, 1>(a); }
+PORTTOOL_SIMD_CLONES void Depthwise3x3S2(const DepthwisePlane& a) { DepthwisePlaneKxK<3, 2>(a); }
+PORTTOOL_SIMD_CLONES void Depthwise5x5S1(const DepthwisePlane& a) { DepthwisePlaneKxK<5, 1>(a); }
+PORTTOOL_SIMD_CLONES void Depthwise5x5S2(const DepthwisePlane& a) { DepthwisePlaneKxK<5, 2>(a); }
 
 // Any kernel size, stride and dilation over the padded plane.
 void DepthwiseGeneric(const DepthwisePlane& a, const Window3& w) {
@@ -358,19 +424,67 @@ DepthwiseFn FastDepthwise(const Window3& w) {
   return nullptr;
 }
 
+// rows x width floats from src (rows width apart) to dst (rows dst_w apart), inline: a library
+// call per row of a 64x64 plane cost a third of the depthwise conv that copied it. With
+// half != 0, the float for padded column c (c = col0 + its column) goes to (c % 2) * half + c / 2
+// of its row: the even columns, then the odd ones, so that a stride-2 conv's taps read
+// consecutive floats (a gather per tap cost 3x ONNX Runtime's time).
+// even[i] = s[2i] and odd[i] = s[2i + 1], for the i where those exist (n values): sixteen pairs at
+// a time, two loads and two shuffles (a strided scalar loop cost more than the conv).
+PORTTOOL_ALWAYS_INLINE void Deinterleave(const float* s, int64_t n, float* even, float* odd) {
+  using kernels::V16f;
+  using kernels::V16i;
+  int64_t i = 0;
+  for (; 2 * i + 32 <= n; i += 16) {
+    V16f v0, v1;
+    std::memcpy(&v0, s + 2 * i, sizeof v0);
+    std::memcpy(&v1, s + 2 * i + 16, sizeof v1);
+    const V16f e =
+        __builtin_shuffle(v0, v1, V16i{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30});
+    const V16f o =
+        __builtin_shuffle(v0, v1, V16i{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31});
+    std::memcpy(even + i, &e, sizeof e);
+    std::memcpy(odd + i, &o, sizeof o);
+  }
+  for (; 2 * i < n; ++i) {
+    even[i] = s[2 * i];
+    if (2 * i + 1 < n) odd[i] = s[2 * i + 1];
+  }
+}
+
+PORTTOOL_SIMD_CLONES void StageRows(const float* src, int64_t rows, int64_t width, float* dst,
+                                    int64_t dst_w, int64_t col0, int64_t half) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * width;
+    float* d = dst + r * dst_w;
+    if (half == 0) {
+      for (int64_t c = 0; c < width; ++c) d[col0 + c] = s[c];
+      continue;
+    }
+    // From the first source column that lands on an even padded column on, in pairs.
+    const int64_t f = col0 % 2;
+    if (f == 1 && width > 0) d[half + col0 / 2] = s[0];
+    Deinterleave(s + f, width - f, d + (col0 + f) / 2, d + half + (col0 + f) / 2);
+  }
+}
+
 // Depthwise conv (one input and one output channel per group) over 1-D/2-D inputs: each plane
 // is copied once into a zero-padded buffer so the inner loops have no bounds checks.
 void RunDepthwise(const ConvProblem& p) {
   const Window3& w = p.w;
   const int64_t pad_h = w.pad_begin[1] + w.pad_end[1], pad_w = w.pad_begin[2] + w.pad_end[2];
   const int64_t in_h = w.in[1], in_w = w.in[2];
-  const int64_t ph = in_h + pad_h, pw = in_w + pad_w + 8;  // slack for vector over-reads
-  const bool padded = pad_h != 0 || pad_w != 0;
   const DepthwiseFn fast = FastDepthwise(w);
+  // Stride-2 rows are staged split into even and odd columns (each half with the slack), for
+  // planes wide enough for the vector tiles.
+  const bool split = fast != nullptr && w.strides[2] == 2 && w.out[2] >= 8;
+  const int64_t half = split ? (in_w + pad_w + 1) / 2 + 8 : 0;
+  const int64_t ph = in_h + pad_h, pw = split ? 2 * half : in_w + pad_w + 8;  // + slack
+  const bool staged = pad_h != 0 || pad_w != 0 || split;
   const int64_t planes = p.batch * p.c_out;
   kernels::ParallelRows(planes, w.out_size() * w.kernel_size(), [&](int64_t begin, int64_t end) {
-    std::unique_ptr<float[]> buffer = padded ? Scratch(ph * pw) : nullptr;
-    if (padded) std::fill(buffer.get(), buffer.get() + ph * pw, 0.f);
+    std::unique_ptr<float[]> buffer = staged ? Scratch(ph * pw) : nullptr;
+    if (staged) std::fill(buffer.get(), buffer.get() + ph * pw, 0.f);
     for (int64_t plane = begin; plane < end; ++plane) {
       const int64_t c = plane % p.c_out;
       const float* src = p.x + plane * w.in_size();
@@ -381,13 +495,11 @@ void RunDepthwise(const ConvProblem& p) {
                        p.y + plane * w.out_size(),
                        w.out[1],
                        w.out[2],
-                       w.strides[1]};
-      if (padded) {
+                       w.strides[1],
+                       half};
+      if (staged) {
         // Only the interior changes between planes; the zero border is written once.
-        for (int64_t r = 0; r < in_h; ++r) {
-          std::memcpy(buffer.get() + (r + w.pad_begin[1]) * pw + w.pad_begin[2], src + r * in_w,
-                      in_w * sizeof(float));
-        }
+        StageRows(src, in_h, in_w, buffer.get() + w.pad_begin[1] * pw, pw, w.pad_begin[2], half);
         a.in = buffer.get();
         a.in_w = pw;
       }

@@ -154,21 +154,27 @@ TEST(ConvKernel, MatchesNaiveConvOverRandomConfigurations) {
 }
 
 TEST(ConvKernel, DepthwiseFastPathsMatchNaive) {
-  // The unrolled 3x3/5x5 stride 1/2 kernels, with and without padding, on odd widths.
+  // The unrolled 3x3/5x5 stride 1/2 kernels, with and without padding (asymmetric too: stride-2
+  // rows are staged split into even and odd columns from an odd or even first column), on widths
+  // whose outputs take the 16-lane tiles, the 8-lane tiles or neither, and heights that leave a
+  // remainder of the four-row tiles.
   std::mt19937 rng(7);
   for (int64_t k : {3, 5})
     for (int64_t s : {1, 2})
-      for (int64_t pad : {0, 1, 2}) {
-        ConvCase c;
-        c.c_in = c.c_out = c.group = 8;
-        c.in = {23, 37};
-        c.kernel = {k, k};
-        c.strides = {s, s};
-        c.dilations = {1, 1};
-        c.pad_begin = {pad, pad};
-        c.pad_end = {pad, pad};
-        CheckConv(c, rng, "k" + std::to_string(k) + " s" + std::to_string(s));
-      }
+      for (int64_t pad : {0, 1, 2})
+        for (int64_t width : {9, 23, 37, 70}) {
+          ConvCase c;
+          c.c_in = c.c_out = c.group = 8;
+          c.in = {width == 70 ? 19 : 23, width};
+          c.kernel = {k, k};
+          c.strides = {s, s};
+          c.dilations = {1, 1};
+          c.pad_begin = {pad, pad};
+          c.pad_end = {pad, (pad + width) % 3};
+          if (c.in[1] + c.pad_begin[1] + c.pad_end[1] < k) continue;
+          CheckConv(c, rng,
+                    fmt::format("k{} s{} pads {}|{} width {}", k, s, pad, c.pad_end[1], width));
+        }
 }
 
 TEST(ConvKernel, LargeLayersSplitAcrossChunksMatchNaive) {
