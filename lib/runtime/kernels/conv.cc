@@ -329,27 +329,31 @@ PORTTOOL_ALWAYS_INLINE void DepthwiseRows(const DepthwisePlane& a) {
   }
 }
 
-// L outputs of R rows (row_step floats apart in the output, out_step in `out`) from `in`, the
-// input under the first: R vectors of sums in flight, so the K*K multiply-adds of one output (a
-// chain: the order of the sum is fixed) overlap those of the others. One vector per row left one
-// chain at a time, and the conv waited on its latency (1.5x ONNX Runtime on BlazeFace's 64x64
-// planes, 3x at stride 2 with a gather per tap). Plain values, not the plane's struct: the
-// stores (memcpy) could alias it, and its fields were reloaded after each one.
+// L outputs of R rows (out_step apart in `out`) from `in`, the input row under the first, rows
+// in_w apart, the output rows S input rows apart: R vectors of sums in flight, so the K*K
+// multiply-adds of one output (a chain: the order of the sum is fixed) overlap those of the
+// others, and each input vector is loaded once for the up to K output rows that read it. Each
+// output still adds its taps in (ky, kx) order, the order of DepthwiseRows. One vector per row
+// left one chain at a time, and the conv waited on its latency (1.5x ONNX Runtime on
+// BlazeFace's planes). Plain values, not the plane's struct: the stores (memcpy) could alias it.
 template <typename V, int K, int S, int R>
-PORTTOOL_ALWAYS_INLINE void DepthwiseTile(const float* in, int64_t in_w, int64_t row_step,
-                                          int64_t half, const float* k, float bias, float* out,
+PORTTOOL_ALWAYS_INLINE void DepthwiseTile(const float* in, int64_t in_w, int64_t half,
+                                          const float* k, float bias, float* out,
                                           int64_t out_step) {
   V acc[R];
   for (auto& v : acc) v = V{} + bias;
-  for (int ky = 0; ky < K; ++ky) {
+#pragma GCC unroll 16
+  for (int ir = 0; ir < (R - 1) * S + K; ++ir) {
+#pragma GCC unroll 5
     for (int kx = 0; kx < K; ++kx) {
-      const float kv = k[ky * K + kx];
       // Stride 2: padded column 2 ox + kx is column ox + kx / 2 of the even or odd half.
       const int64_t tap = S == 1 ? kx : (kx % 2) * half + kx / 2;
+      V v;
+      std::memcpy(&v, in + ir * in_w + tap, sizeof v);
+#pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        V v;
-        std::memcpy(&v, in + r * row_step + ky * in_w + tap, sizeof v);
-        acc[r] += kv * v;
+        const int ky = ir - r * S;
+        if (ky >= 0 && ky < K) acc[r] += k[ky * K + kx] * v;
       }
     }
   }
@@ -368,18 +372,18 @@ PORTTOOL_ALWAYS_INLINE void DepthwiseTiles(const DepthwisePlane& a) {
   const float* in = a.in;
   float* out = a.out;
   const float bias = a.bias;
-  const int64_t in_w = a.in_w, row_step = a.stride_h * a.in_w, out_w = a.out_w, out_h = a.out_h;
+  const int64_t in_w = a.in_w, row_step = S * a.in_w, out_w = a.out_w, out_h = a.out_h;
   const int64_t half = a.half;
   for (int64_t ox0 = 0; ox0 < out_w; ox0 += L) {
     const int64_t ox = std::min(ox0, out_w - L);
     int64_t oy = 0;
     for (; oy + 4 <= out_h; oy += 4) {
-      DepthwiseTile<V, K, S, 4>(in + oy * row_step + ox, in_w, row_step, half, k, bias,
-                                out + oy * out_w + ox, out_w);
+      DepthwiseTile<V, K, S, 4>(in + oy * row_step + ox, in_w, half, k, bias, out + oy * out_w + ox,
+                                out_w);
     }
     for (; oy < out_h; ++oy) {
-      DepthwiseTile<V, K, S, 1>(in + oy * row_step + ox, in_w, row_step, half, k, bias,
-                                out + oy * out_w + ox, out_w);
+      DepthwiseTile<V, K, S, 1>(in + oy * row_step + ox, in_w, half, k, bias, out + oy * out_w + ox,
+                                out_w);
     }
   }
 }
@@ -418,6 +422,7 @@ using DepthwiseFn = void (*)(const DepthwisePlane&);
 DepthwiseFn FastDepthwise(const Window3& w) {
   if (w.kernel[1] != w.kernel[2] || w.dilations[1] != 1 || w.dilations[2] != 1) return nullptr;
   if (w.strides[2] != 1 && w.strides[2] != 2) return nullptr;
+  if (w.strides[1] != w.strides[2]) return nullptr;  // the tiles step rows by the column stride
   const bool s1 = w.strides[2] == 1;
   if (w.kernel[1] == 3) return s1 ? Depthwise3x3S1 : Depthwise3x3S2;
   if (w.kernel[1] == 5) return s1 ? Depthwise5x5S1 : Depthwise5x5S2;
