@@ -178,7 +178,9 @@ WriteSplitResult WriteSplitFiles(ir::SplitResult& result, const io::Model& sourc
     io::SaveResult saved = SaveSegment(segment, dir / segment.file, options.copy_weights);
     notes.insert(saved.notes.begin(), saved.notes.end());
   }
-  std::string sha = source.path.empty() ? "" : util::Sha256File(source.path);
+  std::string sha = !options.source_sha256.empty() ? options.source_sha256
+                    : source.path.empty()          ? ""
+                                                   : util::Sha256File(source.path);
   written.manifest =
       PipelineManifest(result, source, sha, options.copy_weights ? "copy" : "zero-copy",
                        options.annotations, options.source_name);

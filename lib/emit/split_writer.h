@@ -24,6 +24,9 @@ struct WriteSplitOptions {
   std::string segment_dir{};
   // What pipeline.json records as the source model's path; empty: the path it was loaded from.
   std::string source_name{};
+  // The source file's SHA-256 when the caller already has it (port hashes it once at check);
+  // empty: hashed here. Hashing a large model costs more than writing its segments.
+  std::string source_sha256{};
   // Replace an existing output directory (io::CheckOutputDir's rule: only one porttool wrote).
   bool replace = false;
   // Inputs of the run besides the source model and its data files, which the output directory

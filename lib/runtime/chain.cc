@@ -19,15 +19,17 @@ ChainSession::ChainSession(const std::vector<const io::Model*>& segments,
   CheckWiring();
 }
 
-ChainSession::Interface ChainSession::InterfaceOf(const io::Model& model,
-                                                  const SessionOptions& options) {
-  Session session(model, options);
-  return {session.inputs(), session.output_names()};
+// From the graph, not from a session of it: planning the whole model would prepare every kernel
+// of it once more, beside the segments' own.
+ChainSession::Interface ChainSession::InterfaceOf(const io::Model& model) {
+  std::vector<std::string> outputs;
+  for (const auto& o : model.proto.graph().output()) outputs.push_back(o.name());
+  return {InputSpecsOf(model), std::move(outputs)};
 }
 
 ChainSession::ChainSession(const io::Model& original, const std::vector<const io::Model*>& segments,
                            const SessionOptions& options)
-    : ChainSession(segments, InterfaceOf(original, options), options) {}
+    : ChainSession(segments, InterfaceOf(original), options) {}
 
 ChainSession::ChainSession(const std::vector<const io::Model*>& segments, Interface interface,
                            const SessionOptions& options)
@@ -38,7 +40,7 @@ ChainSession::ChainSession(const io::Model& original, const std::vector<const io
   if (per_segment.size() != segments.size()) {
     ThrowInternal("chain: {} segment(s) but {} option set(s)", segments.size(), per_segment.size());
   }
-  std::tie(inputs_, outputs_) = InterfaceOf(original, {});
+  std::tie(inputs_, outputs_) = InterfaceOf(original);
   for (size_t i = 0; i < segments.size(); ++i) {
     sessions_.push_back(std::make_unique<Session>(*segments[i], per_segment[i]));
   }

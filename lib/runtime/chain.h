@@ -43,8 +43,8 @@ class ChainSession {
 
  private:
   using Interface = std::pair<std::vector<InputSpec>, std::vector<std::string>>;
-  // The interface of the model a chain reproduces (one plan of it, dropped again).
-  static Interface InterfaceOf(const io::Model& model, const SessionOptions& options);
+  // The interface of the model a chain reproduces: its real inputs and its outputs.
+  static Interface InterfaceOf(const io::Model& model);
   ChainSession(const std::vector<const io::Model*>& segments, Interface interface,
                const SessionOptions& options);
   void CheckWiring() const;

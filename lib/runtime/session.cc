@@ -264,11 +264,7 @@ Session::Session(const io::Model& model, SessionOptions options)
     opsets_[CanonicalDomain(op.domain())] = static_cast<int>(op.version());
   }
   BuildPlan(model.proto.graph());
-  ir::GraphView view(model.proto.graph());
-  for (const auto* vi : view.RealInputs()) {
-    CheckRunnableInput(*vi);
-    inputs_.push_back(SpecOf(*vi));
-  }
+  inputs_ = InputSpecsOf(model);
 }
 
 Session::~Session() = default;
@@ -744,14 +740,34 @@ Tensor RandomTensor(const InputSpec& spec, std::mt19937_64& rng,
   return t;
 }
 
+std::vector<InputSpec> InputSpecsOf(const io::Model& model) {
+  std::vector<InputSpec> specs;
+  ir::GraphView view(model.proto.graph());
+  for (const auto* vi : view.RealInputs()) {
+    CheckRunnableInput(*vi);
+    specs.push_back(SpecOf(*vi));
+  }
+  return specs;
+}
+
 TensorMap RandomInputs(const Session& session, uint64_t seed, const shape::InputRanges& ranges) {
-  return CompleteWithRandom(session, {}, seed, ranges);
+  return CompleteWithRandom(session.inputs(), {}, seed, ranges);
+}
+
+TensorMap RandomInputs(const std::vector<InputSpec>& inputs, uint64_t seed,
+                       const shape::InputRanges& ranges) {
+  return CompleteWithRandom(inputs, {}, seed, ranges);
 }
 
 TensorMap CompleteWithRandom(const Session& session, TensorMap given, uint64_t seed,
                              const shape::InputRanges& ranges) {
+  return CompleteWithRandom(session.inputs(), std::move(given), seed, ranges);
+}
+
+TensorMap CompleteWithRandom(const std::vector<InputSpec>& inputs, TensorMap given, uint64_t seed,
+                             const shape::InputRanges& ranges) {
   std::mt19937_64 rng(seed);
-  for (const auto& spec : session.inputs()) {
+  for (const auto& spec : inputs) {
     // Every input draws from its own stream so giving one input does not change the others.
     std::mt19937_64 input_rng(rng());
     if (given.count(spec.name)) continue;

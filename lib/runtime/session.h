@@ -142,6 +142,10 @@ class Session {
   const std::function<void(const onnx::NodeProto&)>* after_node_ = nullptr;  // during RunTimed
 };
 
+// The inputs a session of `model` asks for (graph inputs that are not initializers), read from the
+// graph without planning it. Error(kBadInput) for an input the executor cannot take.
+std::vector<InputSpec> InputSpecsOf(const io::Model& model);
+
 // A random tensor for `spec`: floats uniform in [0, 1), integers in [0, 10), bool coin flips; with
 // a range, floats in [lo, hi) and integers in [lo, hi] (Error(kUsage) for a range an integer type
 // cannot draw from, or a range on a bool input). Every dim must be static (pin dynamic ones with
@@ -156,6 +160,12 @@ TensorMap RandomInputs(const Session& session, uint64_t seed,
 // `given` plus a random tensor for every model input it lacks (same values as RandomInputs for
 // those inputs).
 TensorMap CompleteWithRandom(const Session& session, TensorMap given, uint64_t seed,
+                             const shape::InputRanges& ranges = {});
+// The same from the inputs' specs (InputSpecsOf), for callers with no session of the model: a
+// session plans every kernel (packs the conv weights), which costs about as much as a run.
+TensorMap RandomInputs(const std::vector<InputSpec>& inputs, uint64_t seed,
+                       const shape::InputRanges& ranges = {});
+TensorMap CompleteWithRandom(const std::vector<InputSpec>& inputs, TensorMap given, uint64_t seed,
                              const shape::InputRanges& ranges = {});
 
 }  // namespace porttool::runtime

@@ -28,9 +28,9 @@ struct StepDef {
 
 constexpr StepDef kSteps[] = {
     {"check", "check the model and pin its inputs", CheckAndPinStep, true},
-    {"simplify", "fold, fuse and clean up; verify", SimplifyStep, true},
-    {"rewrite", "the target's exact rewrites; verify", RewriteStep, true},
-    {"split", "scan the target, cut what it cannot run; verify the chain", SplitStep, true},
+    {"simplify", "fold, fuse and clean up; ONNX checker", SimplifyStep, true},
+    {"rewrite", "the target's exact rewrites; ONNX checker", RewriteStep, true},
+    {"split", "scan the target, cut what it cannot run; verify end to end", SplitStep, true},
     {"quantize", "calibrate once, quantize every accelerator segment", QuantizeStep, false},
     {"emit", "headers, runners, custom-operator packages", EmitStep, false},
 };
@@ -44,8 +44,11 @@ void CheckOutputDir(const fs::path& dir, const PortOptions& options) {
 std::string LogText(const PortResult& r) {
   std::string out;
   for (const auto& s : r.steps) {
-    out += fmt::format("[{}] {} ({:.1f} ms{}): {}\n", s.id, s.outcome, s.ms,
+    out += fmt::format("[{}] {} ({:.1f} ms{}{}): {}\n", s.id, s.outcome, s.ms,
                        s.verify_ms > 0 ? fmt::format(", verifying {:.1f} ms", s.verify_ms) : "",
+                       s.equivalence_checks > 0
+                           ? fmt::format(", {} equivalence check(s)", s.equivalence_checks)
+                           : "",
                        s.title);
     for (const auto& d : s.details) out += "    " + d + "\n";
   }
@@ -70,6 +73,16 @@ std::vector<std::string> BundleFiles(const fs::path& dir) {
   return files;
 }
 
+// A failure the end-to-end check traced to an earlier step is that step's, as verifying after
+// every step would have reported it: its line says failed too.
+std::string FailedStep(const PortState& s, PortResult& r, const char* id) {
+  if (s.culprit_step.empty() || s.culprit_step == id) return id;
+  for (auto& step : r.steps) {
+    if (step.id == s.culprit_step) step.outcome = "failed";
+  }
+  return s.culprit_step;
+}
+
 // Runs one step: times it, reports it to the observer, and turns an error into the failure.
 bool RunStep(PortState& s, PortResult& r, const char* id, const char* title,
              const std::function<void(PortStep&)>& body, const PortObserver& observer) {
@@ -80,7 +93,7 @@ bool RunStep(PortState& s, PortResult& r, const char* id, const char* title,
     body(step);
   } catch (const Error& e) {
     step.outcome = "failed";
-    r.failure = PortFailure{id, e.kind(), e.what(), e.node(), e.tensor(), {}};
+    r.failure = PortFailure{FailedStep(s, r, id), e.kind(), e.what(), e.node(), e.tensor(), {}};
   } catch (const std::bad_alloc&) {
     step.outcome = "failed";
     r.failure = PortFailure{id, ErrorKind::kBadInput, "out of memory", "", "", {}};
@@ -89,7 +102,6 @@ bool RunStep(PortState& s, PortResult& r, const char* id, const char* title,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   r.steps.push_back(step);
   if (observer) observer(r.steps.back(), true);
-  (void)s;
   return !r.failure;
 }
 
@@ -168,7 +180,8 @@ nlohmann::json PortJson(const PortResult& r) {
                      {"outcome", s.outcome},
                      {"details", s.details},
                      {"ms", s.ms},
-                     {"verify_ms", s.verify_ms}});
+                     {"verify_ms", s.verify_ms},
+                     {"equivalence_checks", s.equivalence_checks}});
   }
   nlohmann::json doc = {{"status", r.status},
                         {"bundle", r.bundle.string()},

@@ -1,10 +1,13 @@
 // PortStage: `porttool port MODEL --target NAME`, one call from a PC model to a verified,
-// target-ready bundle. It is a sequence of the other stages, each verified before the next:
+// target-ready bundle. It is a sequence of the other stages, its result verified once against the
+// original (port_verify.cc):
 //   1 check     CheckStage; then pin the inputs (given pins, else the target's default shape)
-//   2 simplify  SimplifyStage; the executor's outputs before and after agree within tolerance
-//   3 rewrite   RewriteStage with the target profile's `rewrites`; verified the same way
-//   4 split     the compatibility scan and PlanSplit/WriteSplit on the target; the chained
-//               segments reproduce the model bit for bit (VerifySplit)
+//   2 simplify  SimplifyStage; the result passes the ONNX checker
+//   3 rewrite   RewriteStage with the target profile's `rewrites`; checked the same way
+//   4 split     the compatibility scan and PlanSplit/WriteSplit on the target; every segment
+//               passes the ONNX checker, and the chained segments reproduce the original model
+//               (within tolerance, bit for bit when no step changed it): one end-to-end check,
+//               and only when it misses each step on its own, to name the one that broke it
 //   5 quantize  with calibration data: QuantizeStage once on the whole model, the same table on
 //               every accelerator segment, accuracy end to end through the chained segments
 //   6 emit      EmitHeaderStage per segment, EmitRunnerStage (reference, and the target's own
@@ -49,7 +52,7 @@ struct PortOptions {
   bool keep_failed = false;          // keep the staging directory when a step fails
   int threads = 1;                   // samples calibrated and evaluated at once
   uint64_t seed = 0;                 // random inputs of the verifications
-  double rtol = 1e-4, atol = 1e-5;   // verification tolerance of the inexact steps (2, 3)
+  double rtol = 1e-4, atol = 1e-5;   // the end-to-end check's tolerance (steps 2, 3 inexact)
 };
 
 struct PortStep {
@@ -59,6 +62,9 @@ struct PortStep {
   std::vector<std::string> details;  // what it did, deterministic (no timings, no paths)
   double ms = 0;                     // wall time (stdout, --json and port.log only)
   double verify_ms = 0;              // the part of ms spent verifying (likewise)
+  // Model-against-model comparisons the step ran (executor runs compared): a port whose steps
+  // are all equivalent rewrites runs one, at split; more only to find the step that broke it.
+  int equivalence_checks = 0;
 };
 
 struct PortFailure {

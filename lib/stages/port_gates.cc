@@ -301,10 +301,11 @@ Gate AccuracyGate(const PortState& s) {
   if (!s.quant) {
     g.status = s.plan ? GateStatus::kPass : GateStatus::kNotEvaluated;
     g.measured = "float segments";
-    g.needed = "every step verified against the model before it";
+    g.needed = "the port's result verified against the original model";
     g.notes.push_back(
-        "not quantized: simplify and the rewrites verified within tolerance, the split "
-        "bit for bit; the device's own float arithmetic is the arithmetic gate's question");
+        "not quantized: the chained segments reproduce the original model within tolerance "
+        "(bit for bit when no step changed it), one end-to-end check after the split; the "
+        "device's own float arithmetic is the arithmetic gate's question");
     return g;
   }
   const PortQuantization& q = *s.quant;

@@ -48,42 +48,6 @@ std::string PinsText(const shape::InputShapes& pins) {
   return util::Join(parts, ",");
 }
 
-// The executor's outputs of `before` and `after` on the same seeded random inputs (drawn from
-// the given ranges), compared within the run's tolerance, and the ONNX checker on `after`: what
-// "verified" means for the steps that may change numerics. A pass can leave a model the executor
-// runs and a converter rejects (a subgraph at the wrong opset), so the outputs alone are not it.
-std::string VerifyEquivalent(const io::Model& before, const io::Model& after, const char* what,
-                             const PortOptions& o) {
-  analysis::CheckReport checker;
-  analysis::RunOnnxChecker(after, checker);
-  if (!checker.findings.empty()) {
-    ThrowCheckFailed("{}: the result fails the ONNX checker: {}", what,
-                     checker.findings.front().message);
-  }
-  runtime::Session a(before), b(after);
-  runtime::TensorMap inputs = runtime::RandomInputs(a, o.seed, o.input_ranges);
-  std::vector<runtime::NamedTensor> ra = a.Run(inputs), rb = b.Run(inputs);
-  double max_abs = 0;
-  for (const auto& want : ra) {
-    auto got =
-        std::find_if(rb.begin(), rb.end(), [&](const auto& t) { return t.name == want.name; });
-    if (got == rb.end()) ThrowCheckFailed("{}: output '{}' is gone", what, want.name);
-    runtime::TensorStats st = runtime::CompareTensors(want.value, got->value, o.rtol, o.atol);
-    if (!st.comparable) ThrowCheckFailed("{}: output '{}': {}", what, want.name, st.note);
-    if (!st.within_tolerance) {
-      ThrowCheckFailed(
-          "{} changed output '{}' beyond rtol {:g} atol {:g} (max abs {:.3g}) on random inputs "
-          "(seed {})",
-          what, want.name, o.rtol, o.atol, st.max_abs, o.seed);
-    }
-    max_abs = std::max(max_abs, st.max_abs);
-  }
-  return fmt::format(
-      "verified: {} output(s) within rtol {:g} atol {:g} of the model before (max abs {:.2g}) on "
-      "random inputs (seed {}), and the result passes the ONNX checker",
-      ra.size(), o.rtol, o.atol, max_abs, o.seed);
-}
-
 // Adds the time until it goes out of scope (an exception included) to the step's verify_ms:
 // verification is reported apart from the work, as it can cost more than the work.
 class VerifyClock {
@@ -115,9 +79,11 @@ std::string ChangesText(const passes::TransformReport& r) {
 
 // Whether a pass changed the model. A step whose passes changed nothing is not verified again:
 // running both models on random inputs would compare the model with itself, and on a 1,000-node
-// model that comparison cost more than the port's real work (issue 49).
+// model that comparison cost more than the port's real work (issue 49). The node count guards a
+// pass that forgets to count its changes.
 bool Unchanged(const passes::TransformReport& r) {
-  return std::all_of(r.steps.begin(), r.steps.end(),
+  return r.nodes_before == r.nodes_after &&
+         std::all_of(r.steps.begin(), r.steps.end(),
                      [](const auto& step) { return step.result.changes == 0; });
 }
 
@@ -258,8 +224,7 @@ void SimplifyStep(PortState& s, PortStep& step) {
     return;
   }
   try {
-    VerifyClock clock(step);
-    step.details.push_back(VerifyEquivalent(before, s.model, "simplify", s.options));
+    NoteChangedStep(s, step, {"simplify", "simplify", std::move(before)});
   } catch (const Error& e) {
     RethrowNamingKeptIfs(s, e);
   }
@@ -288,8 +253,7 @@ void RewriteStep(PortState& s, PortStep& step) {
     step.details.push_back(kNotReverified);
     return;
   }
-  VerifyClock clock(step);
-  step.details.push_back(VerifyEquivalent(before, s.model, "the target's rewrites", s.options));
+  NoteChangedStep(s, step, {"rewrite", "the target's rewrites", std::move(before)});
 }
 
 // ---- 4 split ----------------------------------------------------------------------------------
@@ -354,11 +318,11 @@ void CheckFloat16(PortState& s, PortStep& step) {
     options.push_back({.float16 = accelerator});
     chain.push_back(&s.segments[i]);
   }
-  runtime::Session reference(s.model);
+  // The float model's run is the end-to-end check's: the original's outputs on the same inputs.
+  const OriginalRun& reference = *s.original_run;
   runtime::ChainSession device(s.model, chain, options);
-  runtime::TensorMap inputs =
-      runtime::RandomInputs(reference, s.options.seed, s.options.input_ranges);
-  std::vector<runtime::NamedTensor> want = reference.Run(inputs), got = device.Run(inputs);
+  const std::vector<runtime::NamedTensor>& want = reference.outputs;
+  std::vector<runtime::NamedTensor> got = device.Run(reference.inputs);
   Float16Check check;
   check.samples = 1;
   for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
@@ -386,6 +350,22 @@ void CheckFloat16(PortState& s, PortStep& step) {
   s.fp16 = std::move(check);
 }
 
+// Writes the segments into the bundle and reads them back once: what is verified, emitted and
+// quantized is what was written. A segment a converter would reject fails the step here.
+void WriteSegments(PortState& s, PortStep& step) {
+  SplitWriteOptions write;
+  write.copy_weights = true;  // a bundle is self-contained
+  write.segment_dir = "segments";
+  write.source_name = s.model_file;
+  write.source_sha256 = s.source_sha256;
+  s.written = WriteSplit(*s.plan, s.dir, write, /*into_existing=*/true);
+  for (const auto& seg : s.plan->split.segments) s.segments.push_back(io::Load(s.dir / seg.file));
+  VerifyClock clock(step);
+  std::vector<std::string> findings = SegmentCheckerFindings(s.segments, *s.plan);
+  for (const auto& f : findings) step.details.push_back("verify: " + f);
+  if (!findings.empty()) ThrowCheckFailed("a segment fails the ONNX checker: {}", findings[0]);
+}
+
 }  // namespace
 
 void SplitStep(PortState& s, PortStep& step) {
@@ -400,25 +380,20 @@ void SplitStep(PortState& s, PortStep& step) {
   step.details.push_back(fmt::format("{} segment(s): {}; {} bridge(s)", plan.split.segments.size(),
                                      SegmentsText(plan), plan.split.bridges.size()));
   for (const auto& note : plan.notes) step.details.push_back(note);
-  if (s.options.dry_run) return;
-  SplitWriteOptions write;
-  write.copy_weights = true;  // a bundle is self-contained
-  write.segment_dir = "segments";
-  write.source_name = s.model_file;
-  s.written = WriteSplit(*s.plan, s.dir, write, /*into_existing=*/true);
-  SplitVerification v;
-  {
-    VerifyClock clock(step);
-    v = VerifySplit(s.model, {}, *s.plan, s.dir, s.options.seed, nullptr, s.options.input_ranges);
+  std::vector<const io::Model*> chain;
+  if (!s.options.dry_run) {
+    WriteSegments(s, step);
+    for (const auto& seg : s.segments) chain.push_back(&seg);
   }
-  for (const auto& p : v.problems) step.details.push_back("verify: " + p);
-  if (!v.ran) throw Error(v.error_kind, "the split could not be verified: " + v.error);
-  if (!v.ok()) ThrowCheckFailed("the chained segments do not reproduce the model");
-  step.details.push_back(fmt::format(
-      "verified: the {} chained segment(s) reproduce the model's {} output(s) bit for bit, "
-      "and every segment passes the ONNX checker",
-      plan.split.segments.size(), v.outputs));
-  for (const auto& seg : s.plan->split.segments) s.segments.push_back(io::Load(s.dir / seg.file));
+  try {
+    VerifyEndToEnd(s, step, chain);
+  } catch (const Error& e) {
+    // A walk that named the rewrites reports them as they always were; anything else may come
+    // from an If simplify kept (random inputs taking a branch the model never runs).
+    if (s.culprit_step.empty() || s.culprit_step == "simplify") RethrowNamingKeptIfs(s, e);
+    throw;
+  }
+  if (s.options.dry_run) return;
   VerifyClock fp16_clock(step);
   CheckFloat16(s, step);
 }

@@ -64,6 +64,22 @@ struct PortVerdict {
   std::vector<Gate> gates;
 };
 
+// A step that changed the model (simplify, the target's rewrites), with the model before it: the
+// one end-to-end check after the split compares the result with the first of these, and verifies
+// each on its own only when that check misses (port_verify.cc).
+struct ChangedStep {
+  std::string id;    // simplify | rewrite
+  std::string what;  // how messages name it: "simplify", "the target's rewrites"
+  io::Model before;
+};
+
+// The end-to-end check's random inputs and the original model's outputs on them: the float16
+// check compares the device's arithmetic with the same run.
+struct OriginalRun {
+  runtime::TensorMap inputs;
+  std::vector<runtime::NamedTensor> outputs;
+};
+
 struct PortState {
   explicit PortState(const PortOptions& o) : options(o) {}
   const PortOptions& options;
@@ -77,6 +93,11 @@ struct PortState {
   std::string pins_origin;                      // "given" | "the target profile's default"
   shape::InputValues values;                    // inputs made constants: given, and the profile's
   std::map<std::string, std::string> kept_ifs;  // If left by simplify -> inline-if's reason
+  std::vector<ChangedStep> changed;             // in step order; empty: the model is as pinned
+  std::optional<OriginalRun> original_run;      // from the first change, or the split
+  // The step the per-step walk found broke the outputs, when the end-to-end check missed: the
+  // failure is reported as that step's, as verifying after each step would have.
+  std::string culprit_step;
   std::optional<SplitPlan> plan;
   std::optional<decide::TargetCheck> scan;  // of the model the segments were cut from
   // What the fit gate reads, as emit measured it: each segment's float32 arena (its header's
@@ -103,6 +124,18 @@ void SplitStep(PortState& s, PortStep& step);
 void QuantizeStep(PortState& s, PortStep& step);
 void EmitStep(PortState& s, PortStep& step);
 void ReportStep(PortState& s, PortStep& step, const std::vector<PortStep>& steps);
+
+// After simplify or the rewrites (port_verify.cc), for a step that changed the model: the ONNX
+// checker now (cheap, and it names the step); its outputs go to the end-to-end check, with the
+// model before it kept for a miss. The first such step also runs the original on the
+// verification inputs (s.original_run), the reference half of that check.
+void NoteChangedStep(PortState& s, PortStep& step, ChangedStep change);
+// The one end-to-end check, at the split: the chained `segments` (as written; none in a dry run,
+// which compares the model the split was planned on) against the original model on seeded random
+// inputs, bit for bit when no step changed the model, else within the run's tolerance. On a miss
+// each step is verified against the model before it, and the error names the first that misses
+// (s.culprit_step). Time goes to step.verify_ms, the runs it compared to step.equivalence_checks.
+void VerifyEndToEnd(PortState& s, PortStep& step, const std::vector<const io::Model*>& segments);
 
 // What the later steps would do, for a dry run.
 std::vector<std::string> PlannedDetails(const PortState& s, const std::string& step);

@@ -77,6 +77,7 @@ emit::WriteSplitResult WriteSplit(SplitPlan& plan, const std::filesystem::path& 
   write.copy_weights = options.copy_weights;
   write.segment_dir = options.segment_dir;
   write.source_name = options.source_name;
+  write.source_sha256 = options.source_sha256;
   write.replace = options.replace;
   write.inputs = options.inputs;
   if (plan.partition) write.annotations["estimate"] = decide::PartitionToJson(*plan.partition);
@@ -84,22 +85,28 @@ emit::WriteSplitResult WriteSplit(SplitPlan& plan, const std::filesystem::path& 
                        : emit::WriteSplit(plan.split, plan.model, dir, write);
 }
 
+std::vector<std::string> SegmentCheckerFindings(const std::vector<io::Model>& segments,
+                                                const SplitPlan& plan) {
+  std::vector<std::string> findings;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    analysis::CheckReport report;
+    analysis::RunOnnxChecker(segments[i], report);
+    for (const auto& f : report.findings) {
+      findings.push_back(
+          fmt::format("{} fails the ONNX checker: {}", plan.split.segments[i].file, f.message));
+    }
+  }
+  return findings;
+}
+
 namespace {
 
 // A segment a converter would reject is not a verified split, whatever the outputs say.
 bool CheckSegments(const std::vector<io::Model>& segments, const SplitPlan& plan,
                    std::vector<std::string>& problems) {
-  bool ok = true;
-  for (size_t i = 0; i < segments.size(); ++i) {
-    analysis::CheckReport report;
-    analysis::RunOnnxChecker(segments[i], report);
-    for (const auto& f : report.findings) {
-      problems.push_back(
-          fmt::format("{} fails the ONNX checker: {}", plan.split.segments[i].file, f.message));
-      ok = false;
-    }
-  }
-  return ok;
+  std::vector<std::string> findings = SegmentCheckerFindings(segments, plan);
+  problems.insert(problems.end(), findings.begin(), findings.end());
+  return findings.empty();
 }
 
 }  // namespace

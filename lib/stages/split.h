@@ -51,6 +51,7 @@ struct SplitWriteOptions {
   bool copy_weights = false;
   std::string segment_dir{};  // see emit::WriteSplitOptions
   std::string source_name{};
+  std::string source_sha256{};                  // see emit::WriteSplitOptions
   bool replace = false;                         // see emit::WriteSplitOptions
   std::vector<std::filesystem::path> inputs{};  // see emit::WriteSplitOptions
 };
@@ -70,6 +71,11 @@ struct SplitVerification {
   ErrorKind error_kind = ErrorKind::kInternal;
   bool ok() const { return ran && identical && checker_ok; }
 };
+
+// What the ONNX checker finds in each segment (as written), one line each naming the segment's
+// file: a segment a converter would reject is not a verified split, whatever the outputs say.
+std::vector<std::string> SegmentCheckerFindings(const std::vector<io::Model>& segments,
+                                                const SplitPlan& plan);
 
 // Runs the pinned `source` and the segments as written under `dir` on the same random inputs.
 SplitVerification VerifySplit(const io::Model& source, const shape::InputShapes& input_shapes,

@@ -10,6 +10,11 @@
 
 #include "lib/util/error.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace porttool::util {
 namespace {
 
@@ -24,6 +29,59 @@ constexpr uint32_t kK[64] = {
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 inline uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+#if defined(__x86_64__)
+
+// The SHA extensions (SHA-NI) hash 3-4x faster than the portable rounds: port hashes the source
+// and every segment it writes, several times a model's size, and the portable code took more of
+// a port's time than one inference of the model (issue 49).
+bool HasShaExtensions() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool ssse3 = c & (1u << 9), sse41 = c & (1u << 19);
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return ssse3 && sse41 && (b & (1u << 29));
+}
+
+// `n` blocks with the SHA extensions (Intel's formulation: the state as ABEF/CDGH, two rounds per
+// sha256rnds2, the schedule from sha256msg1/msg2 over a ring of four message vectors).
+__attribute__((target("sha,sse4.1,ssse3"))) void ShaNiBlocks(uint32_t* h, const uint8_t* p,
+                                                             size_t n) {
+  const __m128i kByteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)), 0xB1);
+  __m128i state1 =
+      _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4)), 0x1B);
+  __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);  // ABEF
+  state1 = _mm_blend_epi16(state1, tmp, 0xF0);       // CDGH
+  for (; n > 0; --n, p += 64) {
+    const __m128i abef = state0, cdgh = state1;
+    __m128i m[4];
+    for (int j = 0; j < 16; ++j) {
+      if (j < 4) {
+        m[j] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * j)),
+                                kByteSwap);
+      } else {
+        __m128i x = _mm_sha256msg1_epu32(m[j % 4], m[(j + 1) % 4]);  // w[t-16], w[t-15]
+        x = _mm_add_epi32(x, _mm_alignr_epi8(m[(j + 3) % 4], m[(j + 2) % 4], 4));  // w[t-7]
+        m[j % 4] = _mm_sha256msg2_epu32(x, m[(j + 3) % 4]);                        // w[t-2]
+      }
+      __m128i wk =
+          _mm_add_epi32(m[j % 4], _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * j)));
+      state1 = _mm_sha256rnds2_epu32(state1, state0, wk);
+      state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(wk, 0x0E));
+    }
+    state0 = _mm_add_epi32(state0, abef);
+    state1 = _mm_add_epi32(state1, cdgh);
+  }
+  tmp = _mm_shuffle_epi32(state0, 0x1B);        // FEBA
+  state1 = _mm_shuffle_epi32(state1, 0xB1);     // DCHG
+  state0 = _mm_blend_epi16(tmp, state1, 0xF0);  // DCBA
+  state1 = _mm_alignr_epi8(state1, tmp, 8);     // ABEF
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), state0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), state1);
+}
+
+#endif
 
 }  // namespace
 
@@ -66,6 +124,14 @@ void Sha256::Block(const uint8_t* p) {
   h_[7] += h;
 }
 
+void Sha256::Blocks(const uint8_t* p, size_t n) {
+#if defined(__x86_64__)
+  static const bool kShaExtensions = HasShaExtensions();
+  if (kShaExtensions) return ShaNiBlocks(h_.data(), p, n);
+#endif
+  for (; n > 0; --n, p += 64) Block(p);
+}
+
 void Sha256::Update(std::span<const uint8_t> data) {
   total_ += data.size();
   size_t i = 0;
@@ -75,10 +141,12 @@ void Sha256::Update(std::span<const uint8_t> data) {
     buf_len_ += take;
     i = take;
     if (buf_len_ < 64) return;
-    Block(buf_.data());
+    Blocks(buf_.data(), 1);
     buf_len_ = 0;
   }
-  for (; i + 64 <= data.size(); i += 64) Block(data.data() + i);
+  const size_t whole = (data.size() - i) / 64;
+  Blocks(data.data() + i, whole);
+  i += whole * 64;
   buf_len_ = data.size() - i;
   if (buf_len_) std::memcpy(buf_.data(), data.data() + i, buf_len_);
 }

@@ -18,6 +18,7 @@ class Sha256 {
 
  private:
   void Block(const uint8_t* p);
+  void Blocks(const uint8_t* p, size_t n);  // the SHA extensions where the CPU has them
   std::array<uint32_t, 8> h_;
   std::array<uint8_t, 64> buf_{};
   size_t buf_len_ = 0;

@@ -220,6 +220,100 @@ g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
       << doc["steps"][3];
 }
 
+int EquivalenceChecks(const nlohmann::json& doc) {
+  int n = 0;
+  for (const auto& step : doc["steps"]) n += step["equivalence_checks"].get<int>();
+  return n;
+}
+
+// Simplify and the rewrites change the demo (fusions, the Gelu decomposed, the opset raised): each
+// gets the ONNX checker at once, and the outputs are compared once, the chained segments against
+// the original model, with a result line that says what was compared.
+TEST(CliPort, AnEquivalentPortComparesTheOutputsOnceEndToEnd) {
+  TempDir tmp;
+  fs::path bundle = tmp / "b";
+  auto r = RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " -o " +
+                       bundle.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  ASSERT_GE(doc["steps"].size(), 4u);
+  for (int i : {1, 2}) {
+    const nlohmann::json& step = doc["steps"][i];
+    const std::string details = step["details"].dump();
+    EXPECT_NE(details.find("passes the ONNX checker; its outputs are left to the one end-to-end "
+                           "comparison after the split"),
+              std::string::npos)
+        << details;
+    // Nothing claims a comparison that did not run.
+    EXPECT_EQ(details.find("verified"), std::string::npos) << details;
+    EXPECT_EQ(step["equivalence_checks"], 0) << step;
+    EXPECT_GT(step["verify_ms"].get<double>(), 0.0) << step;  // the checker's time
+  }
+  const nlohmann::json& split = doc["steps"][3];
+  EXPECT_EQ(split["equivalence_checks"], 1) << split;
+  EXPECT_EQ(EquivalenceChecks(doc), 1) << doc["steps"];
+  const std::string details = split["details"].dump();
+  EXPECT_NE(details.find("verified end to end: the 2 chained segment(s) reproduce the 1 "
+                         "output(s) of the original model (as check pinned it, before simplify "
+                         "and the target's rewrites) within rtol 0.0001 atol 1e-05 (worst: "
+                         "output 'score', max abs "),
+            std::string::npos)
+      << details;
+  const std::string log = testing::ReadFile(bundle / "port.log");
+  EXPECT_NE(log.find(", 1 equivalence check(s)): scan the target"), std::string::npos) << log;
+}
+
+// A Gelu the profile's rewrite turns into its tanh approximation (4.7e-4 off, beyond the
+// tolerance): the end-to-end comparison misses, the steps are verified one by one (simplify only
+// named the node: exact), and the port fails at the rewrite in the words and with the exit code
+// of verifying after each step; nothing is written.
+TEST(CliPort, AStepThatBreaksTheOutputsIsNamedAfterTheEndToEndMiss) {
+  TempDir tmp;
+  io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13, "com.microsoft" : 1]>
+g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
+  y = com.microsoft.Gelu(x)
+})");
+  io::Save(m, tmp / "gelu.onnx");
+  fs::copy(testing::SourceDir() / "rules" / "targets" / "onnxruntime-cpu.json", tmp.path());
+  testing::WriteFile(tmp / "tanh-cpu.json", R"({"schema": "porttool.target/1", "name": "tanh-cpu",
+    "extends": "onnxruntime-cpu", "rewrites": "gelu-to-tanh"})");
+  fs::path bundle = tmp / "b";
+  auto r = RunPorttool("port " + (tmp / "gelu.onnx").string() + " --target " +
+                       (tmp / "tanh-cpu.json").string() + " --input-range x=-3:3 -o " +
+                       bundle.string() + " --json");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("port failed at step 'rewrite': the target's rewrites changed output 'y' "
+                       "beyond rtol 0.0001 atol 1e-05 (max abs "),
+            std::string::npos)
+      << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["error"]["step"], "rewrite") << doc["error"];
+  ASSERT_EQ(doc["steps"].size(), 4u) << doc["steps"];
+  EXPECT_EQ(doc["steps"][1]["outcome"], "ok");
+  EXPECT_EQ(doc["steps"][2]["outcome"], "failed");
+  const std::string split = doc["steps"][3]["details"].dump();
+  for (const char* line : {"verify: end to end: the chained segments changed output 'y' beyond",
+                           "verifying each step against the model before it",
+                           "verify: simplify alone: within rtol 0.0001 atol 1e-05 of the model "
+                           "before it (max abs 0)",
+                           "verify: step 'rewrite' broke the outputs"}) {
+    EXPECT_NE(split.find(line), std::string::npos) << line << "\n" << split;
+  }
+  // The end-to-end comparison, then simplify's and the rewrites' on their own.
+  EXPECT_EQ(EquivalenceChecks(doc), 3) << doc["steps"];
+  EXPECT_FALSE(fs::exists(bundle));
+
+  // A tolerance no fusion keeps: simplify is the culprit, as it was when it verified itself.
+  r = RunPorttool("port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
+                  " --rtol 0 --atol 0 -o " + (tmp / "d").string());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("failed at step 'simplify': simplify changed output 'score' beyond rtol 0 "
+                       "atol 0 (max abs "),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(tmp / "d"));
+}
+
 // Seven Erf nodes on the host CPU: the verdict's "left" line names five and counts the rest (a
 // real model listed 119 names in one line); report.json keeps every name.
 TEST(CliPort, LeftLinesNameTheFirstFewNodesAndCountTheRest) {
