@@ -122,16 +122,6 @@ class TailMatcher {
   bool per_column_ = false;  // a MatMul head: channels are the last axis
 };
 
-// Attributes limited to `known` (an unknown one makes the node fail when run alone).
-bool OnlyAttributes(const onnx::NodeProto& n, std::initializer_list<const char*> known) {
-  for (const auto& a : n.attribute()) {
-    bool ok = false;
-    for (const char* k : known) ok |= a.name() == k;
-    if (!ok) return false;
-  }
-  return true;
-}
-
 float FloatAttr(const onnx::NodeProto& n, const char* name, float def) {
   for (const auto& a : n.attribute()) {
     if (a.name() == name && a.type() == onnx::AttributeProto::FLOAT) return a.f();
@@ -599,6 +589,15 @@ std::unique_ptr<FusedTail> TailMatcher::Match(size_t head) {
 }
 
 }  // namespace
+
+bool OnlyAttributes(const onnx::NodeProto& n, std::initializer_list<const char*> known) {
+  for (const auto& a : n.attribute()) {
+    bool ok = false;
+    for (const char* k : known) ok |= a.name() == k;
+    if (!ok) return false;
+  }
+  return true;
+}
 
 std::vector<std::unique_ptr<FusedTail>> FindEpilogueFusions(
     const ir::GraphView& view, const std::vector<int>& order,

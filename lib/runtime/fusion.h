@@ -26,6 +26,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -50,5 +51,9 @@ std::vector<std::unique_ptr<FusedTail>> FindEpilogueFusions(
     const ir::GraphView& view, const std::vector<int>& order,
     const std::unordered_map<std::string, Tensor>& constants,
     const std::function<bool(size_t step)>& accepts);
+
+// Whether the node's attributes are all among `known`, the ones its op defines: an unknown one
+// makes the node fail when run alone, so a fusion leaves such a node to fail as it would.
+bool OnlyAttributes(const onnx::NodeProto& n, std::initializer_list<const char*> known);
 
 }  // namespace porttool::runtime

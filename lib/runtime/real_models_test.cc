@@ -176,5 +176,39 @@ TEST(TransformerBlock, FusedLinearTailsGiveTheUnfusedBitsAtAnyThreadCount) {
   }
 }
 
+// M-LSD (tf2onnx) pads its three strided depthwise convs with Pads whose amounts are a Concat of
+// a Split of an initializer: all three fold into their convs (pad_fusion.h), so a fused run runs
+// no Pad, and with the conv tails kept apart (a registry whose Conv takes no epilogue) the folded
+// run gives the unfused bits at 1 and 2 threads.
+TEST(Mlsd, PadsFoldIntoTheirConvsBitForBit) {
+  fs::path models = testing::SharedModelsDir();
+  if (models.empty()) GTEST_SKIP() << "../shared/models absent";
+  const io::Model model = io::Load(models / "mlsd_320_large.onnx");
+  const char* input = "input_image_with_alpha:0";
+  Tensor x(onnx::TensorProto::FLOAT, {1, 320, 320, 4});
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(0, 255);
+  for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
+  KernelRegistry folds_only = KernelRegistry::Default();
+  folds_only.Register("", "Conv", 1, 17, *folds_only.Find("", "Conv", 11),
+                      *folds_only.FindPrepare("", "Conv", 11));
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    Session folded(model, {.registry = &folds_only, .threads = threads});
+    EXPECT_EQ(folded.fused_nodes(), 3);
+    int pads_run = 0;
+    const auto a = folded.RunTimed(
+        {{input, x}}, [&pads_run](const onnx::NodeProto& n) { pads_run += n.op_type() == "Pad"; });
+    EXPECT_EQ(pads_run, 0);
+    const auto b = RunWith(model, x, input, {.threads = threads, .no_fusion = true});
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].value.shape(), b[i].value.shape());
+      EXPECT_EQ(std::memcmp(a[i].value.raw(), b[i].value.raw(), a[i].value.bytes()), 0)
+          << "folded and unfused differ: " << a[i].name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace porttool::runtime

@@ -19,6 +19,7 @@
 #include "lib/runtime/execution.h"
 #include "lib/runtime/float16.h"
 #include "lib/runtime/fusion.h"
+#include "lib/runtime/pad_fusion.h"
 #include "lib/runtime/parallel.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/shape/infer.h"
@@ -47,7 +48,12 @@ struct Session::Plan {
   // Per step: the elementwise tail fused into its kernel (fusion.h), or null. Unobserved runs
   // only; a step another's tail absorbed is skipped when that kernel applied the tail.
   std::vector<std::unique_ptr<FusedTail>> fusions;
-  bool has_fusions = false;
+  // Per step: the Pad folded into the Conv that reads it (pad_fusion.h), or null; unobserved runs
+  // only, when the fold applies to the run's tensor. With folds, such runs free values after
+  // `fused_frees` (each fold's input lives until its Conv), else after `frees`.
+  std::vector<std::unique_ptr<FoldedPad>> pad_folds;
+  std::vector<std::vector<std::string>> fused_frees;
+  bool has_fusions = false;  // a tail or a fold
 };
 
 // Values visible while running one graph: its own, then the enclosing graph's. Keyed by views of
@@ -70,6 +76,18 @@ struct Session::Scope {
 };
 
 namespace {
+
+// Whether `kernel` is the default registry's kernel for the node's op (also when the session's
+// registry is a copy of it): pad folds rely on what the built-in Pad and Conv kernels compute.
+bool IsBuiltInKernel(const KernelFn& kernel, const onnx::NodeProto& node, int opset) {
+  const KernelFn* builtin =
+      KernelRegistry::Default().Find(CanonicalDomain(node.domain()), node.op_type(), opset);
+  if (builtin == nullptr || builtin == &kernel) return builtin != nullptr;
+  using Fn = void (*)(KernelContext&);
+  const Fn* a = builtin->target<Fn>();
+  const Fn* b = kernel.target<Fn>();
+  return a != nullptr && b != nullptr && *a == *b;
+}
 
 // The node an initializer's overflow is reported against: its first reader, or none.
 std::string FirstReader(const ir::GraphView& view, const std::string& tensor) {
@@ -271,9 +289,11 @@ Session::~Session() = default;
 
 int Session::fused_nodes() const {
   int count = 0;
-  for (const auto& tail : plans_.at(&model_.proto.graph())->fusions) {
+  const Plan& plan = *plans_.at(&model_.proto.graph());
+  for (const auto& tail : plan.fusions) {
     if (tail) count += static_cast<int>(tail->absorbed.size());
   }
+  for (const auto& fold : plan.pad_folds) count += fold != nullptr;
   return count;
 }
 
@@ -374,10 +394,21 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   if (!options_.no_fusion) {
     plan->fusions = FindEpilogueFusions(view, plan->order, plan->constants,
                                         [&](size_t step) { return accepts_epilogue[step]; });
+    plan->pad_folds =
+        FindPadFolds(view, plan->order, plan->opsets, plan->constants, &model_, [&](size_t step) {
+          return IsBuiltInKernel(*plan->kernels[step], graph.node(plan->order[step]),
+                                 plan->opsets[step]);
+        });
   } else {
     plan->fusions.resize(plan->order.size());
+    plan->pad_folds.resize(plan->order.size());
   }
   for (const auto& f : plan->fusions) plan->has_fusions |= f != nullptr;
+  if (std::any_of(plan->pad_folds.begin(), plan->pad_folds.end(),
+                  [](const auto& f) { return f != nullptr; })) {
+    plan->has_fusions = true;
+    plan->fused_frees = FreesWithFolds(plan->frees, plan->pad_folds);
+  }
   plans_[&graph] = std::move(plan);
 }
 
@@ -562,15 +593,24 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
                                      bool nested) {
   const auto& graph = *plan.graph;
   const bool fused = plan.has_fusions && observer == nullptr;
+  const auto& frees = fused && !plan.fused_frees.empty() ? plan.fused_frees : plan.frees;
   std::vector<char> absorbed(fused ? plan.order.size() : 0);  // this run: tail steps applied
+  // This run: per Conv step, the Pad folded into it.
+  std::vector<const FoldedPad*> folded(fused ? plan.order.size() : 0);
   for (size_t step = 0; step < plan.order.size(); ++step) {
+    const FoldedPad* fold = fused ? plan.pad_folds[step].get() : nullptr;
+    if (fold && FoldApplies(*fold, scope.Find(fold->input))) {
+      folded[fold->conv_step] = fold;
+      absorbed[step] = 1;
+    }
     if (fused && absorbed[step]) {
-      for (const auto& dead : plan.frees[step]) scope.values.erase(dead);
+      for (const auto& dead : frees[step]) scope.values.erase(dead);
       continue;
     }
     // Observers see every node's outputs, so only unobserved runs skip precomputed constants.
     if (plan.precomputed[step] && observer == nullptr) continue;
-    const auto& node = graph.node(plan.order[step]);
+    const auto& model_node = graph.node(plan.order[step]);
+    const auto& node = fused && folded[step] ? folded[step]->conv : model_node;
     std::vector<const Tensor*> args;
     for (const auto& in : node.input()) {
       if (in.empty()) {
@@ -631,8 +671,8 @@ std::vector<Tensor> Session::Execute(const Plan& plan, Scope& scope, const NodeO
       if (observer) (*observer)(ProducedTensor{name, ctx.output(i), node, nested});
       scope.values[name] = std::move(ctx.output(i));
     }
-    for (const auto& dead : plan.frees[step]) scope.values.erase(dead);
-    if (after_node_ && !nested) (*after_node_)(node);
+    for (const auto& dead : frees[step]) scope.values.erase(dead);
+    if (after_node_ && !nested) (*after_node_)(model_node);
   }
   std::vector<Tensor> outputs;
   for (const auto& out : graph.output()) {

@@ -32,8 +32,9 @@ struct SessionOptions {
   // Kernel threads of this session's runs (lib/runtime/execution.h); 0: the caller's scope, else
   // the program's default. Two sessions with different counts each keep their own.
   int threads = 0;
-  // Run every node as the model has it: no fused conv tails (fusion.h). Observed runs never
-  // fuse; this turns fusion off for the others too (to compare fused against unfused).
+  // Run every node as the model has it: no fused conv tails (fusion.h), no Pad folded into a
+  // Conv (pad_fusion.h). Observed runs never fuse; this turns fusion off for the others too (to
+  // compare fused against unfused).
   bool no_fusion = false;
   // Compute as an accelerator that keeps float tensors in float16 (float16.h): float weights are
   // rounded once, graph inputs and every float tensor a node produces at the op boundary; inside
@@ -101,12 +102,14 @@ class Session {
   std::vector<NamedTensor> RunInto(const TensorMap& inputs,
                                    const std::map<std::string, OutputBuffer>& buffers);
   // Run as an unobserved run does (fused), calling `after_node` with each main-graph node once
-  // it ran: a fused conv reports the time of its whole tail, and the nodes it absorbed none (a
-  // profile of what actually runs, like ONNX Runtime's after its fusions).
+  // it ran: a fused conv reports the time of its whole tail (and of a Pad folded into it), and
+  // the nodes it absorbed none (a profile of what actually runs, like ONNX Runtime's after its
+  // fusions).
   std::vector<NamedTensor> RunTimed(const TensorMap& inputs,
                                     const std::function<void(const onnx::NodeProto&)>& after_node);
 
-  // How many nodes of the main graph unobserved runs fold into a preceding conv (fusion.h).
+  // How many nodes of the main graph unobserved runs fold into a conv: tails into the conv
+  // before them (fusion.h), Pads into the Conv after them (pad_fusion.h).
   int fused_nodes() const;
 
   // Warnings from the last Run (NaN/Inf in inputs when fail_on_nan is off).

@@ -72,7 +72,7 @@ void PrintProfile(const stages::RunStageResult& r, size_t top) {
       util::FormatMs(total), rows.size(), r.profile_runs, std::min(top, rows.size()));
   if (r.fused_nodes > 0) {
     fmt::print(
-        "  ({} nodes run inside the conv, linear layer or mean before them and show 0 ms; "
+        "  ({} nodes run inside the conv, linear layer or mean next to them and show 0 ms; "
         "--no-fusion times each)\n",
         r.fused_nodes);
   }
