@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "lib/runtime/kernels/simd.h"
 #include "lib/runtime/parallel.h"
 
 namespace porttool::runtime::resize {
@@ -142,6 +143,64 @@ void BilinearPixelFixedPoint(const LinearAxis& tx, const LinearAxis& ty, int64_t
   }
 }
 
+// An input row's two neighbours for every output column (lo[ox] and hi[ox] of the W axis),
+// gathered once per input row and thread: an upsampling reads each input row for several output
+// rows, and the arithmetic then runs over contiguous arrays.
+struct GatheredRow {
+  int64_t key = -1;  // plane * in_h + input row
+  std::vector<float> lo, hi;
+};
+
+// Two slots: the rows an output row reads (top and bottom) are both kept; `keep` is the slot the
+// caller still needs.
+GatheredRow& Gather(GatheredRow (&slots)[2], int keep, int64_t key, const float* row,
+                    const LinearAxis& tx) {
+  for (GatheredRow& g : slots) {
+    if (g.key == key) return g;
+  }
+  GatheredRow& g = slots[keep == 0 ? 1 : 0];
+  const int64_t n = static_cast<int64_t>(tx.lo.size());
+  g.key = key;
+  g.lo.resize(n), g.hi.resize(n);
+  for (int64_t ox = 0; ox < n; ++ox) g.lo[ox] = row[tx.lo[ox]], g.hi[ox] = row[tx.hi[ox]];
+  return g;
+}
+
+// A float NCHW output row from its gathered input rows: BilinearPixel's products and sums for one
+// channel, the same expression (so the same bits; contraction is off for this file) in a loop
+// the AVX2/AVX-512 clones vectorise (one call per pixel took 25x the default formula's time on
+// M-LSD's 80 -> 160 upsampling).
+PORTTOOL_SIMD_CLONES void BilinearRowF(const float* __restrict top_lo,
+                                       const float* __restrict top_hi,
+                                       const float* __restrict bottom_lo,
+                                       const float* __restrict bottom_hi,
+                                       const float* __restrict dx_lo, const float* __restrict dx_hi,
+                                       float dy_lo, float dy_hi, int64_t n, float* __restrict out) {
+  for (int64_t ox = 0; ox < n; ++ox) {
+    const float c11 = dx_hi[ox] * dy_hi, c21 = dx_lo[ox] * dy_hi;
+    const float c12 = dx_hi[ox] * dy_lo, c22 = dx_lo[ox] * dy_lo;
+    out[ox] = c11 * top_lo[ox] + c21 * top_hi[ox] + c12 * bottom_lo[ox] + c22 * bottom_hi[ox];
+  }
+}
+
+// Output rows [begin, end) of a float NCHW bilinear resize without extrapolation.
+void BilinearRowsF(const float* px, const LinearAxis& tx, const LinearAxis& ty, int64_t in_h,
+                   int64_t in_w, int64_t begin, int64_t end, float* py) {
+  const int64_t out_h = static_cast<int64_t>(ty.lo.size());
+  const int64_t out_w = static_cast<int64_t>(tx.lo.size());
+  GatheredRow slots[2];
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t plane = row / out_h, oy = row % out_h;
+    const float* in = px + plane * in_h * in_w;
+    const int64_t top_key = plane * in_h + ty.lo[oy], bottom_key = plane * in_h + ty.hi[oy];
+    const GatheredRow& top = Gather(slots, -1, top_key, in + ty.lo[oy] * in_w, tx);
+    const int keep = &top == &slots[0] ? 0 : 1;
+    const GatheredRow& bottom = Gather(slots, keep, bottom_key, in + ty.hi[oy] * in_w, tx);
+    BilinearRowF(top.lo.data(), top.hi.data(), bottom.lo.data(), bottom.hi.data(), tx.d_lo.data(),
+                 tx.d_hi.data(), ty.d_lo[oy], ty.d_hi[oy], out_w, py + row * out_w);
+  }
+}
+
 template <typename T>
 void BilinearAsOrt(const Tensor& x, const ResizeSpec& s, const Planes& p, Tensor& y) {
   const int64_t in_h = x.dim(p.axis_h), in_w = x.dim(p.axis_w);
@@ -153,6 +212,10 @@ void BilinearAsOrt(const Tensor& x, const ResizeSpec& s, const Planes& p, Tensor
   const T* px = x.data<T>();
   T* py = y.mutable_data<T>();
   ParallelFor(p.outer * out_h, 1, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (inner == 1 && !Extrapolates(s))
+        return BilinearRowsF(px, tx, ty, in_h, in_w, begin, end, py);
+    }
     for (int64_t row = begin; row < end; ++row) {
       const int64_t plane = row / out_h, oy = row % out_h;
       const T* in = px + plane * in_h * in_w * inner;
