@@ -17,6 +17,10 @@ struct ExecutionEnv {
   // Tensor::Uninitialized storage filled with 0xFF bytes (NaN for floats) instead of left as the
   // allocator gave it: a kernel reading an output before writing it then fails its tests.
   bool poison_uninitialized = false;
+  // Resize computes with ONNX Runtime's CPU arithmetic (float coordinates, its weight products
+  // and rounding; kernels/resize_ort.h) instead of the spec formula in double, so that a
+  // quantized model downstream of a Resize does not flip a rounding where ONNX Runtime does not.
+  bool ort_compatible_resize = false;
 };
 
 // The program's defaults (threads 0: every core).

@@ -10,6 +10,9 @@ struct ProcessSettings {
   // Keep freed tensor memory in the heap instead of returning it to the OS after every node:
   // repeated runs then reuse pages (PP-OCRv4 det: 440 ms -> ~150 ms at 1 thread).
   bool keep_freed_memory = true;
+  // Every session of the program computes Resize with ONNX Runtime's arithmetic
+  // (ExecutionEnv::ort_compatible_resize); false keeps the current setting.
+  bool ort_compatible_resize = false;
 };
 
 void ApplyProcessSettings(const ProcessSettings& settings);

@@ -274,7 +274,10 @@ void RunKernel(const KernelFn& kernel, KernelContext& ctx, const onnx::NodeProto
 
 Session::Session(const io::Model& model, SessionOptions options)
     : model_(model), options_(options) {
-  ScopedExecution planning({.threads = options_.threads});  // prepare steps run kernels' code
+  ScopedExecution planning(
+      {.threads = options_.threads,
+       .ort_compatible_resize =
+           options_.ort_compatible_resize});  // prepare steps run kernels' code
   // The contrib ops' schemas (Gelu, FastGelu, ...) give their arity and input types to the
   // checks below; without them a session's checks depended on whether inference ran first.
   shape::RegisterContribSchemas();
@@ -508,7 +511,8 @@ std::vector<NamedTensor> Session::Run(const TensorMap& inputs, const Observer& o
 
 std::vector<NamedTensor> Session::RunObserved(const TensorMap& inputs,
                                               const NodeObserver& observer) {
-  ScopedExecution run({.threads = options_.threads});
+  ScopedExecution run(
+      {.threads = options_.threads, .ort_compatible_resize = options_.ort_compatible_resize});
   ValidateInputs(inputs);
   const Plan& plan = PlanFor(model_.proto.graph());
   Scope scope;

@@ -41,6 +41,11 @@ struct SessionOptions {
   // an op the kernel accumulates in float32, as the NPUs do. Fused conv tails stay fused (the
   // NPU fuses them too). Tensors that overflow 65504 are recorded (Session::Float16Overflows).
   bool float16 = false;
+  // Resize as ONNX Runtime's CPU kernel computes it, bit for bit (ExecutionEnv::
+  // ort_compatible_resize): for comparing against ONNX Runtime without one-ulp differences that
+  // a quantized model downstream amplifies. Off leaves the program's default (the setting is
+  // inherited, never turned off by a session).
+  bool ort_compatible_resize = false;
 };
 
 // A float tensor whose values passed float16's range under SessionOptions::float16: it became

@@ -23,12 +23,14 @@
 #   CASES         "model:dims[:op] ..." subset of the default list (model names as the generator's;
 #                 op: the op type whose nodes are compared, default the model's first node's)
 #   PORTTOOL_BIN  porttool binary (default build/porttool)
+#   PT_FLAGS      extra flags for porttool run (e.g. --ort-compatible: Resize in ORT's formula)
 # Needs ONNX Runtime for node (scripts/setup.sh --ort) and python3-onnx.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${1:-200}
 ROUNDS=${ROUNDS:-3}
 BIN=${PORTTOOL_BIN:-build/porttool}
+read -r -a PT_EXTRA <<<"${PT_FLAGS:-}"
 PY=/usr/bin/python3
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -64,7 +66,7 @@ for SPEC in $CASES; do
   for T in 1 2; do
     A=(); B=(); C=()
     for ((R = 0; R < ROUNDS; R++)); do
-      "$BIN" run "$MODEL" --random-inputs --threads "$T" --repeat "$RUNS" --profile --json \
+      "$BIN" run "$MODEL" --random-inputs --threads "$T" --repeat "$RUNS" --profile --json ${PT_EXTRA[@]+"${PT_EXTRA[@]}"} \
         >"$WORK/ptp.json"
       node scripts/bench/ort_bench.js "$MODEL" --shape "${DIMS//x/,}" --threads "$T" \
         --repeat "$RUNS" --op-times 1 >"$WORK/ortp.json"

@@ -111,6 +111,64 @@ TEST(CliRun, RunsAndWritesSanitisedOutputsWithJson) {
   for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], expected[i]);
 }
 
+// A nearest Resize (asymmetric, round_prefer_ceil) of x[1x1x1x8] whose output 1 reads the source
+// coordinate 1 / 0.400000036f = 2.4999998, one float ulp below 2.5: the spec formula rounds it to
+// input 2, ONNX Runtime (and --ort-compatible, which must reach the kernel) to input 3.
+std::string WriteHalfwayResizeModel(const TempDir& dir) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("halfway");
+  auto* node = g->add_node();
+  node->set_op_type("Resize");
+  node->set_name("resize");
+  for (const char* in : {"x", "", "scales"}) node->add_input(in);
+  node->add_output("y");
+  for (const auto& [name, value] :
+       std::map<std::string, std::string>{{"mode", "nearest"},
+                                          {"coordinate_transformation_mode", "asymmetric"},
+                                          {"nearest_mode", "round_prefer_ceil"}}) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  }
+  *g->add_initializer() = runtime::TensorToProto(Floats({4}, {1, 1, 1, 0.400000036f}), "scales");
+  auto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(TP::TensorProto::FLOAT);
+  for (int64_t d : {1, 1, 1, 8}) {
+    x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  auto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(TP::TensorProto::FLOAT);
+  const auto path = dir / "halfway.onnx";
+  testing::WriteFile(path, m.SerializeAsString());
+  return path.string();
+}
+
+TEST(CliRun, OrtCompatibleResizeRoundsAsOnnxRuntime) {
+  TempDir dir;
+  const std::string model = WriteHalfwayResizeModel(dir);
+  const std::string x = WriteInput(dir, "x.npy", Floats({1, 1, 1, 8}, {0, 1, 2, 3, 4, 5, 6, 7}));
+  for (const bool ort : {false, true}) {
+    const auto out = dir / (ort ? "ort" : "spec");
+    auto r = RunPorttool("run " + model + " --input x=" + x + " --output-dir " + out.string() +
+                         (ort ? " --ort-compatible" : ""));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Tensor y = runtime::ReadNpy(out / "y.npy");
+    ASSERT_EQ(y.size(), 3);
+    EXPECT_EQ(y.data<float>()[1], ort ? 3 : 2) << (ort ? "--ort-compatible" : "default");
+  }
+  for (const char* cmd : {"run", "compare", "port", "quantize-calibrate"}) {
+    EXPECT_NE(RunPorttool(std::string(cmd) + " --help").out.find("--ort-compatible"),
+              std::string::npos)
+        << cmd;
+  }
+}
+
 TEST(CliRun, PbOutputsAndInputsRoundTrip) {
   TempDir dir;
   auto model = WriteModel(dir, "tiny.onnx", kTinyModel);

@@ -26,6 +26,7 @@ struct CompareCliOptions {
   std::vector<std::string> rtol, atol;
   std::string save_outputs, load_outputs;
   int threads = 0;
+  bool ort_compatible = false;
   size_t top = 20;
   bool json = false;
   std::vector<std::string> custom_ops;
@@ -105,6 +106,7 @@ void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& 
 
 int RunCompare(const CompareCliOptions& o) {
   runtime::ApplyProcessSettings({o.threads});
+  ApplyOrtCompatibleFlag(o.ort_compatible);
   runtime::CompareOptions options;
   ParseTolerances(o.rtol, "--rtol", options, &runtime::Tolerance::rtol);
   ParseTolerances(o.atol, "--atol", options, &runtime::Tolerance::atol);
@@ -205,6 +207,7 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
                   "(detect-db[:...] | classify | ctc[:blank=0]; as quantize-calibrate --task); "
                   "repeatable");
   AddThreadsOption(*cmd, opts->threads);
+  AddOrtCompatibleFlag(*cmd, opts->ort_compatible);
   AddCustomOpOption(*cmd, opts->custom_ops);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunCompare(*opts); }; });

@@ -20,6 +20,7 @@ struct PortCliOptions {
   QuantizeFlags quant;
   bool dry_run = false, force = false, keep_failed = false, json = false;
   int threads = 1;
+  bool ort_compatible = false;
   uint64_t seed = kDefaultSeed;
   double rtol = 1e-4, atol = 1e-5;
 };
@@ -83,6 +84,7 @@ void PrintText(const stages::PortResult& r, const PortCliOptions& o) {
 }
 
 int RunPort(const PortCliOptions& o) {
+  ApplyOrtCompatibleFlag(o.ort_compatible);
   stages::PortOptions options;
   options.model = o.model;
   options.rules_dir = ResolveRulesDir(o.rules_dir);
@@ -173,6 +175,7 @@ void RegisterPort(CLI::App& app, RunFn& run) {
   cmd->add_flag("--force", o->force, "Replace the bundle directory when it exists");
   cmd->add_flag("--keep-failed", o->keep_failed,
                 "When a step fails, keep the partial bundle (its path is printed)");
+  AddOrtCompatibleFlag(*cmd, o->ort_compatible);
   cmd->add_option("--threads", o->threads,
                   "Samples calibrated and evaluated at once (kernels run on one thread, so the "
                   "bundle is the same for any value)")

@@ -25,6 +25,7 @@ struct QuantizeCalibrateOptions {
   bool json = false, no_eval = false;
   std::vector<std::string> thresholds;
   int threads = 1;
+  bool ort_compatible = false;
   ModelOutputOptions qdq;
 };
 
@@ -133,6 +134,7 @@ void PrintText(const quant::QuantizeCalibrateResult& r) {
 }
 
 int RunQuantizeCalibrate(const QuantizeCalibrateOptions& o) {
+  ApplyOrtCompatibleFlag(o.ort_compatible);
   // Without --data, --table names the table to apply (a segment reusing the whole model's).
   if (o.quant.data.empty() && o.table.empty()) {
     ThrowUsage("give --data DIR to calibrate, or --table TABLE.json without --data to apply it");
@@ -187,6 +189,7 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run) {
   cmd->add_flag("--no-eval", o->no_eval, "Calibrate on every sample and skip the accuracy report");
   cmd->add_option("--threshold", o->thresholds,
                   "OUTPUT:VALUE: report the QDQ threshold keeping the same fraction above");
+  AddOrtCompatibleFlag(*cmd, o->ort_compatible);
   cmd->add_option("--threads", o->threads, "Samples calibrated in parallel")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

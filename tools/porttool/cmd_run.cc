@@ -31,6 +31,7 @@ struct RunOptions {
   std::string output_dir;
   bool pb = false;
   int threads = 0;
+  bool ort_compatible = false;
   int repeat = 0;
   bool fail_on_nan = false;
   bool no_fusion = false;
@@ -133,6 +134,7 @@ void PrintOutput(const runtime::NamedTensor& out, const std::string& file) {
 
 int RunRun(const RunOptions& o) {
   runtime::ApplyProcessSettings({o.threads});
+  ApplyOrtCompatibleFlag(o.ort_compatible);
   stages::RunStageOptions options;
   options.input_shapes = ParseShapeFlags(o.input_shapes);
   options.inputs = ReadInputFlags(o.inputs);
@@ -192,6 +194,7 @@ void RegisterRun(CLI::App& app, RunFn& run) {
                   "Write each output to DIR/<output name>.npy (unsafe characters become '_')");
   cmd->add_flag("--pb", opts->pb, "With --output-dir: write ONNX TensorProto .pb files instead");
   AddThreadsOption(*cmd, opts->threads);
+  AddOrtCompatibleFlag(*cmd, opts->ort_compatible);
   cmd->add_option("--repeat", opts->repeat, "Time N runs after one warm-up run")
       ->check(InRange(1, 1000000));
   cmd->add_flag("--profile", opts->profile,

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "lib/decide/target.h"
+#include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/quantize.h"
 #include "lib/stages/target.h"
@@ -68,6 +69,19 @@ CLI::Option* AddSeedOption(CLI::App& cmd, uint64_t& seed, const std::string& wha
 CLI::Option* AddThreadsOption(CLI::App& cmd, int& threads) {
   return cmd.add_option("--threads", threads, "Threads for kernels (default: all cores)")
       ->check(InRange(1, 1024));
+}
+
+CLI::Option* AddOrtCompatibleFlag(CLI::App& cmd, bool& ort_compatible) {
+  return cmd.add_flag(
+      "--ort-compatible", ort_compatible,
+      "Compute Resize with ONNX Runtime's CPU arithmetic (float coordinates and its weight "
+      "products) instead of the ONNX formula in double: the results then match ONNX Runtime bit "
+      "for bit, so a quantized model does not diverge from it on a one-ulp rounding flip; "
+      "docs/cli/ort-compatible.md gives each mode's formula");
+}
+
+void ApplyOrtCompatibleFlag(bool ort_compatible) {
+  runtime::ApplyProcessSettings({.ort_compatible_resize = ort_compatible});
 }
 
 CLI::Option* AddRulesDirOption(CLI::App& cmd, std::string& dir) {

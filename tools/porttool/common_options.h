@@ -47,6 +47,10 @@ CLI::Option* AddInputValueOption(CLI::App& cmd, std::vector<std::string>& specs)
 CLI::Option* AddInputRangeOption(CLI::App& cmd, std::vector<std::string>& specs);
 CLI::Option* AddSeedOption(CLI::App& cmd, uint64_t& seed, const std::string& what);
 CLI::Option* AddThreadsOption(CLI::App& cmd, int& threads);
+// --ort-compatible: Resize computed with ONNX Runtime's arithmetic (to compare against ORT bit for
+// bit). Apply it with ApplyOrtCompatibleFlag before the command runs the executor.
+CLI::Option* AddOrtCompatibleFlag(CLI::App& cmd, bool& ort_compatible);
+void ApplyOrtCompatibleFlag(bool ort_compatible);
 CLI::Option* AddRulesDirOption(CLI::App& cmd, std::string& dir);
 // --target NAME|FILE.json: a target profile. Its help lists the shipped profiles, and its type
 // name (kTargetTypeName) tells the completion script to offer them.

@@ -6,7 +6,9 @@
 // single formulation covers nearest (1 tap), linear (2) and cubic (4, with exclude_outside
 // renormalisation), and tf_crop_and_resize extrapolation, on any number of resized axes. Leading
 // axes that map one to one (batch, channels) become an outer loop over planes, and the common
-// case of two resized axes (H, W) gets a dedicated loop.
+// case of two resized axes (H, W) gets a dedicated loop. Under ExecutionEnv::ort_compatible_resize
+// nearest takes ONNX Runtime's float coordinates and rounding into the same taps, and linear and
+// cubic are computed by resize_ort.cc with ONNX Runtime's arithmetic (resize_ort.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,9 +23,12 @@
 #include <vector>
 
 #include "lib/ir/dtype.h"
+#include "lib/runtime/execution.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/all_kernels.h"
 #include "lib/runtime/kernels/kernel_util.h"
+#include "lib/runtime/kernels/resize_ort.h"
+#include "lib/runtime/kernels/resize_spec.h"
 #include "lib/runtime/kernels/simd.h"
 #include "lib/runtime/parallel.h"
 #include "lib/util/checked_math.h"
@@ -33,33 +38,10 @@ namespace {
 
 using kernels::TP;
 
-enum class Mode { kNearest, kLinear, kCubic };
-enum class Coord {
-  kHalfPixel,
-  kPytorchHalfPixel,
-  kAlignCorners,
-  kAsymmetric,
-  kTfHalfPixelForNn,
-  kTfCropAndResize
-};
-// kSimple is the pre-opset-11 rule (Upsample, Resize-10): truncate when upsampling, ceil when
-// downsampling, as ONNX Runtime implements it.
-enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
-
-struct ResizeSpec {
-  Mode mode = Mode::kNearest;
-  Coord coord = Coord::kAsymmetric;
-  Rounding rounding = Rounding::kSimple;
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  float extrapolation = 0.f;
-  std::vector<double> scales;  // per axis, as given or out/in when sizes were given
-  // in * scale, unrounded: the reference implementation's output length in the coordinate
-  // formulas (align_corners over a downscale by 0.6 differs from using the rounded size).
-  std::vector<double> resized_len;
-  std::vector<int64_t> out;
-  std::vector<double> roi;  // [starts..., ends...] or empty
-};
+using resize::Coord;
+using resize::Mode;
+using resize::ResizeSpec;
+using resize::Rounding;
 
 // The taps of one axis: for output index i, taps [i*count, (i+1)*count).
 struct AxisTaps {
@@ -180,7 +162,13 @@ AxisTaps ComputeTaps(const ResizeSpec& s, int axis, int64_t in) {
     }
     int64_t idx[4];
     double w[4];
-    if (s.mode == Mode::kNearest) {
+    if (s.mode == Mode::kNearest && s.ort_formula) {
+      const float xf = resize::OrtOriginalCoordinate(s, axis, i, in);
+      t.outside[i] =
+          s.coord == Coord::kTfCropAndResize && (xf < 0 || xf > static_cast<float>(in - 1));
+      idx[0] = resize::OrtNearestIndex(s.rounding, xf, s.ort_scales[axis] < 1);
+      w[0] = 1;
+    } else if (s.mode == Mode::kNearest) {
       idx[0] = NearestIndex(s.rounding, x, s.scales[axis] < 1);
       w[0] = 1;
     } else {
@@ -670,6 +658,12 @@ void RunResize(KernelContext& ctx, const ResizeSpec& s) {
   Tensor& y = ctx.output(0) = Tensor::Uninitialized(x.dtype(), s.out);  // every element written
   if (y.size() == 0) return;
   if (x.size() == 0) ctx.Fail("cannot resize an empty input to a non-empty output");
+  // ONNX Runtime copies a resize to the input's own shape, whatever the mode or roi.
+  if (s.ort_formula && y.shape() == x.shape()) {
+    std::memcpy(y.mutable_raw(), x.raw(), x.bytes());
+    return;
+  }
+  if (s.ort_formula && s.mode != Mode::kNearest && resize::InterpolateAsOrt(x, s, y)) return;
   std::vector<AxisTaps> taps;
   int first = rank;  // axes before `first` map one to one
   for (int a = 0; a < rank; ++a) {
@@ -704,6 +698,7 @@ void ResolveScales(const KernelContext& ctx, const Tensor& x, const std::vector<
   s.scales.resize(rank);
   s.out.resize(rank);
   s.resized_len.resize(rank);
+  s.ort_scales.resize(rank);
   for (int a = 0; a < rank; ++a) {
     if (!scales.empty()) {
       if (!(scales[a] > 0))
@@ -716,11 +711,18 @@ void ResolveScales(const KernelContext& ctx, const Tensor& x, const std::vector<
                              a, x.dim(a), s.resized_len[a]));
       }
       s.out[a] = static_cast<int64_t>(std::floor(s.resized_len[a]));
+      s.ort_scales[a] = static_cast<float>(scales[a]);
+      // ONNX Runtime sizes the output as the float product, truncated.
+      if (s.ort_formula) {
+        s.out[a] = static_cast<int64_t>(s.ort_scales[a] * static_cast<float>(x.dim(a)));
+      }
     } else {
       if (sizes[a] < 0) ctx.Fail(fmt::format("size {} on axis {} is negative", sizes[a], a));
       s.out[a] = sizes[a];
       s.resized_len[a] = static_cast<double>(sizes[a]);
       s.scales[a] = x.dim(a) ? static_cast<double>(sizes[a]) / static_cast<double>(x.dim(a)) : 1;
+      s.ort_scales[a] =
+          x.dim(a) ? static_cast<float>(sizes[a]) / static_cast<float>(x.dim(a)) : 1.0f;
     }
   }
 }
@@ -736,6 +738,7 @@ void ResizeKernel(KernelContext& ctx) {
   }
   const Tensor& x = ctx.input(0);
   ResizeSpec s;
+  s.ort_formula = CurrentExecution().ort_compatible_resize;
   if (ctx.opset() < 11) {
     ctx.AllowAttributes({"mode"});
     s.mode = ParseMode(ctx, false);
@@ -780,6 +783,7 @@ void UpsampleKernel(KernelContext& ctx) {
   ctx.AllowAttributes({"mode", "scales"});
   const Tensor& x = ctx.input(0);
   ResizeSpec s;
+  s.ort_formula = CurrentExecution().ort_compatible_resize;
   s.mode = ParseMode(ctx, false);
   std::vector<double> scales;
   if (ctx.opset() < 9) {
