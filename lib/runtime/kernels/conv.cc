@@ -156,8 +156,7 @@ PORTTOOL_SIMD_CLONES void CopyEvenFloats(const float* src, int64_t n, float* dst
 // downsampling convs: det's first conv spent 46% of its time here) copies even lanes.
 void ImageRowRun(const float* src, int64_t iw0, int64_t sw, int64_t width, int64_t run,
                  float* col) {
-  const int64_t lo = std::clamp<int64_t>((-iw0 + sw - 1) / sw, 0, run);
-  const int64_t hi = std::clamp<int64_t>((width - iw0 + sw - 1) / sw, lo, run);
+  const auto [lo, hi] = kernels::TapsInside(iw0, sw, width, run);
   std::fill(col, col + lo, 0.f);
   if (sw == 1) {
     std::memcpy(col + lo, src + iw0 + lo, (hi - lo) * sizeof(float));
@@ -434,20 +433,19 @@ DepthwiseFn FastDepthwise(const Window3& w) {
 // half != 0, the float for padded column c (c = col0 + its column) goes to (c % 2) * half + c / 2
 // of its row: the even columns, then the odd ones, so that a stride-2 conv's taps read
 // consecutive floats (a gather per tap cost 3x ONNX Runtime's time).
-// even[i] = s[2i] and odd[i] = s[2i + 1], for the i where those exist (n values): sixteen pairs at
-// a time, two loads and two shuffles (a strided scalar loop cost more than the conv).
+// even[i] = s[2i] and odd[i] = s[2i + 1], for the i where those exist (n values): sixteen pairs
+// at a time, two loads and two shuffles. Not CopyEvenFloats twice: it stops a vector early, and
+// the scalar rest of each 64-float row cost a third more than the conv.
 PORTTOOL_ALWAYS_INLINE void Deinterleave(const float* s, int64_t n, float* even, float* odd) {
-  using kernels::V16f;
-  using kernels::V16i;
   int64_t i = 0;
   for (; 2 * i + 32 <= n; i += 16) {
     V16f v0, v1;
     std::memcpy(&v0, s + 2 * i, sizeof v0);
     std::memcpy(&v1, s + 2 * i + 16, sizeof v1);
     const V16f e =
-        __builtin_shuffle(v0, v1, V16i{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30});
+        __builtin_shufflevector(v0, v1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const V16f o =
-        __builtin_shuffle(v0, v1, V16i{1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31});
+        __builtin_shufflevector(v0, v1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     std::memcpy(even + i, &e, sizeof e);
     std::memcpy(odd + i, &o, sizeof o);
   }

@@ -352,13 +352,10 @@ void Im2ColCentered(const X* x, int64_t channels, const Window3& w, int32_t zp, 
   const int64_t width = w.in[2], sw = w.strides[2];
   kernels::Im2ColRuns(
       x, channels, w, p0, p1, [&](const X* src, int64_t iw_off, int64_t ow, int64_t run) {
-        // Columns j of the run whose tap (ow + j) sw + iw_off lies in [0, width).
         const int64_t first = ow * sw + iw_off;
-        int64_t j_lo = 0, j_hi = 0;
-        if (src != nullptr) {
-          j_lo = std::min(run, first >= 0 ? 0 : (-first + sw - 1) / sw);
-          j_hi = std::clamp<int64_t>(first < width ? (width - first + sw - 1) / sw : 0, j_lo, run);
-        }
+        const kernels::TapRange inside =
+            src != nullptr ? kernels::TapsInside(first, sw, width, run) : kernels::TapRange{0, 0};
+        const int64_t j_lo = inside.lo, j_hi = inside.hi;
         std::fill(col, col + j_lo, int16_t{0});
         if (sw == 1) {
           for (int64_t j = j_lo; j < j_hi; ++j) col[j] = static_cast<int16_t>(src[first + j] - zp);

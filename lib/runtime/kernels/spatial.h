@@ -42,6 +42,16 @@ struct Window3 {
 };
 Window3 To3D(const Window& w);
 
+// The taps [lo, hi) of a run of `run` taps at columns iw0, iw0 + sw, ... that fall inside a row of
+// `width`: the run's padding ends are [0, lo) and [hi, run).
+struct TapRange {
+  int64_t lo, hi;
+};
+inline TapRange TapsInside(int64_t iw0, int64_t sw, int64_t width, int64_t run) {
+  const int64_t lo = std::clamp<int64_t>((-iw0 + sw - 1) / sw, 0, run);
+  return {lo, std::clamp<int64_t>((width - iw0 + sw - 1) / sw, lo, run)};
+}
+
 // The im2col walk shared by the float and integer convolutions: for each input channel c and
 // kernel tap, the output positions [p0, p1) go in runs that stay on one output row; each run calls
 // fill(xc_row, iw_off, ow, run) with the input row the tap reads (nullptr when the tap's depth or
