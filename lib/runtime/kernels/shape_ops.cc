@@ -2,7 +2,9 @@
 // work on any dtype through byte-level copies (element sizes 1, 2, 4, 8).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -24,33 +26,78 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
   return s;
 }
 
+// The outer dims of a strided copy (all but the last), in the order the rows are visited:
+// the largest source stride outermost, so consecutive rows read nearby source elements. A
+// transpose from NHWC visits each H row's C output rows while that row is in L1, rather than C
+// passes over the whole input (BlazeFace's input Transpose: 1.3x ONNX Runtime's time, 2.1x at 2
+// threads).
+struct RowWalk {
+  std::vector<int64_t> dims, src_strides, dst_strides;
+  RowWalk(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+    const size_t outer = shape.size() - 1;
+    std::vector<int64_t> dst(shape.size(), 1);
+    for (size_t i = shape.size(); i-- > 1;) dst[i - 1] = dst[i] * shape[i];
+    std::vector<size_t> order(outer);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::abs(strides[a]) > std::abs(strides[b]);
+    });
+    for (size_t d : order) {
+      dims.push_back(shape[d]);
+      src_strides.push_back(strides[d]);
+      dst_strides.push_back(dst[d]);
+    }
+  }
+};
+
+// Rows [begin, end) of the walk (a row: the `inner` elements of the last dim), from the offsets
+// of row `begin`, then an odometer over the outer dims.
+template <typename E>
+void StridedCopyRows(const E* src, int64_t base, const RowWalk& walk, int64_t inner, int64_t step,
+                     int64_t begin, int64_t end, E* dst) {
+  const size_t outer = walk.dims.size();
+  std::vector<int64_t> idx(outer, 0);
+  int64_t from = base, to = 0;
+  for (size_t d = outer, rest = static_cast<size_t>(begin); d-- > 0;) {
+    idx[d] = static_cast<int64_t>(rest % static_cast<size_t>(walk.dims[d]));
+    rest /= static_cast<size_t>(walk.dims[d]);
+    from += idx[d] * walk.src_strides[d];
+    to += idx[d] * walk.dst_strides[d];
+  }
+  for (int64_t row = begin; row < end; ++row) {
+    const E* s = src + from;
+    E* out = dst + to;
+    if (step == 1) {
+      std::memcpy(out, s, inner * sizeof(E));
+    } else {
+      for (int64_t i = 0; i < inner; ++i) out[i] = s[i * step];
+    }
+    for (size_t d = outer; d-- > 0;) {  // odometer over the outer dims
+      from += walk.src_strides[d];
+      to += walk.dst_strides[d];
+      if (++idx[d] < walk.dims[d]) break;
+      from -= walk.src_strides[d] * walk.dims[d];
+      to -= walk.dst_strides[d] * walk.dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// The rows go to the thread pool (each writes its own rows of the output).
 template <typename E>
 void StridedCopyT(const E* src, int64_t base, const std::vector<int64_t>& shape,
                   const std::vector<int64_t>& strides, E* dst) {
-  const size_t rank = shape.size();
-  int64_t total = ir::ElementCount(shape);
+  const int64_t total = ir::ElementCount(shape);
   if (total == 0) return;
-  if (rank == 0) {
+  if (shape.empty()) {
     dst[0] = src[base];
     return;
   }
   const int64_t inner = shape.back(), step = strides.back();
-  std::vector<int64_t> idx(rank - 1, 0);
-  int64_t offset = base;
-  for (int64_t o = 0; o < total; o += inner) {
-    const E* s = src + offset;
-    if (step == 1) {
-      std::memcpy(dst + o, s, inner * sizeof(E));
-    } else {
-      for (int64_t i = 0; i < inner; ++i) dst[o + i] = s[i * step];
-    }
-    for (size_t d = rank - 1; d-- > 0;) {  // odometer over the outer dims
-      offset += strides[d];
-      if (++idx[d] < shape[d]) break;
-      offset -= strides[d] * shape[d];
-      idx[d] = 0;
-    }
-  }
+  const RowWalk walk(shape, strides);
+  ParallelRows(total / inner, inner, [&](int64_t begin, int64_t end) {
+    StridedCopyRows(src, base, walk, inner, step, begin, end, dst);
+  });
 }
 
 // Copies the elements of `src` addressed by (base, per-dim strides) into a new tensor of
