@@ -48,24 +48,6 @@ std::string PinsText(const shape::InputShapes& pins) {
   return util::Join(parts, ",");
 }
 
-// Adds the time until it goes out of scope (an exception included) to the step's verify_ms:
-// verification is reported apart from the work, as it can cost more than the work.
-class VerifyClock {
- public:
-  explicit VerifyClock(PortStep& step) : step_(step) {}
-  VerifyClock(const VerifyClock&) = delete;
-  VerifyClock& operator=(const VerifyClock&) = delete;
-  ~VerifyClock() {
-    step_.verify_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
-            .count();
-  }
-
- private:
-  PortStep& step_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
 // "fold-constants 342, fuse-conv-bn 3": the passes that changed something.
 std::string ChangesText(const passes::TransformReport& r) {
   std::map<std::string, int> changes;

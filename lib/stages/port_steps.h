@@ -3,6 +3,7 @@
 // from the state they leave.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -21,6 +22,24 @@
 #include "lib/stages/split.h"
 
 namespace porttool::stages {
+
+// Adds the time until it goes out of scope (an exception included) to the step's verify_ms:
+// verification is reported apart from the work, as it can cost more than the work.
+class VerifyClock {
+ public:
+  explicit VerifyClock(PortStep& step) : step_(step) {}
+  VerifyClock(const VerifyClock&) = delete;
+  VerifyClock& operator=(const VerifyClock&) = delete;
+  ~VerifyClock() {
+    step_.verify_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+            .count();
+  }
+
+ private:
+  PortStep& step_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
 
 // Something port could not do itself, for a person: a custom operator to write (with its
 // scaffolded package), or ops that run on the host CPU (with their estimated cost).

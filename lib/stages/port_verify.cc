@@ -22,23 +22,6 @@
 namespace porttool::stages {
 namespace {
 
-// Adds the time until it goes out of scope (an exception included) to the step's verify_ms.
-class VerifyTimer {
- public:
-  explicit VerifyTimer(PortStep& step) : step_(step) {}
-  VerifyTimer(const VerifyTimer&) = delete;
-  VerifyTimer& operator=(const VerifyTimer&) = delete;
-  ~VerifyTimer() {
-    step_.verify_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
-            .count();
-  }
-
- private:
-  PortStep& step_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
 using Outputs = std::vector<runtime::NamedTensor>;
 
 // A tolerance, or none: bit for bit (the split's own promise, and the whole port's when no step
@@ -182,7 +165,7 @@ std::string PassedText(const PortState& s, size_t segments, size_t outputs, cons
 
 void NoteChangedStep(PortState& s, PortStep& step, ChangedStep change) {
   {
-    VerifyTimer timer(step);
+    VerifyClock timer(step);
     analysis::CheckReport checker;
     analysis::RunOnnxChecker(s.model, checker);
     if (!checker.findings.empty()) {
@@ -203,7 +186,7 @@ void NoteChangedStep(PortState& s, PortStep& step, ChangedStep change) {
 }
 
 void VerifyEndToEnd(PortState& s, PortStep& step, const std::vector<const io::Model*>& segments) {
-  VerifyTimer timer(step);
+  VerifyClock timer(step);
   const bool dry_run = segments.empty();
   if (dry_run && s.changed.empty()) {
     step.details.push_back(
