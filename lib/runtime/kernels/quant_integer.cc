@@ -774,8 +774,20 @@ void DynamicQuantizeLinearKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.dtype() != TP::FLOAT) ctx.Fail(fmt::format("x {} must be float32", x.DebugString()));
   const float* px = x.data<float>();
+  // The range by blocks over the threads, then the blocks' ranges: min and max are exact, so the
+  // split does not show in the result.
+  constexpr int64_t kBlock = 1 << 15;
+  const int64_t blocks = (x.size() + kBlock - 1) / kBlock;
+  std::vector<float> block_lo(blocks, 0.f), block_hi(blocks, 0.f);
+  ParallelRows(blocks, kBlock, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      RangeWithZero(px + b * kBlock, std::min(kBlock, x.size() - b * kBlock), block_lo[b],
+                    block_hi[b]);
+    }
+  });
   float lo = 0.f, hi = 0.f;
-  RangeWithZero(px, x.size(), lo, hi);
+  RangeWithZero(block_lo.data(), blocks, lo, hi);
+  RangeWithZero(block_hi.data(), blocks, lo, hi);
   const float scale = hi == lo ? 1.f : (hi - lo) / 255.f;
   // qmin - min / scale, saturated to [0, 255] and rounded half to even. An infinite range makes
   // it NaN (inf / inf): zero point 0.

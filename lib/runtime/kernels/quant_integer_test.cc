@@ -410,6 +410,27 @@ TEST(QuantIntegerKernels, DynamicQuantizeLinearRoundsTiesToEvenInEveryLane) {
   EXPECT_EQ(y.back(), 10) << "NaN quantizes to the zero point";
 }
 
+// The range of a tensor of several blocks (split over the threads): the minimum and the maximum
+// in different blocks, a NaN in a third, at 1 and 2 threads: the By-hand numbers again.
+TEST(QuantIntegerKernels, DynamicQuantizeLinearRangeOverBlocksAndThreads) {
+  std::vector<float> x(100000, 0.5f);
+  x[5] = -1.f;
+  x[70000] = 3.f;
+  x[40000] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor in = F32({static_cast<int64_t>(x.size())}, x);
+  for (int threads : {1, 2}) {
+    SetNumThreads(threads);
+    auto out = RunOp(NodeBuilder("DynamicQuantizeLinear", 1, 3).node(), 11, {&in});
+    EXPECT_EQ(out[1].data<float>()[0], 4.f / 255.f) << threads << " threads";
+    EXPECT_EQ(Values<uint8_t>(out[2]), (std::vector<uint8_t>{64})) << threads << " threads";
+    const std::vector<uint8_t> y = Values<uint8_t>(out[0]);
+    EXPECT_EQ(y[5], 0);
+    EXPECT_EQ(y[70000], 255);
+    EXPECT_EQ(y[0], 96);
+  }
+  SetNumThreads(0);
+}
+
 // ---- constants centred at plan time ----
 
 TEST(QuantIntegerKernels, ConstantWeightsPreparedOnceGiveTheSameResults) {
