@@ -133,6 +133,14 @@ void SetOpset(onnx::ModelProto& model, int to) {
   }
 }
 
+// The newest ai.onnx opset this build's onnx knows: a model converted past it would claim an
+// opset no runtime has (`to=99999` used to be written with exit 0).
+int LatestOnnxOpset() {
+  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = map.find(onnx::ONNX_DOMAIN);
+  return it == map.end() ? 1 : it->second.second;
+}
+
 // The opset to convert to: `to`, or with min/max (a target profile's supported range) the nearest
 // opset of the range, which is the model's own when it is inside (no conversion at all).
 int TargetOpset(const PassOptions& options, int from) {
@@ -140,13 +148,13 @@ int TargetOpset(const PassOptions& options, int from) {
     if (options.Has("min") || options.Has("max")) {
       ThrowUsage("convert-opset takes to=N, or min=N and/or max=N, not both");
     }
-    return static_cast<int>(options.GetInt("to", 0));
+    return static_cast<int>(options.GetInt("to", 0, 1, LatestOnnxOpset()));
   }
   if (!options.Has("min") && !options.Has("max")) {
     ThrowUsage("convert-opset needs to=N (the target opset), or a range min=N max=N");
   }
-  int lo = static_cast<int>(options.GetInt("min", 1));
-  int hi = static_cast<int>(options.GetInt("max", 1000));
+  int lo = static_cast<int>(options.GetInt("min", 1, 1, LatestOnnxOpset()));
+  int hi = static_cast<int>(options.GetInt("max", 1000, 1, 1000));
   if (lo > hi) ThrowUsage("convert-opset: min={} is above max={}", lo, hi);
   return std::clamp(from, lo, hi);
 }

@@ -38,6 +38,9 @@ class PassOptions {
   bool Has(const std::string& key) const { return values_.count(key) > 0; }
   std::string Get(const std::string& key, const std::string& def = "") const;
   int64_t GetInt(const std::string& key, int64_t def) const;  // Error(kUsage) if not an integer
+  // The same, and Error(kUsage) naming the range when the value is outside [lo, hi]: a value cast
+  // to int unchecked turned `to=4294967309` into 13.
+  int64_t GetInt(const std::string& key, int64_t def, int64_t lo, int64_t hi) const;
   const std::map<std::string, std::string>& values() const { return values_; }
 
  private:

@@ -119,6 +119,14 @@ int64_t PassOptions::GetInt(const std::string& key, int64_t def) const {
   return v;
 }
 
+int64_t PassOptions::GetInt(const std::string& key, int64_t def, int64_t lo, int64_t hi) const {
+  int64_t v = GetInt(key, def);
+  if (Has(key) && (v < lo || v > hi)) {
+    ThrowUsage("option {}={}: expected an integer from {} to {}", key, Get(key), lo, hi);
+  }
+  return v;
+}
+
 std::vector<PipelineStep> ParsePipeline(const std::string& text) { return Parser(text).Parse(); }
 
 namespace {

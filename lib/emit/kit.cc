@@ -7,10 +7,12 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include "lib/emit/c_names.h"
 #include "lib/io/atomic_file.h"
+#include "lib/io/input_file.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/node_names.h"
 #include "lib/runtime/compare.h"
@@ -660,8 +662,7 @@ void CheckSelection(const io::Model& model, const KitOptions& options) {
 }
 
 json ReadJsonFile(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) ThrowBadInput("{}: cannot read", path.string());
+  std::istringstream in(io::ReadInputFile(path, "kit file"));
   try {
     return json::parse(in);
   } catch (const json::parse_error& e) {
@@ -801,8 +802,8 @@ KitCheckResult CheckKits(const fs::path& kit_dir, const fs::path& outputs_dir) {
   }
   std::vector<fs::path> kits;
   if (fs::is_directory(kit_dir)) {
-    for (const auto& e : fs::directory_iterator(kit_dir)) {
-      if (fs::is_regular_file(e.path() / "kit.json")) kits.push_back(e.path());
+    for (const auto& folder : io::ListInputFolder(kit_dir, "kit folder").folders) {
+      if (fs::is_regular_file(folder / "kit.json")) kits.push_back(folder);
     }
   }
   if (kits.empty()) ThrowBadInput("{}: no kit.json here or in its sub-folders", kit_dir.string());

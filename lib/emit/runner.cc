@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "lib/analysis/liveness.h"
 #include "lib/emit/emit_header.h"
 #include "lib/emit/runner_pipeline.h"
 #include "lib/emit/runner_render.h"
 #include "lib/io/atomic_file.h"
+#include "lib/io/input_file.h"
 #include "lib/io/model.h"
 #include "lib/io/output_dir.h"
 #include "lib/io/staging_dir.h"
@@ -43,8 +45,7 @@ std::set<std::string> Int8Tensors(const Pipeline& p) {
 
 std::map<std::string, QuantParam> ReadTable(const std::filesystem::path& path,
                                             const std::set<std::string>& wanted) {
-  std::ifstream in(path);
-  if (!in) ThrowBadInput("{}: cannot open the calibration table", path.string());
+  std::istringstream in(io::ReadInputFile(path, "calibration table"));
   auto doc = nlohmann::json::parse(in, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("tensors") ||
       !doc["tensors"].is_object()) {

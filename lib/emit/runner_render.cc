@@ -7,9 +7,11 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "lib/emit/c_names.h"
 #include "lib/emit/embedded_files.h"
+#include "lib/io/input_file.h"
 #include "lib/io/model.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -28,11 +30,7 @@ uint64_t DeviceBytes(const PipelineTensor& t, const std::optional<FakeNpu>& npu)
   return static_cast<uint64_t>(t.dims[0] * c1 * t.dims[2] * w * npu->block);
 }
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ThrowBadInput("{}: cannot read", path.string());
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+std::string ReadText(const fs::path& path) { return io::ReadInputFile(path, "custom-op file"); }
 
 CustomOpKernel LoadCustomOp(const fs::path& dir) {
   fs::path manifest = dir / "porttool_kernel.json";
@@ -49,9 +47,9 @@ CustomOpKernel LoadCustomOp(const fs::path& dir) {
   k.header = doc["header"];
   if (!IsCIdentifier(k.function))
     ThrowBadInput("{}: /function is not a C identifier", manifest.string());
-  for (const auto& e : fs::directory_iterator(dir)) {
-    auto ext = e.path().extension();
-    if (ext == ".c" || ext == ".h") k.files.push_back(e.path());
+  for (const auto& file : io::ListInputFolder(dir, "custom-op package").files) {
+    auto ext = file.extension();
+    if (ext == ".c" || ext == ".h") k.files.push_back(file);
   }
   std::sort(k.files.begin(), k.files.end());
   if (!fs::exists(dir / k.header))

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/io/run_inputs.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
@@ -173,6 +174,8 @@ void SetRenameFaultForTesting(int nth) {
 
 void CommitAll(const std::vector<AtomicFile*>& files) {
   for (AtomicFile* f : files) f->Finish();
+  // The last word before anything is replaced: every input of the run is noted by now.
+  for (AtomicFile* f : files) GuardOutput(f->target_, f->temp_);
   // One file: its rename alone is atomic, there is nothing to undo.
   if (files.size() == 1) {
     AtomicFile& f = *files[0];
@@ -225,6 +228,7 @@ void OutputSet::Commit() {
 }
 
 void CheckOutputFilePath(const fs::path& path) {
+  GuardOutput(path);
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     ThrowBadInput("'{}' is a directory; give a file name for this output", path.string());
@@ -237,6 +241,7 @@ void CheckOutputFilePath(const fs::path& path) {
 }
 
 void CreateOutputDir(const fs::path& dir) {
+  GuardOutput(dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {

@@ -71,6 +71,8 @@ void WriteFileAtomic(const std::filesystem::path& path, std::string_view content
 //    new file removed where there was none) and OutputError (kBadInput) says so; if an undo itself
 //    fails, the message names where the previous file is kept;
 //  - on success the kept previous versions are removed.
+// Before any rename, every target passes GuardOutput (lib/io/run_inputs.h): an output that would
+// replace an input of the run is refused (kUsage) and nothing is written.
 // What this does not cover: each rename is atomic, the sequence is not. A crash or power loss
 // between two renames (or during the undo) leaves some targets new and some old, and may leave
 // `.<name>.old-*` files beside them; no single target is ever half-written.
@@ -89,10 +91,12 @@ class OutputSet {
 };
 
 // Throws Error(kBadInput) when `path` cannot become a file: it is an existing directory, or its
-// parent is missing or not a directory. Called before any output is written.
+// parent is missing or not a directory; OutputError(kUsage) when it is an input of the run read
+// so far (GuardOutput, lib/io/run_inputs.h). Called before any output is written.
 void CheckOutputFilePath(const std::filesystem::path& path);
 // Creates `dir` (and parents) for outputs; Error(kBadInput) naming it when that fails (a file is
-// in the way, no permission, read-only file system).
+// in the way, no permission, read-only file system); OutputError(kUsage) when it is or holds an
+// input of the run (GuardOutput).
 void CreateOutputDir(const std::filesystem::path& dir);
 
 // rename(2) for every rename that puts an output in place (AtomicFile, CommitAll, StagingDir),

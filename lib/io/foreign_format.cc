@@ -1,6 +1,7 @@
 #include "lib/io/foreign_format.h"
 
 #include <fstream>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -100,6 +101,7 @@ std::optional<ForeignFormat> DetectForeignFormat(const fs::path& path) {
     return std::nullopt;
   }
   if (path.filename() == "saved_model.pb") return SavedModel();
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;  // never open a FIFO: it would block
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::string head = ReadAt(in, 0, 8);

@@ -11,18 +11,22 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/io/input_file.h"
+#include "lib/io/run_inputs.h"
 #include "lib/util/error.h"
 
 namespace porttool::io {
 
 std::shared_ptr<const MappedFile> MappedFile::Open(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO would otherwise block the open until a writer comes.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) ThrowBadInput("{}: cannot open: {}", path.string(), std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    ThrowBadInput("{}: not a regular file", path.string());
+    ThrowBadInput("{}: {}, not a regular file", path.string(), FileKindName(st.st_mode));
   }
+  NoteInput(path, st.st_dev, st.st_ino);
   const uint8_t* data = nullptr;
   if (st.st_size > 0) {
     void* p = ::mmap(nullptr, st.st_size, PROT_READ, MAP_SHARED, fd, 0);

@@ -16,7 +16,9 @@
 #include "lib/io/dtype.h"
 #include "lib/io/foreign_format.h"
 #include "lib/io/functions.h"
+#include "lib/io/graph_form.h"
 #include "lib/io/node_attributes.h"
+#include "lib/io/run_inputs.h"
 #include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -194,9 +196,13 @@ Model Load(const fs::path& path) {
         "weights in external data",
         path.string(), util::FormatBytes(st.st_size));
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) ThrowBadInput("{}: cannot open: {}", path.string(), std::strerror(errno));
   FdGuard guard{fd};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ThrowBadInput("{}: not a regular file", path.string());  // swapped since the stat above
+  }
+  NoteInput(path, st.st_dev, st.st_ino);
 
   Model model;
   model.path = path;
@@ -212,8 +218,10 @@ Model Load(const fs::path& path) {
   CheckParsedModel(model, path);
   CheckClaimedSizes(model.proto.graph(), path.string());
   ValidateFunctions(model.proto, path.string());
+  ValidateGraphForm(model.proto.graph(), path.string());
   ValidateNodeAttributes(model.proto);
   ValidateExternalRefs(model);
+  for (const auto& f : ReferencedFiles(model)) NoteInput(f);
   return model;
 }
 
@@ -370,6 +378,9 @@ SaveResult Save(Model& model, const fs::path& out, const SaveOptions& options, O
   SaveResult result;
   std::error_code ec;
   RefuseOverwrite(model, out, options.in_place);
+  if (options.in_place) {
+    for (const auto& f : ReferencedFiles(model)) AllowReplacingInput(f);
+  }
   fs::path out_dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (options.external_data) {
     std::string location =

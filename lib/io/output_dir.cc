@@ -13,6 +13,7 @@
 
 #include "lib/io/atomic_file.h"
 #include "lib/io/model.h"
+#include "lib/io/run_inputs.h"
 #include "lib/util/error.h"
 
 namespace porttool::io {
@@ -174,6 +175,10 @@ void CheckOutputDir(const OutputDirRequest& request) {
   ClearStaleStaging(dir);
   for (const auto& input : request.inputs) RefuseIfHolds(dir, input);
   for (const auto& model : request.models) RefuseIfHolds(dir, model);
+  // The same by inode: a hard link to the model, or a folder reached another way.
+  for (const auto& input : request.inputs) NoteInput(input);
+  for (const auto& model : request.models) NoteInput(model);
+  GuardOutput(dir);
   std::error_code ec;
   if (!fs::exists(dir, ec)) return;
   if (!fs::is_directory(dir, ec)) {

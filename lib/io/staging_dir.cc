@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lib/io/atomic_file.h"
+#include "lib/io/run_inputs.h"
 #include "lib/util/error.h"
 
 namespace porttool::io {
@@ -30,6 +31,7 @@ StagingDir::StagingDir(fs::path target, std::string_view format) : target_(std::
   target_ = target_.lexically_normal();
   if (target_.filename().empty()) target_ = target_.parent_path();
   if (target_.empty()) ThrowUsage("the output directory must not be empty");
+  GuardOutput(target_);
   std::error_code ec;
   if (!target_.parent_path().empty()) fs::create_directories(target_.parent_path(), ec);
   path_ = MakeTempDirBeside(target_, "tmp");

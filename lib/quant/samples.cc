@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <cmath>
 #include <exception>
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "lib/io/input_file.h"
 #include "lib/ir/dtype.h"
 #include "lib/runtime/execution.h"
 #include "lib/runtime/tensor_io.h"
@@ -44,6 +47,25 @@ bool IsImage(const fs::path& p) {
 }
 
 bool IsTensorFile(const fs::path& p) { return p.extension() == ".npy" || p.extension() == ".pb"; }
+
+// An image's width and height from its header, refused (exit 3) above `max_pixels` before any
+// pixel is decoded: a 0.84 MB PNG claiming 17000 x 17000 cost 1.72 GB and 5 s to decode.
+std::pair<int, int> ImageSize(const std::string& bytes, const fs::path& path, int64_t max_pixels) {
+  int w = 0, h = 0, channels = 0;
+  if (bytes.size() > INT_MAX ||
+      !stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
+                             static_cast<int>(bytes.size()), &w, &h, &channels)) {
+    ThrowBadInput("cannot decode image '{}': {}", path.string(),
+                  bytes.size() > INT_MAX ? "over 2 GB" : stbi_failure_reason());
+  }
+  if (int64_t{w} * h > max_pixels) {
+    ThrowBadInput(
+        "image '{}' claims {}x{} = {} pixels, over the cap of {}; raise it with "
+        "--max-image-pixels if the image is genuine",
+        path.string(), w, h, int64_t{w} * h, max_pixels);
+  }
+  return {w, h};
+}
 
 template <typename T>
 T Field(const nlohmann::json& j, const char* key, T def, const std::string& where) {
@@ -149,8 +171,7 @@ namespace {
 using BoxMap = std::map<std::string, std::vector<std::array<double, 4>>>;
 
 BoxMap ReadBoxes(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) ThrowBadInput("cannot read boxes file '{}'", file);
+  std::istringstream in(io::ReadInputFile(file, "boxes file"));
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) ThrowBadInput("boxes file '{}' is not valid JSON", file);
   if (!j.is_object()) {
@@ -199,10 +220,7 @@ void AddBoxSamples(SampleSet& set, const std::vector<fs::path>& images, const st
     auto it = boxes.find(stem);
     if (it == boxes.end()) continue;
     named = true;
-    int w = 0, h = 0, channels = 0;
-    if (!stbi_info(path.string().c_str(), &w, &h, &channels)) {
-      ThrowBadInput("cannot decode image '{}': {}", path.string(), stbi_failure_reason());
-    }
+    const auto [w, h] = ImageSize(io::ReadInputFile(path, "image"), path, p.max_pixels);
     for (size_t k = 0; k < it->second.size(); ++k) {
       const auto& b = it->second[k];
       SampleWindow win;
@@ -247,13 +265,19 @@ SampleSet ListSamples(const fs::path& dir, const std::vector<runtime::InputSpec>
   SampleSet set;
   set.dir = dir;
   std::vector<fs::path> tensors, images;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    if (IsImage(entry.path())) images.push_back(entry.path());
-    if (IsTensorFile(entry.path())) tensors.push_back(entry.path());
+  io::FolderListing listing = io::ListInputFolder(dir, "sample directory");
+  for (const auto& file : listing.files) {
+    if (IsImage(file)) images.push_back(file);
+    if (IsTensorFile(file)) tensors.push_back(file);
   }
-  std::sort(tensors.begin(), tensors.end());
-  std::sort(images.begin(), images.end());
+  // A name that says sample but is no regular file (a FIFO would block the read, a symlink loop
+  // cannot be read) is refused rather than silently left out of the calibration.
+  for (const auto& skipped : listing.skipped) {
+    if (IsImage(skipped.path) || IsTensorFile(skipped.path)) {
+      ThrowBadInput("sample '{}' is not a regular file ({}); remove it from '{}'",
+                    skipped.path.string(), skipped.why, dir.string());
+    }
+  }
   if (tensors.empty() && images.empty()) {
     ThrowBadInput("sample directory '{}' has no samples (<id>.<input>.npy/.pb files or images)",
                   dir.string());
@@ -422,11 +446,15 @@ std::vector<float> ResizeRgb(const uint8_t* src, int stride, int sw, int sh, int
 }
 
 // Decodes `path` into `image` unless it holds that file already.
-void Decode(const fs::path& path, DecodedImage& image) {
+void Decode(const fs::path& path, int64_t max_pixels, DecodedImage& image) {
   if (!image.rgb.empty() && image.path == path) return;
+  const std::string bytes = io::ReadInputFile(path, "image");
+  ImageSize(bytes, path, max_pixels);
   int w = 0, h = 0, channels = 0;
   std::unique_ptr<uint8_t, void (*)(void*)> pixels(
-      stbi_load(path.string().c_str(), &w, &h, &channels, 3), stbi_image_free);
+      stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
+                            static_cast<int>(bytes.size()), &w, &h, &channels, 3),
+      stbi_image_free);
   if (!pixels) {
     ThrowBadInput("cannot decode image '{}': {}", path.string(), stbi_failure_reason());
   }
@@ -442,7 +470,7 @@ Tensor LoadImage(const fs::path& path, const Preprocess& p, const SampleWindow& 
                  DecodedImage* cache) {
   DecodedImage local;
   DecodedImage& image = cache ? *cache : local;
-  Decode(path, image);
+  Decode(path, p.max_pixels, image);
   const int w = image.width, h = image.height;
   std::array<int, 4> win = {0, 0, w, h};  // x0, y0, width, height
   if (window.box) {

@@ -18,6 +18,9 @@
 
 namespace porttool::quant {
 
+// 8192 x 8192: a 0.84 MB PNG claiming 17000 x 17000 cost 1.72 GB and 5 s to decode.
+inline constexpr int64_t kDefaultMaxImagePixels = int64_t{8192} * 8192;
+
 struct Preprocess {
   int64_t width = 0, height = 0;           // resize target; 0 keeps the image's size
   std::string interpolation = "bilinear";  // bilinear (half-pixel centres) | nearest
@@ -40,6 +43,9 @@ struct Preprocess {
   // Exclusive with `crops`.
   std::string boxes;
   std::vector<int> rotations = {0};
+  // Not preprocessing but a guard (not in ToJson): an image whose header claims more pixels is
+  // refused before it is decoded (--max-image-pixels).
+  int64_t max_pixels = kDefaultMaxImagePixels;
 
   nlohmann::json ToJson() const;
   // Throws Error(kUsage) naming `where` and the JSON path for a bad field.

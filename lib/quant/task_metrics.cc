@@ -6,7 +6,9 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 
+#include "lib/io/input_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
@@ -132,8 +134,7 @@ TaskAssignment ParseTasks(const std::vector<std::string>& specs) {
 }
 
 Labels LoadLabels(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) ThrowBadInput("cannot read labels file '{}'", path.string());
+  std::istringstream in(io::ReadInputFile(path, "labels file"));
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     ThrowBadInput("labels file '{}' is not a JSON object of sample ids", path.string());
@@ -515,16 +516,15 @@ std::string TaskResult::Describe() const {
           "quantized, {} maps)",
           m("hmean"), m("precision"), m("recall"), n("float_boxes"), n("qdq_boxes"), n("maps"));
       if (Get("float_gt_hmean")) {
-        s += fmt::format(
-            "; vs ground truth ({} boxes on {} maps): float hmean {}, quantized {}",
-            n("gt_boxes"), n("labelled"), m("float_gt_hmean"), m("qdq_gt_hmean"));
+        s += fmt::format("; vs ground truth ({} boxes on {} maps): float hmean {}, quantized {}",
+                         n("gt_boxes"), n("labelled"), m("float_gt_hmean"), m("qdq_gt_hmean"));
       }
       return s;
     }
     case TaskKind::kClassify: {
-      std::string s = fmt::format(
-          "classes vs float: top-1 agreement {}, top-5 {}, mean KL {} ({} rows)",
-          m("top1"), m("top5"), m("mean_kl"), n("rows"));
+      std::string s =
+          fmt::format("classes vs float: top-1 agreement {}, top-5 {}, mean KL {} ({} rows)",
+                      m("top1"), m("top5"), m("mean_kl"), n("rows"));
       if (Get("float_accuracy")) {
         s += fmt::format("; accuracy ({} labelled): float {}, quantized {}", n("labelled"),
                          m("float_accuracy"), m("qdq_accuracy"));

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "lib/io/atomic_file.h"
+#include "lib/io/input_file.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/checked_math.h"
 #include "lib/util/error.h"
@@ -225,8 +226,7 @@ std::vector<int64_t> ParseNpyShape(const std::string& text, const std::string& f
 }  // namespace
 
 Tensor ReadNpy(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ThrowBadInput("{}: cannot open", path.string());
+  std::istringstream in(io::ReadInputFile(path, "tensor file"));
   std::string file = path.string();
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
@@ -354,10 +354,9 @@ std::vector<std::filesystem::path> WriteTensorFiles(const std::filesystem::path&
 }
 
 Tensor ReadPb(const std::filesystem::path& path, std::string* name) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ThrowBadInput("{}: cannot open", path.string());
+  std::string bytes = io::ReadInputFile(path, "tensor file");
   onnx::TensorProto proto;
-  if (!proto.ParseFromIstream(&in)) {
+  if (!proto.ParseFromString(bytes)) {
     ThrowBadInput("{}: not a serialized onnx.TensorProto", path.string());
   }
   if (name) *name = proto.name();

@@ -5,8 +5,11 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "lib/io/atomic_file.h"
+#include "lib/io/input_file.h"
+#include "lib/io/run_inputs.h"
 #include "lib/ir/dtype.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
@@ -22,6 +25,7 @@ constexpr const char* kFormat = "porttool-tensors/1";
 }  // namespace
 
 TensorStore TensorStore::Create(const fs::path& dir) {
+  io::GuardOutput(dir);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
     ThrowUsage("'{}' already exists and is not empty: give a new directory for the tensors",
@@ -36,12 +40,12 @@ TensorStore TensorStore::Create(const fs::path& dir) {
 
 TensorStore TensorStore::Open(const fs::path& dir) {
   fs::path index = dir / kIndex;
-  std::ifstream in(index, std::ios::binary);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(index, ec)) {
     ThrowBadInput("cannot read '{}': '{}' is not a tensor directory (as compare saves outputs)",
                   index.string(), dir.string());
   }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = io::ReadInputFile(index, "tensor index");
   TensorStore store;
   store.dir_ = dir;
   try {

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 
+#include "lib/io/input_file.h"
 #include "lib/ir/dtype.h"
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
@@ -203,9 +205,10 @@ CustomOpSpec OpSpecFromJson(const json& doc, const std::string& origin) {
 
 CustomOpSpec ReadOpSpec(const std::filesystem::path& dir) {
   auto path = dir / "op.json";
-  std::ifstream in(path);
-  if (!in)
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
     ThrowBadInput("{}: cannot read (is {} a scaffold-op package?)", path.string(), dir.string());
+  std::istringstream in(io::ReadInputFile(path, "custom-op schema"));
   json doc;
   try {
     doc = json::parse(in);

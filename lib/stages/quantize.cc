@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <sstream>
 
+#include "lib/io/input_file.h"
 #include "lib/ir/node_names.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -13,8 +15,7 @@ namespace porttool::stages {
 namespace {
 
 nlohmann::json ReadJsonFile(const std::filesystem::path& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) ThrowBadInput("cannot read {} '{}'", what, path.string());
+  std::istringstream in(io::ReadInputFile(path, what));
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded()) ThrowBadInput("'{}' is not valid JSON", path.string());
   return j;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lib/io/input_file.h"
 #include "lib/io/output_dir.h"
 #include "lib/io/staging_dir.h"
 #include "lib/runtime/tensor_io.h"
@@ -51,9 +52,15 @@ std::vector<runtime::TensorMap> ReadKitSamples(const fs::path& dir, const io::Mo
         dir.string());
   }
   if (!fs::is_directory(dir, ec)) ThrowBadInput("kit samples '{}' do not exist", dir.string());
-  std::vector<fs::path> entries;
-  for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
-  std::sort(entries.begin(), entries.end());
+  io::FolderListing listing = io::ListInputFolder(dir, "kit samples");
+  // A name that says sample but is no regular file (a FIFO would block the read, a symlink loop
+  // cannot be read) is refused rather than silently left out; other entries are not samples.
+  for (const auto& skipped : listing.skipped) {
+    if (skipped.path.extension() == ".npy" || skipped.path.extension() == ".pb") {
+      ThrowBadInput("kit sample '{}' is not a regular file ({}); remove it from '{}'",
+                    skipped.path.string(), skipped.why, dir.string());
+    }
+  }
   std::vector<std::string> inputs;
   for (const auto& in : model.proto.graph().input()) {
     bool init = false;
@@ -61,17 +68,19 @@ std::vector<runtime::TensorMap> ReadKitSamples(const fs::path& dir, const io::Mo
     if (!init) inputs.push_back(in.name());
   }
   std::vector<runtime::TensorMap> samples;
-  for (const auto& p : entries) {
-    if (fs::is_directory(p)) {
-      runtime::TensorMap sample;
-      for (const auto& name : inputs) {
-        for (const char* ext : {".npy", ".pb"}) {
-          if (fs::is_regular_file(p / (name + ext)))
-            sample[name] = runtime::ReadTensorFile(p / (name + ext));
-        }
+  for (const auto& p : listing.folders) {
+    runtime::TensorMap sample;
+    for (const auto& name : inputs) {
+      for (const char* ext : {".npy", ".pb"}) {
+        // A non-regular file named like an input is read, and refused, by ReadTensorFile.
+        if (fs::exists(p / (name + ext), ec))
+          sample[name] = runtime::ReadTensorFile(p / (name + ext));
       }
-      samples.push_back(std::move(sample));
-    } else if ((p.extension() == ".npy" || p.extension() == ".pb") && inputs.size() == 1) {
+    }
+    samples.push_back(std::move(sample));
+  }
+  for (const auto& p : listing.files) {
+    if ((p.extension() == ".npy" || p.extension() == ".pb") && inputs.size() == 1) {
       samples.push_back({{inputs[0], runtime::ReadTensorFile(p)}});
     }
   }

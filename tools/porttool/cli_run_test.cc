@@ -173,11 +173,12 @@ TEST(CliRun, PbOutputsAndInputsRoundTrip) {
   TempDir dir;
   auto model = WriteModel(dir, "tiny.onnx", kTinyModel);
   runtime::WritePb(dir / "x.pb", Floats({2, 3}, {1, 2, 3, 4, 5, 6}), "x");
+  // The output folder is not the model's: a folder holding an input of the run is refused.
   auto r = RunPorttool("run " + model + " --input x=" + (dir / "x.pb").string() + " --output-dir " +
-                       dir.path().string() + " --pb");
+                       (dir / "out").string() + " --pb");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string name;
-  Tensor y = runtime::ReadPb(dir / "out_y_0.pb", &name);
+  Tensor y = runtime::ReadPb(dir / "out" / "out_y_0.pb", &name);
   EXPECT_EQ(name, "out/y:0");
   EXPECT_FLOAT_EQ(y.data<float>()[5], 7);
 }

@@ -198,7 +198,8 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
                   "repeatable");
   cmd->add_option("--save-outputs", opts->save_outputs,
                   "Write the reference run's inputs and outputs (and with --per-tensor every "
-                  "intermediate) to this new directory: .npy files + tensors.json");
+                  "intermediate) to this new directory: .npy files + tensors.json")
+      ->type_name(kOutputDirType);
   cmd->add_option("--load-outputs", opts->load_outputs,
                   "Compare MODEL_A against tensors saved by --save-outputs (or written in the "
                   "same layout by another runtime), with the saved inputs");

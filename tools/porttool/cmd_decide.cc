@@ -99,7 +99,8 @@ void RegisterDecide(CLI::App& app, RunFn& run) {
   cmd->add_option("--format", o->format, "Report format (--json is short for --format json)")
       ->check(CLI::IsMember({"md", "json"}));
   AddJsonFlag(*cmd, o->json);
-  cmd->add_option("-o,--output", o->output, "Write the report to this file instead of stdout");
+  cmd->add_option("-o,--output", o->output, "Write the report to this file instead of stdout")
+      ->type_name(kOutputFileType);
   AddRulesDirOption(*cmd, o->rules_dir);
   AddInputShapeOption(*cmd, o->input_shapes);
   for (const auto& flag : kFactFlags) {

@@ -117,7 +117,9 @@ void RegisterEmitHeader(CLI::App& app, RunFn& run) {
       "Example:\n  porttool emit-header testdata/demo_detector.onnx -o demo.h "
       "--input-shape images:1x3x64x64 --arena --weights demo_weights.c");
   AddModelArg(*cmd, opts->model);
-  cmd->add_option("-o,--output", opts->output, "Header file to write (OUT.h)")->required();
+  cmd->add_option("-o,--output", opts->output, "Header file to write (OUT.h)")
+      ->required()
+      ->type_name(kOutputFileType);
   cmd->add_option("--align", opts->align,
                   "Alignment in bytes of every buffer size, arena offset and weight offset: a "
                   "power of two from 1 to 4096")
@@ -131,7 +133,8 @@ void RegisterEmitHeader(CLI::App& app, RunFn& run) {
                 "Also place graph inputs and outputs in the arena (implies --arena)");
   cmd->add_option("--weights", opts->weights,
                   "Write every initializer into one aligned blob: OUT.bin (raw) or OUT.c (const "
-                  "array for flash); offsets go into the header");
+                  "array for flash); offsets go into the header")
+      ->type_name(kOutputFileType);
   AddJsonFlag(*cmd, opts->json);
   cmd->callback([opts, &run] { run = [opts] { return RunEmitHeader(*opts); }; });
 }

@@ -119,7 +119,9 @@ void RegisterEmitRunner(CLI::App& app, RunFn& run) {
   cmd->add_option("pipeline", opts->pipeline, "pipeline.json written by split")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", opts->output, "Package directory to write")->required();
+  cmd->add_option("-o,--output", opts->output, "Package directory to write")
+      ->required()
+      ->type_name(kOutputDirType);
   AddForceFlag(*cmd, opts->force);
   cmd->add_option("--backend", opts->backend,
                   "Accelerator segments: reference (porttool's "

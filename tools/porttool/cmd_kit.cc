@@ -109,7 +109,7 @@ void RegisterKit(CLI::App& app, RunFn& run) {
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_option("--data", opts->data,
                   "Capture the node's real inputs from running the model on these samples");
-  cmd->add_option("-o,--output", opts->output, "Directory for the kits");
+  cmd->add_option("-o,--output", opts->output, "Directory for the kits")->type_name(kOutputDirType);
   AddForceFlag(*cmd, opts->force);
   AddSeedOption(*cmd, opts->seed, "random model inputs");
   cmd->add_option("--header-max-bytes", opts->header_max_bytes,

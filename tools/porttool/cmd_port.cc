@@ -169,7 +169,8 @@ void RegisterPort(CLI::App& app, RunFn& run) {
   cmd->add_option("--facts", o->facts, "Project facts for the decision report (docs/facts.md)")
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", o->output,
-                  "Bundle directory (default: <model stem>.port in the current directory)");
+                  "Bundle directory (default: <model stem>.port in the current directory)")
+      ->type_name(kOutputDirType);
   cmd->add_flag("--dry-run", o->dry_run,
                 "Print the plan (steps, what each would do, the cuts) and write nothing");
   cmd->add_flag("--force", o->force, "Replace the bundle directory when it exists");

@@ -183,9 +183,11 @@ void RegisterQuantizeCalibrate(CLI::App& app, RunFn& run) {
   AddQuantizeOptions(*cmd, o->quant);
   cmd->add_option("--table", o->table,
                   "Write the calibration table (JSON); without --data, apply this table instead "
-                  "(e.g. to a segment that split wrote)");
-  cmd->add_option("--trt-cache", o->trt_cache, "Write a TensorRT calibration cache");
-  cmd->add_option("--qdq", o->qdq.output, "Write the QDQ model");
+                  "(e.g. to a segment that split wrote)")
+      ->type_name(kOutputFileType);
+  cmd->add_option("--trt-cache", o->trt_cache, "Write a TensorRT calibration cache")
+      ->type_name(kOutputFileType);
+  cmd->add_option("--qdq", o->qdq.output, "Write the QDQ model")->type_name(kOutputFileType);
   cmd->add_flag("--no-eval", o->no_eval, "Calibrate on every sample and skip the accuracy report");
   cmd->add_option("--threshold", o->thresholds,
                   "OUTPUT:VALUE: report the QDQ threshold keeping the same fraction above");

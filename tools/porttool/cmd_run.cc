@@ -191,7 +191,8 @@ void RegisterRun(CLI::App& app, RunFn& run) {
   AddInputRangeOption(*cmd, opts->input_ranges);
   AddInputShapeOption(*cmd, opts->input_shapes);
   cmd->add_option("--output-dir", opts->output_dir,
-                  "Write each output to DIR/<output name>.npy (unsafe characters become '_')");
+                  "Write each output to DIR/<output name>.npy (unsafe characters become '_')")
+      ->type_name(kOutputDirType);
   cmd->add_flag("--pb", opts->pb, "With --output-dir: write ONNX TensorProto .pb files instead");
   AddThreadsOption(*cmd, opts->threads);
   AddOrtCompatibleFlag(*cmd, opts->ort_compatible);

@@ -76,7 +76,9 @@ void RegisterScaffoldOp(CLI::App& app, RunFn& run) {
   AddModelArg(*cmd, opts->model);
   cmd->add_option("--node", opts->node, "Name of the node to scaffold")->required();
   AddInputShapeOption(*cmd, opts->input_shapes);
-  cmd->add_option("-o,--output", opts->output, "Package directory to write")->required();
+  cmd->add_option("-o,--output", opts->output, "Package directory to write")
+      ->required()
+      ->type_name(kOutputDirType);
   AddForceFlag(*cmd, opts->force);
   cmd->add_option("--target", opts->targets,
                   "SDK adapters to generate, comma-separated: ort, rknn, tensorrt, tflm (or all)")

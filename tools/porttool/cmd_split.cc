@@ -189,7 +189,8 @@ void RegisterSplit(CLI::App& app, RunFn& run) {
                 "input dims: use --input-shape) and require identical outputs; exit 1 otherwise");
   AddSeedOption(*cmd, opts->seed, "--verify's random inputs");
   cmd->add_option("-o,--output", opts->output,
-                  "Output directory (default: <model stem>.split in the current directory)");
+                  "Output directory (default: <model stem>.split in the current directory)")
+      ->type_name(kOutputDirType);
   AddForceFlag(*cmd, opts->force);
   cmd->add_flag("--copy-weights", opts->copy_weights,
                 "Write self-contained segments holding only their own weights (default: "

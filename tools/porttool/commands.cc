@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "lib/io/atomic_file.h"
+#include "lib/io/run_inputs.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/resource_limits.h"
 #include "lib/util/error.h"
@@ -83,6 +84,18 @@ std::optional<std::string> UnknownSubcommand(const CLI::App& app, int argc, char
 
 }  // namespace
 
+void RegisterAll(CLI::App& app, RunFn& run) {
+  for (auto* reg : {&RegisterPort,          &RegisterInspect,    &RegisterCheck,
+                    &RegisterInferShapes,   &RegisterChain,      &RegisterSplit,
+                    &RegisterExtract,       &RegisterRun,        &RegisterCompare,
+                    &RegisterEmitHeader,    &RegisterEmitRunner, &RegisterDecide,
+                    &RegisterRules,         &RegisterPasses,     &RegisterQuantizeCalibrate,
+                    &RegisterFoldConstants, &RegisterSimplify,   &RegisterRewrite,
+                    &RegisterScaffoldOp,    &RegisterKit}) {
+    reg(app, run);
+  }
+}
+
 int Main(int argc, char** argv) {
   google::protobuf::SetLogHandler(&QuietProtobufLog);
   CLI::App app{"porttool: port ONNX models to NPUs, embedded boards and microcontrollers"};
@@ -108,15 +121,7 @@ int Main(int argc, char** argv) {
                  "(default: " +
                      std::to_string(runtime::kDefaultLoopIterations) + ")");
   RunFn run;
-  for (auto* reg : {&RegisterPort,          &RegisterInspect,    &RegisterCheck,
-                    &RegisterInferShapes,   &RegisterChain,      &RegisterSplit,
-                    &RegisterExtract,       &RegisterRun,        &RegisterCompare,
-                    &RegisterEmitHeader,    &RegisterEmitRunner, &RegisterDecide,
-                    &RegisterRules,         &RegisterPasses,     &RegisterQuantizeCalibrate,
-                    &RegisterFoldConstants, &RegisterSimplify,   &RegisterRewrite,
-                    &RegisterScaffoldOp,    &RegisterKit}) {
-    reg(app, run);
-  }
+  RegisterAll(app, run);
   bool json = WantsJson(argc, argv);
   SetUpLogging(0, false);
   if (argc == 2 && (std::string(argv[1]) == "--bash-completion")) {
@@ -152,6 +157,7 @@ int Main(int argc, char** argv) {
   // each intermediate tensor page-faults fresh memory (quantize-calibrate at --threads 1 spent
   // about a third of its time zeroing pages). Subcommands with --threads set the thread count.
   runtime::ApplyProcessSettings({});
+  io::TrackRunInputs();  // from here on every output is checked against what the run read
   // Test hook (lib/io/atomic_file.h): the CLI tests fail the Nth output rename of a subprocess.
   if (const char* nth = std::getenv("PORTTOOL_TEST_FAIL_COMMIT"); nth && *nth) {
     io::SetRenameFaultForTesting(std::atoi(nth));

@@ -33,6 +33,9 @@ void RegisterSimplify(CLI::App& app, RunFn& run);
 void RegisterRewrite(CLI::App& app, RunFn& run);
 void RegisterPort(CLI::App& app, RunFn& run);
 
+// Every subcommand above, registered on `app` (Main's table; tests walk the options it declares).
+void RegisterAll(CLI::App& app, RunFn& run);
+
 int Main(int argc, char** argv);
 
 }  // namespace porttool::cli

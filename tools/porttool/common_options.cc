@@ -387,6 +387,11 @@ void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& q) {
   cmd.add_option("--crops", q.crops,
                  "Images: also calibrate on N fixed 60% crops of each (augmentation, 0-8)")
       ->check(CLI::Range(0, 8));
+  cmd.add_option("--max-image-pixels", q.max_image_pixels,
+                 "Images: refuse an image whose header claims more pixels than this, before "
+                 "decoding it (a small file can claim a huge image)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
+      ->capture_default_str();
   cmd.add_flag("--keep-ratio", q.keep_ratio,
                "Images: resize to the height of --resize keeping the aspect ratio, width at most "
                "its width, zero-padded on the right (PP-OCR rec/cls)");
@@ -401,8 +406,7 @@ void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& q) {
 
 namespace {
 
-quant::Preprocess PreprocessFromFlags(const QuantizeFlags& q) {
-  if (!q.preprocess_file.empty()) return stages::ReadPreprocessSpec(q.preprocess_file);
+quant::Preprocess PreprocessOfFlags(const QuantizeFlags& q) {
   quant::Preprocess p;
   if (!q.resize.empty()) {
     auto parts = util::Split(q.resize, 'x');
@@ -435,6 +439,13 @@ quant::Preprocess PreprocessFromFlags(const QuantizeFlags& q) {
   p.boxes = q.crops_from_boxes;
   if (q.rotate_180) p.rotations = {0, 180};
   p.Validate("preprocessing flags");
+  return p;
+}
+
+quant::Preprocess PreprocessFromFlags(const QuantizeFlags& q) {
+  quant::Preprocess p = q.preprocess_file.empty() ? PreprocessOfFlags(q)
+                                                  : stages::ReadPreprocessSpec(q.preprocess_file);
+  p.max_pixels = q.max_image_pixels;
   return p;
 }
 
@@ -493,13 +504,15 @@ quant::QuantizeCalibrateRequest QuantizeRequestFromFlags(const QuantizeFlags& q,
 }
 
 void AddModelOutputOptions(CLI::App& cmd, ModelOutputOptions& out, bool required) {
-  auto* o = cmd.add_option("-o,--output", out.output, "Where to write the resulting model");
+  auto* o = cmd.add_option("-o,--output", out.output, "Where to write the resulting model")
+                ->type_name(kOutputFileType);
   if (required) o->required();
   cmd.add_option("--external-data", out.external_data,
                  "Write weights to an external data file next to the output (FILE, or 'auto' "
                  "for <output>.data); needed for models over protobuf's 2 GB limit")
       ->expected(0, 1)
-      ->default_str("auto");
+      ->default_str("auto")
+      ->type_name(kOutputFileType);
   cmd.add_option("--external-threshold", out.external_threshold,
                  "With --external-data: tensors of at least this many bytes go external")
       ->capture_default_str();

@@ -103,6 +103,11 @@ CLI::Option* AddCustomOpOption(CLI::App& cmd, std::vector<std::string>& dirs);
 std::unique_ptr<stages::CustomOps> LoadCustomOps(const std::vector<std::string>& dirs,
                                                  const io::Model* model, bool with_kernels);
 
+// The type names that mark an output option: help shows them, and the output-guard test
+// (cli_output_guard_test.cc) finds every output option of every subcommand by them.
+inline constexpr char kOutputFileType[] = "OUT_FILE";
+inline constexpr char kOutputDirType[] = "OUT_DIR";
+
 // The quantization options quantize-calibrate and port share: one grammar, one parser.
 struct QuantizeFlags {
   std::string data, eval_data, preprocess_file;
@@ -114,6 +119,7 @@ struct QuantizeFlags {
   double scale = 1.0 / 255.0;
   std::vector<double> mean = {0, 0, 0}, std = {1, 1, 1};
   int crops = 0, max_raised = 8;
+  int64_t max_image_pixels = quant::kDefaultMaxImagePixels;
   bool keep_ratio = false, rotate_180 = false;
   std::string crops_from_boxes;  // FILE.json
   std::string accuracy_target;   // METRIC:VALUE
