@@ -47,6 +47,8 @@ std::string FactTypeName(FactType type) {
 FactCatalog FactCatalog::Load(const JsonFile& f) {
   FactCatalog catalog;
   f.OnlyKeys("", {"schema", "description", "facts"});
+  // As rules validate reads it: decide must not accept a catalog validate refuses.
+  if (f.String("/schema") != "porttool.facts/1") f.Fail("/schema", "expected \"porttool.facts/1\"");
   const auto& facts = f.Array("/facts");
   for (size_t i = 0; i < facts.size(); ++i) {
     std::string p = "/facts/" + std::to_string(i);
