@@ -8,6 +8,7 @@
 // mutation of the fields issue 54 reported.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -42,7 +43,11 @@ constexpr bool kAsan = false;
 // In process, every 3rd mutation (3 is prime to the 13 changes per field, so every field gets
 // changed and each change kind reaches every third field; the reported fields get all of them):
 // about 30 s of a 2-core machine. The sanitizer build runs the loaders 5-10x slower: every 16th.
-constexpr size_t kInProcessStride = kAsan ? 16 : 3;
+// PORTTOOL_SCHEMA_MUTATIONS_ALL=1 runs all of them (about 100 s).
+size_t InProcessStride() {
+  const char* all = std::getenv("PORTTOOL_SCHEMA_MUTATIONS_ALL");
+  return all && std::string(all) == "1" ? 1 : kAsan ? 16 : 3;
+}
 // Through the CLI (five subprocesses each, ~0.25 s a mutation): about this many sampled ones,
 // plus the reported fields' type and sign changes (only the sign change under ASan).
 constexpr size_t kCliSample = kAsan ? 6 : 16;
@@ -267,19 +272,20 @@ TEST(SchemaMutation, ShippedFilesValidateAndTheMutationsAreMany) {
   EXPECT_GT(AllMutations().size(), 5000u);
 }
 
-// Every kInProcessStride-th mutation, and all of the reported fields: loaders and the
+// Every InProcessStride()-th mutation, and all of the reported fields: loaders and the
 // scan raise only user errors, and validation fails exactly when the commands' loading does.
 TEST(SchemaMutation, LoadersRefuseEveryMutationAsUserErrorAndValidateAgrees) {
   RulesCopy copy;
   auto all = AllMutations();
   std::map<std::string, json> originals;
+  const size_t stride = InProcessStride();
   size_t tested = 0, refused = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     const Mutation& m = all[i];
     if (!originals.count(m.file)) {
       originals[m.file] = json::parse(testing::ReadFile(testing::SourceDir() / "rules" / m.file));
     }
-    if (i % kInProcessStride != 0 && !Reported(m, originals[m.file])) continue;
+    if (i % stride != 0 && !Reported(m, originals[m.file])) continue;
     copy.Write(m);
     Outcome load = CommandsLoad(copy.dir(), m), validate = ValidateAffected(copy.dir(), m);
     copy.Restore(m.file);
