@@ -50,7 +50,8 @@ size_t InProcessStride() {
   return all && std::string(all) == "1" ? 1 : kAsan ? 16 : 3;
 }
 // Through the CLI (five subprocesses each, ~0.25 s a mutation): about this many sampled ones,
-// plus the reported fields' type and sign changes (only the sign change under ASan).
+// plus the reported fields' type and sign changes (under ASan, the sign change of every 4th
+// reported field: an instrumented port takes seconds).
 constexpr size_t kCliSample = kAsan ? 6 : 16;
 
 struct Mutation {
@@ -398,7 +399,7 @@ TEST(SchemaMutation, CliExitsZeroToThreeAndValidateAgrees) {
   auto all = AllMutations();
   std::map<std::string, json> originals;
   std::vector<const Mutation*> picked;
-  size_t stride = std::max<size_t>(1, all.size() / kCliSample);
+  size_t stride = std::max<size_t>(1, all.size() / kCliSample), reported_seen = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     const Mutation& m = all[i];
     if (!originals.count(m.file)) {
@@ -408,6 +409,7 @@ TEST(SchemaMutation, CliExitsZeroToThreeAndValidateAgrees) {
     bool reported =
         Reported(m, originals[m.file]) &&
         (m.change == "-> -1" || (!kAsan && (m.change == "-> a string" || m.change == "-> 2^63")));
+    if (reported && kAsan && reported_seen++ % 4 != 0) reported = false;
     if (i % stride == stride / 2 || reported) picked.push_back(&m);
   }
   for (const Mutation* m : picked) {
