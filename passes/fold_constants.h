@@ -14,8 +14,8 @@ class FoldConstantsPass : public Pass {
   }
   std::vector<OptionHelp> options() const override {
     return {{"input-shape", "pin input dims first so shape chains fold: NAME:DIMS[,NAME:DIMS]"},
-            {"max-tensor-bytes", "largest folded tensor (default 1048576)"},
-            {"max-rounds", "fixed-point cap (default 8)"}};
+            {"max-tensor-bytes", "largest folded tensor (default 1048576)", kBytesRange},
+            {"max-rounds", "fixed-point cap (default 8)", kIntRange}};
   }
   PassResult Run(io::Model& model, const PassOptions& options, PassContext& context) const override;
 };

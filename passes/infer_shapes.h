@@ -18,7 +18,7 @@ class InferShapesPass : public Pass {
   }
   std::vector<OptionHelp> options() const override {
     return {{"input-shape", "pin input dims first: NAME:DIMS[,NAME:DIMS...]"},
-            {"max-iterations", "fixed-point cap (default 8)"}};
+            {"max-iterations", "fixed-point cap (default 8)", kIntRange}};
   }
   PassResult Run(io::Model& model, const PassOptions& options, PassContext& context) const override;
 };

@@ -5,11 +5,14 @@
 // record every skipped node with its reason; no match is not an error.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/io/model.h"
@@ -71,7 +74,19 @@ struct PassResult {
 struct OptionHelp {
   std::string key;
   std::string help;
+  // For an integer option, the range Run can honour: ValidatePipeline rejects any other value
+  // (text, or a number Run would truncate) before a pass runs, so a target profile's rewrites
+  // fail at load, naming the profile.
+  std::optional<std::pair<int64_t, int64_t>> integer_range = std::nullopt;
 };
+
+// The integer range of an opset option: ONNX's opsets are small; 1000 is convert-opset's default
+// ceiling.
+inline constexpr std::pair<int64_t, int64_t> kOpsetRange{1, 1000};
+// A count or cap Run keeps in an int.
+inline constexpr std::pair<int64_t, int64_t> kIntRange{0, std::numeric_limits<int>::max()};
+// A size in bytes.
+inline constexpr std::pair<int64_t, int64_t> kBytesRange{0, std::numeric_limits<int64_t>::max()};
 
 class Pass {
  public:

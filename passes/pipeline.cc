@@ -131,8 +131,25 @@ std::vector<PipelineStep> ParsePipeline(const std::string& text) { return Parser
 
 namespace {
 
+void CheckIntegerOption(const Pass& pass, const PassOptions& options, const OptionHelp& o) {
+  if (!o.integer_range || !options.Has(o.key)) return;
+  auto [min, max] = *o.integer_range;
+  bool ok = false;
+  try {
+    int64_t v = options.GetInt(o.key, min);
+    ok = v >= min && v <= max;
+  } catch (const Error&) {
+    // not an integer (or beyond int64): reported below with the range
+  }
+  if (!ok) {
+    ThrowUsage("pass '{}' option {}={}: expected an integer from {} to {}", pass.id(), o.key,
+               options.Get(o.key), min, max);
+  }
+}
+
 void CheckOptions(const Pass& pass, const PassOptions& options) {
   auto known = pass.options();
+  for (const auto& o : known) CheckIntegerOption(pass, options, o);
   for (const auto& [key, value] : options.values()) {
     bool found = false;
     for (const auto& o : known) found |= o.key == key;

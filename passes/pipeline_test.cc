@@ -62,6 +62,26 @@ TEST(PipelineRun, UnknownOptionIsUsageError) {
   EXPECT_THROW(RunPipeline(model, ParsePipeline("topo-sort{depth=2}")), Error);
 }
 
+// Integer options are checked against their range before any pass runs: `max=2^40` used to be
+// truncated to an int by convert-opset, `max-rounds=x` to fail only when its pass ran.
+TEST(PipelineValidate, IntegerOptionsOutsideTheirRangeAreUsageErrors) {
+  for (const char* bad :
+       {"convert-opset{min=x max=13}", "convert-opset{min=1 max=1099511627776}",
+        "convert-opset{to=0}", "fold-constants{max-rounds=-1}", "infer-shapes{max-iterations=2.5}",
+        "fold-constants{max-tensor-bytes=99999999999999999999}"}) {
+    try {
+      ValidatePipeline(ParsePipeline(bad));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage) << bad;
+      EXPECT_NE(std::string(e.what()).find(": expected an integer from "), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NO_THROW(
+      ValidatePipeline(ParsePipeline("convert-opset{min=12 max=19},fold-constants{max-rounds=3}")));
+}
+
 TEST(TopoSort, ReordersAndKeepsSortedGraphsUntouched) {
   io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] z) { z = Relu(y)

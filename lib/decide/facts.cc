@@ -1,5 +1,6 @@
 #include "lib/decide/facts.h"
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -46,6 +47,8 @@ std::string FactTypeName(FactType type) {
 FactCatalog FactCatalog::Load(const JsonFile& f) {
   FactCatalog catalog;
   f.OnlyKeys("", {"schema", "description", "facts"});
+  // As rules validate reads it: decide must not accept a catalog validate refuses.
+  if (f.String("/schema") != "porttool.facts/1") f.Fail("/schema", "expected \"porttool.facts/1\"");
   const auto& facts = f.Array("/facts");
   for (size_t i = 0; i < facts.size(); ++i) {
     std::string p = "/facts/" + std::to_string(i);
@@ -116,8 +119,12 @@ std::optional<std::string> CheckFactType(const FactSpec& spec, const nlohmann::j
 // Integers must also fit int64_t, which Facts::Set converts them to.
 std::optional<std::string> CheckRange(const FactSpec& spec, double v) {
   constexpr double kInt64Limit = 9.2e18;
-  double lo = spec.min.value_or(spec.type == FactType::kInteger ? -kInt64Limit : -HUGE_VAL);
-  double hi = spec.max.value_or(spec.type == FactType::kInteger ? kInt64Limit : HUGE_VAL);
+  double lo = spec.min.value_or(-HUGE_VAL), hi = spec.max.value_or(HUGE_VAL);
+  // Even when facts.json documents a wider range (its "max": 1e308 is a valid number).
+  if (spec.type == FactType::kInteger) {
+    lo = std::max(lo, -kInt64Limit);
+    hi = std::min(hi, kInt64Limit);
+  }
   if (std::isfinite(v) && v >= lo && v <= hi) return std::nullopt;
   return fmt::format(
       "{} is out of range: expected a finite number from {:g} to {:g}{} "

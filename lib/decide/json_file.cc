@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -283,9 +284,57 @@ double JsonFile::Number(const std::string& pointer) const {
       .get<double>();
 }
 int64_t JsonFile::Integer(const std::string& pointer) const {
-  return Typed(
-             *this, pointer, [](const auto& v) { return v.is_number_integer(); }, "an integer")
-      .get<int64_t>();
+  return Integer(pointer, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+}
+
+namespace {
+// "an integer >= 0", "an integer in [1, 64]": the range in the words of the error message.
+std::string IntegerRangeText(int64_t min, int64_t max) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (min == kMin && max == kMax) return "an integer";
+  if (max == kMax) return fmt::format("an integer >= {}", min);
+  if (min == kMin) return fmt::format("an integer <= {}", max);
+  return fmt::format("an integer in [{}, {}]", min, max);
+}
+}  // namespace
+
+int64_t JsonFile::Integer(const std::string& pointer, int64_t min, int64_t max) const {
+  const nlohmann::json& v = At(pointer);
+  std::string expected = IntegerRangeText(min, max);
+  if (!v.is_number_integer()) {
+    // A float that happens to be whole (3.0) is still not an integer field's value.
+    Fail(pointer,
+         fmt::format("expected {}, got {}", expected, v.is_number() ? v.dump() : JsonTypeName(v)));
+  }
+  // nlohmann stores 2^63 and above as unsigned; get<int64_t>() would wrap them negative.
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    Fail(pointer, fmt::format("expected {}, got {} (beyond 2^63 - 1)", expected, v.dump()));
+  }
+  int64_t value = v.get<int64_t>();
+  if (value < min || value > max) {
+    Fail(pointer, fmt::format("expected {}, got {}", expected, value));
+  }
+  return value;
+}
+
+std::vector<int64_t> JsonFile::Integers(const std::string& pointer, int64_t min,
+                                        int64_t max) const {
+  std::vector<int64_t> out;
+  const auto& arr = Array(pointer);
+  for (size_t i = 0; i < arr.size(); ++i) {
+    out.push_back(Integer(pointer + "/" + std::to_string(i), min, max));
+  }
+  return out;
+}
+
+double JsonFile::Number(const std::string& pointer, double min, double max) const {
+  double value = Number(pointer);
+  if (!(value >= min && value <= max)) {
+    Fail(pointer, fmt::format("expected a number in [{}, {}], got {}", min, max, value));
+  }
+  return value;
 }
 bool JsonFile::Bool(const std::string& pointer) const {
   return Typed(

@@ -39,7 +39,14 @@ class JsonFile {
   const nlohmann::json& Array(const std::string& pointer) const;
   std::string String(const std::string& pointer) const;
   double Number(const std::string& pointer) const;
+  // An integer that fits int64_t (2^63 and above are rejected, not wrapped).
   int64_t Integer(const std::string& pointer) const;
+  // An integer in [min, max]: "expected an integer >= 0, got -1" otherwise.
+  int64_t Integer(const std::string& pointer, int64_t min, int64_t max) const;
+  // An array of integers, each in [min, max].
+  std::vector<int64_t> Integers(const std::string& pointer, int64_t min, int64_t max) const;
+  // A number in [min, max].
+  double Number(const std::string& pointer, double min, double max) const;
   bool Bool(const std::string& pointer) const;
   std::vector<std::string> Strings(const std::string& pointer) const;
   // Optional variants: the default when absent, an error when present with the wrong type.

@@ -196,6 +196,10 @@ std::string OutcomeName(Outcome outcome) {
 
 DecisionTable LoadDecisionTable(const JsonFile& f, const FactCatalog& catalog) {
   f.OnlyKeys("", {"schema", "description", "dimensions", "policy"});
+  // As rules validate reads it: decide must not accept a table validate refuses.
+  if (f.String("/schema") != "porttool.decision/1") {
+    f.Fail("/schema", "expected \"porttool.decision/1\"");
+  }
   DecisionTable table;
   table.file = f.name();
   std::set<std::string> ids, rule_ids;

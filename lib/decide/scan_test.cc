@@ -362,7 +362,46 @@ TEST_F(TargetFileErrors, WrongTypeAndUnknownCheck) {
       << e;
   e = Error(Profile(R"("accelerator_ops": ["Conv"], "generic_constraints": [
     {"id": "g", "text": "t", "source": "s", "check": {"kind": "max_rank"}}])"));
-  EXPECT_NE(e.find("check needs \"max\" (a number)"), std::string::npos) << e;
+  EXPECT_NE(e.find("check needs \"max\" (an integer)"), std::string::npos) << e;
+}
+
+// Issue 54: parameters typed and ranged at load, not found wrong by RunCheck (exit 4).
+TEST_F(TargetFileErrors, CheckParametersAreTypedAndRanged) {
+  auto with_check = [&](const std::string& check) {
+    return Error(Profile(R"("accelerator_ops": ["Conv"], "generic_constraints": [
+      {"id": "g", "text": "t", "source": "s", "check": )" +
+                         check + "}]"));
+  };
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"kind": "input_rank", "input": -1, "min": 1, "max": 4})",
+       "at /generic_constraints/0/check/input: expected an integer in [0, 2147483647], got -1"},
+      {R"({"kind": "input_rank", "input": 0, "min": 1.5, "max": 4})",
+       "at /generic_constraints/0/check/min: expected an integer >= 0, got 1.5"},
+      {R"({"kind": "axis_in", "input": 0, "values": ["a"], "defaults": []})",
+       "at /generic_constraints/0/check/values/0: expected an integer, got a string"},
+      {R"({"kind": "attr_range", "attr": "k", "min": 1, "max": 3, "from_weight": "yes"})",
+       "at /generic_constraints/0/check/from_weight: expected true or false, got a string"},
+      {R"({"kind": "resize_scale", "min": 1, "max": 8, "integer": 1})",
+       "at /generic_constraints/0/check/integer: expected true or false, got a number"},
+      {R"({"kind": "inputs_constant", "inputs": [9223372036854775808]})",
+       "at /generic_constraints/0/check/inputs/0: expected an integer in [0, 2147483647], got "
+       "9223372036854775808 (beyond 2^63 - 1)"},
+      {R"({"kind": "batch", "max": 1e308})",
+       "at /generic_constraints/0/check/max: expected an integer >= 0, got 1e+308"},
+  };
+  for (const auto& [check, expected] : cases) {
+    std::string e = with_check(check);
+    EXPECT_NE(e.find(expected), std::string::npos) << check << "\n" << e;
+  }
+}
+
+TEST_F(TargetFileErrors, AlignmentIsAPowerOfTwoUpTo4096) {
+  for (const char* bad : {"3", "-64", "0", "4611686018427387904", "8192", "\"64\"", "64.0"}) {
+    std::string e =
+        Error(Profile(R"("accelerator_ops": ["Conv"], "alignment_bytes": )" + std::string(bad)));
+    EXPECT_NE(e.find("at /alignment_bytes: expected "), std::string::npos) << bad << ": " << e;
+    EXPECT_EQ(e.find("--"), std::string::npos) << "names a flag: " << e;
+  }
 }
 
 TEST_F(TargetFileErrors, SyntaxError) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "lib/decide/analyzed_model.h"
 #include "lib/decide/effective_attr.h"
@@ -300,11 +301,83 @@ CheckResult CheckStaticShapes(const onnx::NodeProto& node, const AnalyzedModel& 
   return Pass();
 }
 
+// Node input indices are ints in the checks (and in ONNX's NodeProto); a larger index in a
+// profile is a typo, not an input.
+constexpr int64_t kMaxInputIndex = std::numeric_limits<int>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+// convert-opset's own default ceiling; no ONNX opset comes near it.
+constexpr int64_t kMaxOpset = 1000;
+
+// A required parameter: named in the check's own error when absent, typed when present.
+void RequireParam(const JsonFile& f, const std::string& p, const char* key, const char* what) {
+  if (!f.Has(p + "/" + key)) f.Fail(p, fmt::format("check needs \"{}\" ({})", key, what));
+}
+
 void ParseNumberParam(const JsonFile& f, const std::string& p, const char* key) {
-  if (f.Has(p + "/" + key))
-    f.Number(p + "/" + key);
-  else
-    f.Fail(p, std::string("check needs \"") + key + "\" (a number)");
+  RequireParam(f, p, key, "a number");
+  f.Number(p + "/" + key);
+}
+
+void ParseIntParam(const JsonFile& f, const std::string& p, const char* key, int64_t min,
+                   int64_t max) {
+  RequireParam(f, p, key, "an integer");
+  f.Integer(p + "/" + key, min, max);
+}
+
+void ParseOptionalBool(const JsonFile& f, const std::string& p, const char* key) {
+  if (f.Has(p + "/" + key)) f.Bool(p + "/" + key);
+}
+
+// axis_in's "defaults": [{"since": OPSET, "value": AXIS}, ...], the axis by opset when unset.
+void ParseAxisDefaults(const JsonFile& f, const std::string& p) {
+  const auto& defaults = f.Array(p + "/defaults");
+  for (size_t i = 0; i < defaults.size(); ++i) {
+    std::string dp = p + "/defaults/" + std::to_string(i);
+    f.OnlyKeys(dp, {"since", "value"});
+    f.Integer(dp + "/since", 1, kInt64Max);
+    f.Integer(dp + "/value");
+  }
+}
+
+void ParseReduceSets(const JsonFile& f, const std::string& p) {
+  const auto& sets = f.Array(p + "/sets");
+  if (sets.empty()) f.Fail(p + "/sets", "expected at least one set of axes");
+  for (size_t i = 0; i < sets.size(); ++i) {
+    std::string sp = p + "/sets/" + std::to_string(i);
+    if (f.Integers(sp, kInt64Min, kInt64Max).empty()) {
+      f.Fail(sp, "expected a non-empty array of axes");
+    }
+  }
+}
+
+// Every parameter the check kind reads, with the type (and range) RunCheck relies on: nothing
+// reaches RunCheck that its get<>() calls could truncate or throw on.
+void ParseCheckParams(const JsonFile& f, const std::string& p, const std::string& k) {
+  if (k == "attr_in" || k == "attr_range") f.String(p + "/attr");
+  if (k == "attr_in") f.Array(p + "/values");
+  if (k == "axis_in") f.Integers(p + "/values", kInt64Min, kInt64Max);
+  if (k == "attr_range" || k == "resize_scale") {
+    ParseNumberParam(f, p, "min");
+    ParseNumberParam(f, p, "max");
+  }
+  if (k == "input_rank") {
+    ParseIntParam(f, p, "min", 0, kInt64Max);
+    ParseIntParam(f, p, "max", 0, kInt64Max);
+  }
+  if (k == "max_rank" || k == "batch") ParseIntParam(f, p, "max", 0, kInt64Max);
+  if (k == "attr_range") ParseOptionalBool(f, p, "from_weight");
+  if (k == "resize_scale") {
+    ParseOptionalBool(f, p, "integer");
+    ParseOptionalBool(f, p, "allow_from_one");
+  }
+  if (k == "attrs_unset") f.Strings(p + "/attrs");
+  if (k == "axis_in" || k == "input_rank" || k == "input_absent" || k == "input_constant") {
+    f.Integer(p + "/input", 0, kMaxInputIndex);
+  }
+  if (k == "axis_in") ParseAxisDefaults(f, p);
+  if (k == "inputs_constant") f.Integers(p + "/inputs", 0, kMaxInputIndex);
+  if (k == "reduce_axes") ParseReduceSets(f, p);
 }
 
 }  // namespace
@@ -322,39 +395,7 @@ Check ParseCheck(const JsonFile& f, const std::string& p) {
   std::vector<std::string> allowed = it->second;
   allowed.push_back("kind");
   f.OnlyKeys(p, allowed);
-  const std::string& k = c.kind;
-  if (k == "attr_in" || k == "attr_range") f.String(p + "/attr");
-  if (k == "attr_in" || k == "axis_in") f.Array(p + "/values");
-  if (k == "attr_range" || k == "input_rank" || k == "resize_scale") {
-    ParseNumberParam(f, p, "min");
-    ParseNumberParam(f, p, "max");
-  }
-  if (k == "max_rank" || k == "batch") ParseNumberParam(f, p, "max");
-  if (k == "attrs_unset") f.Strings(p + "/attrs");
-  if (k == "axis_in" || k == "input_rank" || k == "input_absent" || k == "input_constant") {
-    f.Integer(p + "/input");
-  }
-  if (k == "axis_in") {
-    const auto& defaults = f.Array(p + "/defaults");
-    for (size_t i = 0; i < defaults.size(); ++i) {
-      f.Integer(p + "/defaults/" + std::to_string(i) + "/since");
-      f.Integer(p + "/defaults/" + std::to_string(i) + "/value");
-    }
-  }
-  if (k == "inputs_constant") {
-    const auto& inputs = f.Array(p + "/inputs");
-    for (size_t i = 0; i < inputs.size(); ++i) f.Integer(p + "/inputs/" + std::to_string(i));
-  }
-  if (k == "reduce_axes") {
-    const auto& sets = f.Array(p + "/sets");
-    if (sets.empty()) f.Fail(p + "/sets", "expected at least one set of axes");
-    for (size_t i = 0; i < sets.size(); ++i) {
-      std::string sp = p + "/sets/" + std::to_string(i);
-      const auto& axes = f.Array(sp);
-      if (axes.empty()) f.Fail(sp, "expected a non-empty array of axes");
-      for (size_t j = 0; j < axes.size(); ++j) f.Integer(sp + "/" + std::to_string(j));
-    }
-  }
+  ParseCheckParams(f, p, c.kind);
   c.params = f.At(p);
   return c;
 }
@@ -519,8 +560,8 @@ void ParseHardware(const JsonFile& f, TargetProfile& t) {
     f.Fail("/hardware/class", "unknown hardware class \"" + t.hardware_class +
                                   "\" (expected one of " + util::Join(kClasses, ", ") + ")");
   }
-  t.ram_bytes = f.Integer("/hardware/ram_bytes");
-  t.flash_bytes = f.Integer("/hardware/flash_bytes");
+  t.ram_bytes = f.Integer("/hardware/ram_bytes", 0, kInt64Max);
+  t.flash_bytes = f.Integer("/hardware/flash_bytes", 0, kInt64Max);
   t.usable_fraction = f.NumberOr("/hardware/usable_fraction", 0.7);
   if (t.usable_fraction <= 0 || t.usable_fraction > 1) {
     f.Fail("/hardware/usable_fraction", "expected a fraction in (0, 1]");
@@ -564,7 +605,9 @@ void ParseInputValues(const JsonFile& f, TargetProfile& t) {
     shape::InputValue v;
     v.origin = "from the target profile";
     for (const auto& item : items) {
-      if (item.is_number_integer()) {
+      if (item.is_number_unsigned() && item.get<uint64_t>() > static_cast<uint64_t>(kInt64Max)) {
+        f.Fail(p, "expected numbers; " + item.dump() + " is beyond 2^63 - 1");
+      } else if (item.is_number_integer()) {
         v.numbers.push_back(item.get<int64_t>());
       } else if (item.is_number()) {
         v.numbers.push_back(item.get<double>());
@@ -608,6 +651,17 @@ VendorTool ParseVendorTool(const JsonFile& f) {
     }
   }
   return v;
+}
+
+// The buffer alignment port hands emit-header and emit-runner: a power of two from 1 to 4096, the
+// range they accept (lib/emit/emit_header.h kMaxAlignment; 4096 is a page, more than any DMA
+// engine or NPU asks for). Checked here so the profile is named, not a flag port does not have.
+uint64_t ParseAlignment(const JsonFile& f) {
+  int64_t a = f.Integer("/alignment_bytes", 1, 4096);
+  if ((a & (a - 1)) != 0) {
+    f.Fail("/alignment_bytes", fmt::format("expected a power of two in [1, 4096], got {}", a));
+  }
+  return static_cast<uint64_t>(a);
 }
 
 // Reads the fields `f` sets into `t` (a parent's values stay where `f` is silent).
@@ -661,7 +715,7 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
   }
   if (has("notes")) t.notes = f.Strings("/notes");
   if (has("hardware")) ParseHardware(f, t);
-  if (has("alignment_bytes")) t.alignment_bytes = f.Integer("/alignment_bytes");
+  if (has("alignment_bytes")) t.alignment_bytes = ParseAlignment(f);
   if (has("dtypes")) {
     f.OnlyKeys("/dtypes", {"supported", "weights", "activations"});
     t.dtypes = f.Strings("/dtypes/supported");
@@ -670,8 +724,8 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
   }
   if (has("opset")) {
     f.OnlyKeys("/opset", {"min", "max"});
-    t.opset_min = f.Integer("/opset/min");
-    t.opset_max = f.Integer("/opset/max");
+    t.opset_min = f.Integer("/opset/min", 1, kMaxOpset);
+    t.opset_max = f.Integer("/opset/max", 1, kMaxOpset);
     if (t.opset_min > t.opset_max) f.Fail("/opset", "expected min <= max");
   }
   if (has("dynamic_shapes")) {
@@ -681,8 +735,8 @@ void ParseProfileFields(const JsonFile& f, TargetProfile& t, std::set<std::strin
   }
   if (has("compute")) {
     f.OnlyKeys("/compute", {"peak_macs_per_s", "efficiency", "source"});
-    t.peak_macs_per_s = f.Number("/compute/peak_macs_per_s");
-    t.efficiency = f.Number("/compute/efficiency");
+    t.peak_macs_per_s = f.Number("/compute/peak_macs_per_s", 0, HUGE_VAL);
+    t.efficiency = f.Number("/compute/efficiency", 0, 1);
     t.compute_source = f.String("/compute/source");
   }
   if (has("pipeline")) {

@@ -25,6 +25,25 @@ struct Reader {
     if (!obj.is_object() || !obj.contains(key)) Fail(pointer, fmt::format("missing '{}'", key));
     return obj.at(key);
   }
+  std::string String(const json& obj, const std::string& pointer, const char* key) const {
+    const json& v = Field(obj, pointer, key);
+    if (!v.is_string()) Fail(pointer + "/" + key, "expected a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+  // A segment index: get<int>() would truncate 2^40 to 0, a valid-looking segment.
+  int Index(const json& v, const std::string& pointer, int segments) const {
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() >= 1u << 31) ||
+        v.get<int64_t>() < 0 || v.get<int64_t>() >= segments) {
+      Fail(pointer,
+           fmt::format("expected a segment index from 0 to {}, got {}", segments - 1, v.dump()));
+    }
+    return static_cast<int>(v.get<int64_t>());
+  }
+  const json& Array(const json& obj, const std::string& pointer, const char* key) const {
+    const json& v = Field(obj, pointer, key);
+    if (!v.is_array()) Fail(pointer + "/" + key, "expected an array, got " + v.dump());
+    return v;
+  }
 };
 
 PipelineTensor ParseTensor(const Reader& r, const json& t, const std::string& ptr) {
@@ -108,25 +127,26 @@ void CheckAgainstFile(const PipelineSegment& seg, const std::filesystem::path& p
 }
 
 void ParseBridges(const Reader& r, const json& doc, Pipeline& p) {
-  const json& bridges = r.Field(doc, "", "bridges");
+  const json& bridges = r.Array(doc, "", "bridges");
   int n = static_cast<int>(p.segments.size());
   for (size_t i = 0; i < bridges.size(); ++i) {
     std::string ptr = fmt::format("/bridges/{}", i);
     PipelineBridge b;
-    b.tensor = r.Field(bridges[i], ptr, "tensor").get<std::string>();
-    b.producer = r.Field(bridges[i], ptr, "producer").get<int>();
-    b.consumers = r.Field(bridges[i], ptr, "consumers").get<std::vector<int>>();
-    if (b.producer < 0 || b.producer >= n) r.Fail(ptr + "/producer", "no such segment");
-    for (int c : b.consumers) {
-      if (c <= b.producer || c >= n) r.Fail(ptr + "/consumers", "consumer must be a later segment");
+    b.tensor = r.String(bridges[i], ptr, "tensor");
+    b.producer = r.Index(r.Field(bridges[i], ptr, "producer"), ptr + "/producer", n);
+    const json& consumers = r.Array(bridges[i], ptr, "consumers");
+    for (size_t j = 0; j < consumers.size(); ++j) {
+      std::string cp = fmt::format("{}/consumers/{}", ptr, j);
+      int c = r.Index(consumers[j], cp, n);
+      if (c <= b.producer) r.Fail(cp, "consumer must be a later segment");
+      b.consumers.push_back(c);
     }
     p.bridges.push_back(std::move(b));
   }
-  for (const auto& [name, seg] : r.Field(doc, "", "graph_outputs").items()) {
-    if (!seg.is_number_integer() || seg.get<int>() < 0 || seg.get<int>() >= n) {
-      r.Fail("/graph_outputs/" + name, "must be a segment index");
-    }
-    p.graph_outputs[name] = seg.get<int>();
+  const json& outputs = r.Field(doc, "", "graph_outputs");
+  if (!outputs.is_object()) r.Fail("/graph_outputs", "expected an object, got " + outputs.dump());
+  for (const auto& [name, seg] : outputs.items()) {
+    p.graph_outputs[name] = r.Index(seg, "/graph_outputs/" + name, n);
   }
 }
 
@@ -208,7 +228,7 @@ Pipeline ParsePipeline(const std::filesystem::path& pipeline_json) {
       r.Fail(ptr + "/file", "must be a relative path inside the pipeline directory");
     }
     seg.file = file.get<std::string>();
-    std::string role = r.Field(segments[i], ptr, "role").get<std::string>();
+    std::string role = r.String(segments[i], ptr, "role");
     if (role != "accelerator" && role != "host")
       r.Fail(ptr + "/role", "unknown role '" + role + "'");
     seg.accelerator = role == "accelerator";

@@ -73,19 +73,21 @@ std::string ValidateRuleFile(const std::filesystem::path& rules_dir,
                              const std::filesystem::path& path) {
   std::string kind = decide::ValidateRuleFile(rules_dir, path);
   if (kind == "target") ValidatePortFields(decide::LoadTargetFile(path));
-  if (kind == "remedies") {
-    decide::JsonFile f = decide::JsonFile::Load(path);
-    auto rules = decide::LoadRemedies(f);
-    for (size_t i = 0; i < rules.size(); ++i) {
-      if (!rules[i].pass) continue;
-      try {
-        passes::FindPass(*rules[i].pass);
-      } catch (const Error& e) {
-        f.Fail("/remedies/" + std::to_string(i) + "/pass", e.what());
-      }
+  if (kind == "remedies") ValidateRemedyPasses(path);
+  return kind;
+}
+
+void ValidateRemedyPasses(const std::filesystem::path& remedies_json) {
+  decide::JsonFile f = decide::JsonFile::Load(remedies_json);
+  auto rules = decide::LoadRemedies(f);
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (!rules[i].pass) continue;
+    try {
+      passes::FindPass(*rules[i].pass);
+    } catch (const Error& e) {
+      f.Fail("/remedies/" + std::to_string(i) + "/pass", e.what());
     }
   }
-  return kind;
 }
 
 std::vector<passes::PipelineStep> TargetRewrites(const decide::TargetProfile& target) {

@@ -23,6 +23,10 @@ decide::TargetProfile LoadTargetProfile(const std::filesystem::path& rules_dir,
 // the same for /default_input_shape.
 void ValidatePortFields(const decide::TargetProfile& target);
 
+// Error(kBadInput) "FILE:LINE: at /remedies/N/pass: ..." for a remedy whose pass is not registered
+// (and any other error LoadRemedies finds in the file).
+void ValidateRemedyPasses(const std::filesystem::path& remedies_json);
+
 // decide::ValidateRuleFile plus the pass names a file refers to: a target's port fields, and a
 // remedies file's "pass" ids (each must be a registered pass). Returns the file's kind.
 std::string ValidateRuleFile(const std::filesystem::path& rules_dir,

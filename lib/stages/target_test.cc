@@ -41,6 +41,11 @@ TEST(TargetPortFields, RewritesAreCheckedAgainstThePassRegistry) {
             std::string::npos);
   EXPECT_NE(LoadError(Profile(R"("rewrites": "convert-opset{upto=3}")")).find("no option 'upto'"),
             std::string::npos);
+  // Issue 54: a non-integer option failed only at port's rewrite step, naming no file.
+  EXPECT_NE(LoadError(Profile(R"("rewrites": "convert-opset{min=x max=13}")"))
+                .find("child.json:2: at /rewrites: pass 'convert-opset' option min=x: expected an "
+                      "integer from 1 to 1000"),
+            std::string::npos);
   EXPECT_NE(
       LoadError(Profile(R"("default_input_shape": "x:1,3,64")")).find("at /default_input_shape"),
       std::string::npos);

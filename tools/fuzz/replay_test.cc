@@ -61,6 +61,21 @@ TEST(FuzzRegressions, TargetsAreRegistered) {
   }
 }
 
+// The JSON loaders' target on the shipped rules files through each of its six loaders (the right
+// one loads, the others refuse as user error): the seeds a fuzzing run starts from, and a check
+// that every loader is reachable from the first byte.
+TEST(FuzzJsonLoaders, ShippedRulesFilesThroughEveryLoader) {
+  for (const char* file : {"decision/facts.json", "decision/table.json", "decision/remedies.json",
+                           "targets/rknn-rk3588.json", "targets/stm32f767.json"}) {
+    std::string text = testing::ReadFile(fs::path(testing::SourceDir()) / "rules" / file);
+    for (uint8_t which = 0; which < 6; ++which) {
+      std::string input = std::string(1, static_cast<char>(which)) + text;
+      auto finding = FuzzJsonLoaders(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+      EXPECT_FALSE(finding) << file << " through loader " << int(which) << ": " << *finding;
+    }
+  }
+}
+
 // The structure-aware mutator keeps models parseable while changing what stages interpret: on
 // the demo model, every mutation still parses, and most of them change the model.
 TEST(ModelMutator, MutationsParseAndChangeTheModel) {

@@ -7,10 +7,13 @@
 #include "lib/analysis/check.h"
 #include "lib/analysis/macs.h"
 #include "lib/analysis/model_facts.h"
+#include "lib/decide/analyzed_model.h"
 #include "lib/decide/facts.h"
 #include "lib/decide/json_file.h"
+#include "lib/decide/remedies.h"
 #include "lib/decide/rules.h"
 #include "lib/decide/rules_dir.h"
+#include "lib/decide/scan.h"
 #include "lib/decide/target.h"
 #include "lib/emit/emit_header.h"
 #include "lib/emit/split_writer.h"
@@ -20,6 +23,7 @@
 #include "lib/runtime/session.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/shape/infer.h"
+#include "lib/stages/target.h"
 #include "passes/pipeline.h"
 #include "porttool_build_config.h"
 
@@ -250,12 +254,22 @@ std::optional<std::string> FuzzInspect(const uint8_t* data, size_t size) {
 }
 
 // Bytes -> the rules/targets/facts JSON loaders: the first byte picks fact catalog, decision
-// table, target profile or user facts (the last two checked against the shipped catalog).
+// table, target profile (with its port fields, as the commands load it), user facts (checked
+// against the shipped catalog), remedies (with their pass ids), or a profile whose checks then
+// run on a small model: every check kind with whatever parameters its loader let through.
+// The checks of `target` on every node of the demo detector (Conv, Resize, Concat, ...).
+void ScanDemoModel(const decide::TargetProfile& target) {
+  static const io::Model model =
+      io::Load(std::filesystem::path(PORTTOOL_SOURCE_DIR) / "testdata" / "demo_detector.onnx");
+  static const decide::AnalyzedModel analyzed(model, {});
+  decide::ScanTarget(analyzed, target);
+}
+
 std::optional<std::string> FuzzJsonLoaders(const uint8_t* data, size_t size) {
   using namespace porttool::decide;
   static const FactCatalog catalog = FactCatalog::Load(std::filesystem::path(PORTTOOL_SOURCE_DIR) /
                                                        "rules" / "decision" / "facts.json");
-  uint8_t which = Selector(data, size) % 4;
+  uint8_t which = Selector(data, size) % 6;
   return Guard([&] {
     std::string text(AsView(data, size));
     switch (which) {
@@ -266,12 +280,19 @@ std::optional<std::string> FuzzJsonLoaders(const uint8_t* data, size_t size) {
         LoadDecisionTable(JsonFile::FromText(text, "table.json"), catalog);
         break;
       case 2:
-        LoadTargetFile(WriteScratch("target.json", text));
+        stages::LoadTargetProfile("", WriteScratch("target.json", text).string());
         break;
-      default: {
+      case 3: {
         Facts facts;
         LoadUserFacts(JsonFile::FromText(text, "project.json"), catalog, facts);
+        break;
       }
+      case 4:
+        LoadRemedies(JsonFile::FromText(text, "remedies.json"));
+        stages::ValidateRemedyPasses(WriteScratch("remedies.json", text));
+        break;
+      default:
+        ScanDemoModel(LoadTargetFile(WriteScratch("target.json", text)));
     }
   });
 }
