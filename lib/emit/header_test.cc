@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/code_text.h"
 #include "lib/emit/emit_header.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/code_text.h"
 #include "lib/emit/embedded_files.h"
 #include "lib/io/model.h"
 #include "lib/ir/dtype.h"

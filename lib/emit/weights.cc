@@ -4,6 +4,7 @@
 
 #include "lib/analysis/liveness.h"
 #include "lib/emit/c_names.h"
+#include "lib/emit/code_text.h"
 #include "lib/io/atomic_file.h"
 #include "lib/ir/constants.h"
 #include "lib/ir/dtype.h"
