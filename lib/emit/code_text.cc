@@ -107,7 +107,7 @@ std::string CMakeQuoted(std::string_view text) {
     } else if (c == '\n' || c == '\t' || c == '\r') {
       out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
     } else {
-      out += Printable(c) ? c : '?';
+      out += Printable(c) || static_cast<uint8_t>(c) >= 0x80 ? c : '?';
     }
   }
   return out + "\"";

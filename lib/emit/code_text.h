@@ -41,8 +41,8 @@ std::string PythonStringLiteral(std::string_view text);
 
 // `text` as a CMake quoted argument, with the quotes: '\\', '"', '$' (variable references "${"),
 // '@' (configure_file references) and ';' (list separator) backslash-escaped, newline, tab and
-// carriage return as \n \t \r, other non-printable or non-ASCII bytes as '?' (CMake has no byte
-// escape).
+// carriage return as \n \t \r, other control bytes as '?' (CMake has no byte escape). Bytes past
+// ASCII stay as they are: a file name must reach the file system unchanged.
 std::string CMakeQuoted(std::string_view text);
 
 // `text` inside a line comment of a shell script, CMake file, Python file or plain-text file

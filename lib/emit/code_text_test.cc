@@ -117,7 +117,7 @@ TEST(CodeText, PythonStringLiteralReadsBackWithSurrogateescape) {
   EXPECT_EQ(run.out, want);
 }
 
-TEST(CodeText, CMakeQuotedReadsBackForPrintableText) {
+TEST(CodeText, CMakeQuotedReadsBackAllButControlBytes) {
   TempDir dir;
   std::string script;
   std::string want;
@@ -125,7 +125,7 @@ TEST(CodeText, CMakeQuotedReadsBackForPrintableText) {
     script += "message(" + CMakeQuoted(name) + ")\n";
     std::string expect;
     for (char c : name) {
-      bool kept = (c >= 0x20 && c < 0x7F) || c == '\n' || c == '\t' || c == '\r';
+      bool kept = (c >= 0x20 && c != 0x7F) || c == '\n' || c == '\t' || c == '\r';
       expect += kept ? c : '?';
     }
     want += expect + "\n";

@@ -253,7 +253,8 @@ std::string RenderCMake(const RunnerRequest& req, const RunnerLayout& layout) {
   if (req.backend == RunnerBackend::kRknn) sources += " pl_backend_rknn.c";
   if (layout.custom_op) {
     for (const auto& f : layout.custom_op->files) {
-      if (f.extension() == ".c") sources += " custom_op/" + f.filename().string();
+      // The package's own file names: quoted, so a ';', '$' or space in one stays a name.
+      if (f.extension() == ".c") sources += " " + CMakeQuoted("custom_op/" + f.filename().string());
     }
   }
   std::string out = fmt::format(

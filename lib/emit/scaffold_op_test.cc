@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/embedded_files.h"
+#include "lib/emit/scaffold_adapters.h"
 #include "lib/runtime/custom_op_library.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/shape/test_models.h"
@@ -798,7 +800,7 @@ TEST(FillTemplate, FillsEveryPlaceholderAndRefusesOneLeftUnfilled) {
       FillTemplate("int {{sym}}_n = {{n}}; int d[1][2] = {{1, 2}};", {{"sym", "gelu"}, {"n", "3"}}),
       "int gelu_n = 3; int d[1][2] = {{1, 2}};");
   // Values go in verbatim (a node may be named "a{{b}}"), and a brace before a placeholder stays.
-  EXPECT_EQ(FillTemplate("node {{node}}", {{"node", "a{{b}}"}}), "node a{{b}}");
+  EXPECT_EQ(FillTemplate("node {{node|c_comment}}", {{"node", "a{{b}}"}}), "node a{{b}}");
   EXPECT_EQ(FillTemplate("{{{sym}}}", {{"sym", "gelu"}}), "{gelu}");
   try {
     FillTemplate("{{sym}}_{{missing}}", {{"sym", "gelu"}});
@@ -806,6 +808,62 @@ TEST(FillTemplate, FillsEveryPlaceholderAndRefusesOneLeftUnfilled) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInternal);
     EXPECT_NE(std::string(e.what()).find("{{missing}}"), std::string::npos) << e.what();
+  }
+}
+
+// Model text (op_type, domain, node and file names) is quoted by the template, for the language
+// at that spot: `{{Op|c_string}}` inside a C literal, `{{Op|c_comment}}` in a comment. A bare
+// `{{Op}}` would write the name as code, so it fails like an unfilled placeholder.
+TEST(FillTemplate, ModelTextNeedsAFilter) {
+  const ScaffoldVars vars = {{"Op", "a\"b */ c"}, {"sym", "a_b"}};
+  EXPECT_EQ(FillTemplate("/* {{Op|c_comment}} */ \"{{Op|c_string}}\" {{sym}}", vars),
+            "/* a\"b * / c */ \"a\\\"b */ c\" a_b");
+  EXPECT_EQ(FillTemplate("'{{Op|py_string}}' {{Op|cmake}} {{Op|sh}}", vars),
+            "'a\\\"b */ c' \"a\\\"b */ c\" 'a\"b */ c'");
+  for (const char* bad : {"{{Op}}", "{{Op|nosuchfilter}}"}) {
+    try {
+      FillTemplate(bad, vars);
+      FAIL() << bad << " passed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInternal) << bad;
+    }
+  }
+}
+
+// Every placeholder of model text in every embedded template carries a filter: scaffolding the
+// demo's node with every adapter would throw otherwise, but a template no test fills would not.
+TEST(FillTemplate, NoTemplateWritesModelTextBare) {
+  for (const char* name : {"Op", "domain", "node", "model", "ort_domain", "ort_model", "trt_model",
+                           "trt_version", "trt_namespace"}) {
+    for (const auto& path : {"op/README.md",
+                             "op/kernel.h",
+                             "op/kernel_common.c",
+                             "op/kernel_skeleton.c",
+                             "op/kit_test.c",
+                             "op/package.cmake",
+                             "op/porttool_glue.c",
+                             "op/schema.cc",
+                             "op/schema_test.cc",
+                             "op/skeleton_test.c",
+                             "ort/README.md",
+                             "ort/adapter.cc",
+                             "ort/patch_move_domain.md",
+                             "ort/patch_none.md",
+                             "rknn/README.md",
+                             "rknn/adapter.c",
+                             "rknn/adapter.h",
+                             "rknn/plugin.c",
+                             "rknn/toolkit.py",
+                             "tensorrt/README.md",
+                             "tensorrt/plugin.cpp",
+                             "tensorrt/plugin.h",
+                             "tflm/README.md",
+                             "tflm/adapter.cc",
+                             "tflm/adapter.h"}) {
+      std::string text(Template(path));
+      EXPECT_EQ(text.find(std::string("{{") + name + "}}"), std::string::npos)
+          << path << " writes {{" << name << "}} unquoted";
+    }
   }
 }
 
