@@ -95,13 +95,13 @@ std::string PythonStringBody(std::string_view text) {
 }
 
 std::string PythonStringLiteral(std::string_view text) {
-  return "'" + PythonStringBody(text) + "'";
+  return "\"" + PythonStringBody(text) + "\"";
 }
 
 std::string CMakeQuoted(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
-    if (c == '\\' || c == '"' || c == '$' || c == '@' || c == ';') {
+    if (c == '\\' || c == '"' || c == '$' || c == '@') {
       out += '\\';
       out += c;
     } else if (c == '\n' || c == '\t' || c == '\r') {

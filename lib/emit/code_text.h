@@ -36,11 +36,12 @@ std::string CStringLiteral(std::string_view text);
 // surrogateescape code point): text.encode('utf-8', 'surrogateescape') gives the bytes back.
 std::string PythonStringBody(std::string_view text);
 
-// "'" + PythonStringBody(text) + "'".
+// "\"" + PythonStringBody(text) + "\"" (double quotes: reads like the JSON porttool writes).
 std::string PythonStringLiteral(std::string_view text);
 
-// `text` as a CMake quoted argument, with the quotes: '\\', '"', '$' (variable references "${"),
-// '@' (configure_file references) and ';' (list separator) backslash-escaped, newline, tab and
+// `text` as a CMake quoted argument, with the quotes: '\\', '"', '$' (variable references "${")
+// and '@' (configure_file references) backslash-escaped (';' splits no quoted argument, and "\;"
+// would stay two characters), newline, tab and
 // carriage return as \n \t \r, other control bytes as '?' (CMake has no byte escape). Bytes past
 // ASCII stay as they are: a file name must reach the file system unchanged.
 std::string CMakeQuoted(std::string_view text);

@@ -26,8 +26,8 @@ std::vector<std::string> HostileNames() {
           "a\"b'c",
           "back\\slash\\",
           "line\nbreak\r\n",
-          "tri??/graph??=??(??'",
-          "???/",
+          "tri?\?/graph?\?=?\?(?\?'",
+          "??\?/",
           "#include <stdio.h>",
           "${HOME} $(id) `id` @VAR@ ;list",
           "nul\0byte"s,
@@ -52,7 +52,7 @@ TEST(CodeText, CStringLiteralReadsBackByteForByte) {
   testing::WriteFile(dir / "p.c", program);
   auto build = RunShell(fmt::format(
       "cd {0} && cc -std=c99 -Wall -Wextra -Werror -pedantic -Wtrigraphs p.c -o p && "
-      "c++ -std=c++17 -Wall -Wextra -Werror -x c++ p.c -o p2 && ./p > out && ./p2 > out2",
+      "c++ -std=c++17 -Wall -Wextra -Werror -x c++ p.c -o p2 && (./p > out; ./p2 > out2)",
       dir.path().string()));
   ASSERT_EQ(build.exit_code, 0) << build.err << program;
   std::string want;
@@ -91,11 +91,12 @@ TEST(CodeText, CommentTextCompilesInBothCommentStyles) {
   testing::WriteFile(dir / "c.c", source);
   auto build = RunShell(fmt::format(
       "cd {0} && cc -std=c99 -Wall -Wextra -Werror -Wcomment -Wtrigraphs -c c.c -o c.o && "
-      "c++ -std=c++17 -Wall -Wextra -Werror -x c++ -c c.c -o c2.o && nm c.o | wc -l",
+      "c++ -std=c++17 -Wall -Wextra -Werror -x c++ -c c.c -o c2.o && nm c.o",
       dir.path().string()));
   ASSERT_EQ(build.exit_code, 0) << build.err << source;
   // Every declaration after a comment survived: no comment swallowed the line after it.
-  EXPECT_EQ(std::stoul(build.out), HostileNames().size()) << source;
+  EXPECT_EQ(testing::CountOf(build.out, " porttool_after_comment_"), HostileNames().size())
+      << build.out << source;
 }
 
 TEST(CodeText, PythonStringLiteralReadsBackWithSurrogateescape) {
@@ -110,7 +111,7 @@ TEST(CodeText, PythonStringLiteralReadsBackWithSurrogateescape) {
       "b'|')\n";
   testing::WriteFile(dir / "p.py", script);
   auto run =
-      RunShell(fmt::format("{} -W error {}/p.py", testing::kSystemPython, (dir / "p.py").string()));
+      RunShell(fmt::format("{} -W error {}/p.py", testing::kSystemPython, dir.path().string()));
   ASSERT_EQ(run.exit_code, 0) << run.err << script;
   std::string want;
   for (const auto& name : HostileNames()) want += name + "|" + name + "|" + name + "|";
@@ -125,7 +126,8 @@ TEST(CodeText, CMakeQuotedReadsBackAllButControlBytes) {
     script += "message(" + CMakeQuoted(name) + ")\n";
     std::string expect;
     for (char c : name) {
-      bool kept = (c >= 0x20 && c != 0x7F) || c == '\n' || c == '\t' || c == '\r';
+      auto u = static_cast<uint8_t>(c);
+      bool kept = (u >= 0x20 && u != 0x7F) || c == '\n' || c == '\t' || c == '\r';
       expect += kept ? c : '?';
     }
     want += expect + "\n";

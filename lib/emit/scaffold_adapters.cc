@@ -205,7 +205,8 @@ AdapterFiles RknnAdapter(const CustomOpSpec& spec, ScaffoldVars vars, const std:
   std::string compute;
   if (formula.empty()) {
     compute = FillTemplate(
-        "        raise NotImplementedError(\"{{domain}}::{{Op}}: write compute() (as in "
+        "        raise NotImplementedError(\"{{domain|py_string}}::{{Op|py_string}}: write "
+        "compute() (as in "
         "kernel/{{sym}}.c)\")\n",
         vars);
   } else {

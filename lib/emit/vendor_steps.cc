@@ -57,8 +57,6 @@ std::string PyNumber(double v) {
   return s;
 }
 
-std::string PyString(const std::string& text) { return "\"" + PythonStringBody(text) + "\""; }
-
 bool HasObject(const Json& j) {
   return std::any_of(j.begin(), j.end(), [](const Json& e) { return e.is_object(); });
 }
@@ -75,12 +73,12 @@ std::string PyLiteral(const Json& j, int indent = 0) {
     case Json::value_t::number_float:
       return PyNumber(j.get<double>());
     case Json::value_t::string:
-      return PyString(j.get<std::string>());
+      return PythonStringLiteral(j.get<std::string>());
     case Json::value_t::object: {
       if (j.empty()) return "{}";
       std::string out = "{\n";
       for (const auto& [key, value] : j.items()) {
-        out += inner + PyString(key) + ": " + PyLiteral(value, indent + 4) + ",\n";
+        out += inner + PythonStringLiteral(key) + ": " + PyLiteral(value, indent + 4) + ",\n";
       }
       return out + pad + "}";
     }
@@ -330,7 +328,8 @@ std::string RknnConvertPy(const VendorStepRequest& q) {
       {{"target", q.target},
        {"toolkit_version", tool.version},
        {"platform", tool.platform},
-       {"float_dtype", tool.float_precision.empty() ? "None" : PyString(tool.float_precision)},
+       {"float_dtype",
+        tool.float_precision.empty() ? "None" : PythonStringLiteral(tool.float_precision)},
        {"quantize", q.calibration ? "True" : "False"},
        {"calibration", PyLiteral(calibration)},
        {"raised_precision", PyLiteral(raised)},

@@ -203,7 +203,7 @@ std::optional<std::string> Finding(const char* what, std::string_view text) {
 // Bytes -> each escaper of code_text.h (names in generated code): the invariants that keep a
 // name from becoming code. C comment text: printable ASCII, no "*/", "/*" or "??", no trailing
 // backslash. C and Python literal bodies: printable ASCII, no raw quote, and for C no "??".
-// CMake quoted: no control byte, no unescaped '"', '$' or ';' inside. Shell word: printable ASCII.
+// CMake quoted: no control byte, no unescaped '"' or '$' inside. Shell word: printable ASCII.
 std::optional<std::string> FuzzCodeText(const uint8_t* data, size_t size) {
   using code_text::Finding;
   std::string_view text = AsView(data, size);
@@ -232,8 +232,7 @@ std::optional<std::string> FuzzCodeText(const uint8_t* data, size_t size) {
   std::string_view inner = std::string_view(cmake).substr(1, cmake.size() - 2);
   bool control = std::any_of(cmake.begin(), cmake.end(),
                              [](char c) { return static_cast<uint8_t>(c) < 0x20 || c == 0x7F; });
-  if (control || code_text::RawQuote(inner, '"') || code_text::RawQuote(inner, '$') ||
-      code_text::RawQuote(inner, ';')) {
+  if (control || code_text::RawQuote(inner, '"') || code_text::RawQuote(inner, '$')) {
     return Finding("CMake argument", cmake);
   }
   if (!code_text::PrintableAscii(emit::ShellWord(text)) ||
