@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "lib/emit/c_names.h"
 #include "lib/emit/code_text.h"
@@ -182,11 +183,25 @@ using Vars = std::vector<std::pair<std::string, std::string>>;
 
 std::string CFloat(double v) { return fmt::format("{:a}f", static_cast<float>(v)); }
 
+// The params field of attribute `name`. Distinct names can sanitise to one field ("a.b", "a_b")
+// or to another's count field ("a_count" beside an ints "a"), which would not compile: later
+// ones get _2, _3, ...
+std::string FieldName(const std::string& name, std::set<std::string>& taken) {
+  std::string base = SanitizeCIdentifier(name), f = base;
+  for (int n = 2; taken.count(f) || taken.count(f + "_count"); ++n) {
+    f = base + "_" + std::to_string(n);
+  }
+  taken.insert(f);
+  taken.insert(f + "_count");
+  return f;
+}
+
 // The params struct, its defaults (the source node's values) and the attribute setters.
 void ParamCode(const CustomOpSpec& spec, Vars& vars) {
   std::string fields, defaults, setters;
+  std::set<std::string> taken;
   for (const auto& a : spec.attributes) {
-    std::string f = SanitizeCIdentifier(a.name);
+    std::string f = FieldName(a.name, taken);
     std::string check = fmt::format(
         "  if (strcmp(attr->name, {}) == 0) {{\n    if (attr->type != PT_ATTR_{}) return "
         "PT_BAD_ARGUMENT;\n",

@@ -39,6 +39,9 @@ custom.attribute.extend([
     helper.make_attribute("alpha " + evil, 0.5),
     helper.make_attribute("mode " + evil, evil.encode()),
     helper.make_attribute("axes " + evil, [1, 2]),
+    # Names that sanitise to one C field, or to another's count field.
+    helper.make_attribute("a.b", 1), helper.make_attribute("a_b", 2),
+    helper.make_attribute("ints", [3]), helper.make_attribute("ints_count", 4),
 ])
 gelu = helper.make_node("Gelu", [mid], [y], name="gelu " + evil, domain="com.evil " + evil)
 vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4])
