@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/emit/html_text.h"
+#include "lib/util/error.h"
 #include "lib/util/json_text.h"
 #include "lib/util/strings.h"
 
@@ -129,6 +130,20 @@ std::string ShellWord(std::string_view text) {
   for (char c : text)
     out += c == '\'' ? std::string("'\\''") : std::string(1, Printable(c) ? c : '?');
   return out + "'";
+}
+
+std::string CIncludeName(std::string_view path, std::string_view what) {
+  bool ok = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return Printable(c) && c != '"' && c != '\'' && c != '\\';
+  });
+  for (const char* bad : {"//", "/*", "??"}) ok = ok && path.find(bad) == std::string_view::npos;
+  if (!ok) {
+    ThrowUsage(
+        "{} '{}' cannot be named in an #include \"...\" (C has no escapes there): use a path "
+        "of printable ASCII without quotes, backslashes, \"//\", \"/*\" or \"??\"",
+        what, DisplayText(path));
+  }
+  return "\"" + std::string(path) + "\"";
 }
 
 std::string JsonString(std::string_view text) { return util::DumpJson(std::string(text)); }

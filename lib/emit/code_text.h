@@ -55,6 +55,12 @@ std::string LineCommentText(std::string_view text);
 // NUL) cannot be passed on a command line a script keeps readable, so they become '?'.
 std::string ShellWord(std::string_view text);
 
+// `path` as the name of an #include "...": C has no escapes there (a '"' or a line break ends the
+// directive; '\'', '\\', "//" and "/*" are undefined behaviour, "??" may be a trigraph), so a path
+// holding any of them, or a byte other than printable ASCII, throws Error(kUsage) naming `what`
+// (the option that chose the path). Returns "\"" + path + "\"".
+std::string CIncludeName(std::string_view path, std::string_view what);
+
 // `text` as a JSON string with the quotes (nlohmann's dump; invalid UTF-8 as U+FFFD, the way
 // DumpJson writes every document).
 std::string JsonString(std::string_view text);

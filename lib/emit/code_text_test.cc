@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/util/error.h"
 #include "lib/util/testing.h"
 
 namespace porttool::emit {
@@ -152,6 +153,20 @@ TEST(CodeText, ShellWordIsOneWord) {
   auto run = RunShell(fmt::format("HOME=/nonexistent sh {}/s.sh", dir.path().string()));
   ASSERT_EQ(run.exit_code, 0) << run.err << script;
   EXPECT_EQ(run.out, want);
+}
+
+// An #include "..." has no escapes: a path it cannot hold is refused, never written.
+TEST(CodeText, IncludeNamesAreRefusedWhenCCannotHoldThem) {
+  EXPECT_EQ(CIncludeName("../inc/model-v1.h", "header"), "\"../inc/model-v1.h\"");
+  for (std::string bad :
+       {"a\"b.h", "a\nb.h", "a\\b.h", "a//b.h", "a/*b.h", "a?\?/b.h", "a'b.h", "\xff.h", ""}) {
+    try {
+      CIncludeName(bad, "header");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage) << bad;
+    }
+  }
 }
 
 TEST(CodeText, JsonAndMarkdownAreValidUtf8) {

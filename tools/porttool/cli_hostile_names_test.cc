@@ -154,6 +154,18 @@ TEST_F(HostileNamesTest, EmitHeaderAndKitCompile) {
   ExpectNoInjectedSymbol(out);
 }
 
+// The weights source includes the header by its path, where C has no escapes: a path with a
+// quote is refused before anything is written.
+TEST_F(HostileNamesTest, HeaderPathAnIncludeCannotHoldIsRefused) {
+  fs::path out = Dir() / "include";
+  fs::create_directories(out);
+  auto r = RunPorttool(fmt::format("emit-header {} -o '{}/a\"b.h' --weights {}/w.c", Model("plain"),
+                                   out.string(), out.string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("#include"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
 TEST_F(HostileNamesTest, EmitRunnerBuilds) {
   fs::path split = Dir() / "split";
   auto r =
