@@ -792,6 +792,72 @@ TEST(ScaffoldOpTest, UnknownNodeIsAUsageErrorWithASuggestion) {
   EXPECT_FALSE(fs::exists(dir / "pkg"));
 }
 
+// Issue 54: the SDK adapters of a node whose op_type, domain, name and attributes (names and
+// the TensorRT plugin version and namespace, which are string values) hold comment terminators,
+// quotes, line breaks, trigraphs, NUL and invalid UTF-8 compile with -Werror against the contract
+// shims, and define no symbol the names spell (`porttool_injected`).
+TEST(ScaffoldOpTest, HostileNamesStayTextInEverySdkAdapter) {
+  TempDir dir;
+  io::Model m = ActivationModel(dir, "Relu", "", "");
+  const std::string evil = std::string("*/ int porttool_injected(void) { return 42; } /*\n\"'\\?") +
+                           "?/?\?=#${x}$(id)`id`\r\xff" + std::string(1, '\0') + "\\";
+  auto* node = m.proto.mutable_graph()->mutable_node(4);
+  node->set_op_type("Gelu " + evil);
+  node->set_domain("dom " + evil);
+  node->set_name("node " + evil);
+  auto* opset = m.proto.add_opset_import();
+  opset->set_domain(node->domain());
+  opset->set_version(1);
+  for (const std::string& name :
+       std::vector<std::string>{"alpha " + evil, "plugin_version", "plugin_namespace"}) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    if (name[0] == 'a') {
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(0.5f);
+    } else {
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(evil);
+    }
+  }
+  io::Save(m, dir / "evil.onnx");
+  auto result = ScaffoldOp(io::Load(dir / "evil.onnx"), {"#4", 0}, dir / "pkg");
+  const std::string& sym = result.spec.symbol;
+  std::string sym_camel = sym;
+  sym_camel[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(sym_camel[0])));
+  fs::path shim = dir / "pkg/shim";
+  std::vector<std::pair<std::string, const char*>> shims = {
+      {"rknn_api.h", kRknnApiShim},
+      {"rknn_custom_op.h", kRknnCustomOpShim},
+      {"cuda_runtime_api.h", kCudaShim},
+      {"NvInferRuntime.h", kTrtShim},
+      {"tensorflow/lite/micro/kernels/kernel_util.h", kTflmKernelUtilShim},
+      {"tensorflow/lite/micro/micro_context.h", kTflmMicroContextShim},
+      {"tensorflow/lite/micro/micro_log.h", kTflmMicroLogShim},
+      {"flatbuffers/flexbuffers.h", kFlexbuffersShim}};
+  for (const auto& file : shims) {
+    fs::create_directories((shim / file.first).parent_path());
+    testing::WriteFile(shim / file.first, file.second);
+  }
+  std::string p = (dir / "pkg").string();
+  std::string inc = fmt::format("-I{0}/shim -I{0}/kernel -I{0}/rknn -I{0}/tensorrt -I{0}/tflm", p);
+  auto build = RunShell(fmt::format(
+      "cd {0} && {1} {2} -c kernel/{3}.c -o k.o && {1} {2} -c kernel/{3}_porttool.c -o g.o && "
+      "{1} {2} -c rknn/{3}_rknn.c -o r.o && {1} {2} -c rknn/librkcst_{3}.c -o rp.o && "
+      "{4} {2} -c tensorrt/{5}Plugin.cpp -o t.o && {4} {2} -c tflm/{3}_tflm.cc -o f.o && "
+      "nm -g --defined-only k.o g.o r.o rp.o t.o f.o",
+      p, kCFlags, inc, sym, kCxxFlags, sym_camel));
+  ASSERT_EQ(build.exit_code, 0) << build.err;
+  EXPECT_NE(build.out.find(" " + sym), std::string::npos) << "nm listed no kernel symbol";
+  EXPECT_EQ(build.out.find(" porttool_injected\n"), std::string::npos) << build.out;
+  // The plugin's version and namespace are the attribute strings, escaped, not truncated at NUL.
+  std::string plugin = testing::ReadFile(dir / "pkg/tensorrt" / (sym_camel + "Plugin.h"));
+  EXPECT_NE(plugin.find("kPluginNamespace[] = \"*/ int porttool_injected(void) { return 42; } "
+                        "/*\\012\\\"'\\\\\\?\\?/\\?\\?=#${x}$(id)`id`\\015\\377\\000\\\\\";"),
+            std::string::npos)
+      << plugin;
+}
+
 // Every generated file goes through FillTemplate: a placeholder nobody set is porttool's bug and
 // must fail loudly (exit 4 at the CLI) rather than ship "{{name}}" in a user's package; C++
 // initialisers such as "{{1, 2}}" are not placeholders.
