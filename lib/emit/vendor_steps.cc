@@ -340,8 +340,8 @@ std::string RknnReadme(const VendorStepRequest& q) {
   std::string rows;
   for (size_t s = 0; s < q.segments.size(); ++s) {
     const VendorSegment& seg = q.segments[s];
-    rows += fmt::format("| `{}` | `segments/{}.rknn` | {} | {} |\n", seg.file, seg.stem,
-                        Code(seg.inputs),
+    rows += fmt::format("| `{}` | `segments/{}.rknn` | {} | {} |\n", MarkdownText(seg.file),
+                        MarkdownText(seg.stem), Code(seg.inputs),
                         q.calibration ? "`rknn/" + DatasetList(seg, s == 0) + "`" : "none");
   }
   return FillTemplate(Template("rknn/vendor/README.md"),
