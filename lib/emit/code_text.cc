@@ -1,3 +1,5 @@
+// The escapers of code_text.h. Each walks the bytes once and never emits a byte that could end
+// the comment, literal or line it sits in; the round-trip tests are in code_text_test.cc.
 #include "lib/emit/code_text.h"
 
 #include <fmt/format.h>
