@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 
 namespace porttool::emit {
 namespace {
@@ -160,36 +159,6 @@ bool IsCIdentifier(std::string_view text) {
   if (text.empty() || std::isdigit(static_cast<unsigned char>(text.front()))) return false;
   return std::all_of(text.begin(), text.end(),
                      [](char c) { return (c & 0x80) == 0 && IsIdentChar(c); });
-}
-
-std::string CommentText(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    bool breaks_comment = (c == '/' && !out.empty() && out.back() == '*') ||
-                          (c == '?' && !out.empty() && out.back() == '?');
-    if (breaks_comment) out += ' ';
-    out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
-  }
-  return out;
-}
-
-std::string CStringLiteral(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\' || c == '?') {
-      out += '\\';
-      out += c;
-    } else if (std::isprint(u)) {
-      out += c;
-    } else {
-      // Three octal digits always: a following digit cannot extend the escape.
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\%03o", u);
-      out += buf;
-    }
-  }
-  return out + "\"";
 }
 
 CNameTable::CNameTable(std::vector<std::string> fields) : fields_(std::move(fields)) {}

@@ -26,14 +26,6 @@ std::string ToLower(std::string_view text);
 
 bool IsCIdentifier(std::string_view text);
 
-// `text` made safe inside a /* */ comment on one line: no `*/`, no trigraphs, no control
-// characters.
-std::string CommentText(std::string_view text);
-
-// `text` as a C string literal with quotes; escapes quotes, backslashes, '?' (trigraphs are on in
-// -std=c99) and non-printable bytes.
-std::string CStringLiteral(std::string_view text);
-
 struct CNameCollision {
   std::string name;      // ONNX name
   std::string c_name;    // what it got

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "lib/emit/code_text.h"
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
 #include "lib/util/error.h"

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/code_text.h"
 #include "lib/io/atomic_file.h"
 #include "lib/io/input_file.h"
 #include "lib/ir/dtype.h"
@@ -385,7 +386,8 @@ std::string KitHeader(const KitPlan& kit, const std::vector<runtime::NamedTensor
       "#if defined(__GNUC__) || defined(__clang__)\n#define KIT_ALIGNED "
       "__attribute__((aligned(64)))\n"
       "#else\n#define KIT_ALIGNED\n#endif\n\n",
-      kit.dir, kit.info["op"].get<std::string>(), CommentText(kit.info["node"].get<std::string>()),
+      kit.dir, CommentText(kit.info["op"].get<std::string>()),
+      CommentText(kit.info["node"].get<std::string>()),
       kit.info["source_sha256"].get<std::string>(), guard, guard);
   std::string upper = ToUpper(prefix);
   out += fmt::format("#define {}_NUM_INPUTS {}\n#define {}_NUM_OUTPUTS {}\n", upper, inputs.size(),

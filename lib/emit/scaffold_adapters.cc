@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/code_text.h"
 #include "lib/emit/embedded_files.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -179,11 +180,14 @@ std::string PyFormula(const std::string& formula) {
 
 AdapterFiles RknnAdapter(const CustomOpSpec& spec, ScaffoldVars vars, const std::string& formula,
                          bool bias) {
-  std::string op = spec.op_type.rfind("cst", 0) == 0 ? spec.op_type : "cst" + spec.op_type;
+  // The RKNN op type names the toolkit's Python class and module file as well: an identifier
+  // (SanitizeCIdentifier keeps ordinary op types as they are), never a path or code.
+  std::string ident = SanitizeCIdentifier(spec.op_type);
+  std::string op = ident.rfind("cst", 0) == 0 ? ident : "cst" + ident;
   std::string defaults;
   for (const auto& a : spec.attributes) {
     if (a.type == onnx::AttributeProto::STRING) continue;  // RKNN carries no string attributes
-    defaults += fmt::format("    {}: {},\n", CStringLiteral(a.name), a.default_value.dump());
+    defaults += fmt::format("    {}: {},\n", PythonStringLiteral(a.name), a.default_value.dump());
   }
   std::string infer;
   if (spec.shape_rule == "same_as_input") {
@@ -201,7 +205,8 @@ AdapterFiles RknnAdapter(const CustomOpSpec& spec, ScaffoldVars vars, const std:
   std::string compute;
   if (formula.empty()) {
     compute = FillTemplate(
-        "        raise NotImplementedError(\"{{domain}}::{{Op}}: write compute() (as in "
+        "        raise NotImplementedError(\"{{domain|py_string}}::{{Op|py_string}}: write "
+        "compute() (as in "
         "kernel/{{sym}}.c)\")\n",
         vars);
   } else {
@@ -258,7 +263,8 @@ AdapterFiles TrtAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
       version = a.default_value.get<std::string>();
     if (a.name == "plugin_namespace" && a.default_value.is_string())
       ns = a.default_value.get<std::string>();
-    fields.push_back(fmt::format("`{}` {}", a.name, shape::AttributeTypeName(a.type)));
+    fields.push_back(
+        fmt::format("`{}` {}", MarkdownText(a.name), shape::AttributeTypeName(a.type)));
   }
   bool same = spec.shape_rule == "same_as_input";
   vars.push_back({"trt_version", version});
@@ -297,7 +303,7 @@ AdapterFiles TflmAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
   std::vector<std::string> in_onnx, attrs;
   for (const auto& t : spec.inputs) in_onnx.push_back(std::to_string(t.dtype));
   for (const auto& a : spec.attributes) {
-    attrs.push_back(fmt::format("`{}` {}", a.name, shape::AttributeTypeName(a.type)));
+    attrs.push_back(fmt::format("`{}` {}", MarkdownText(a.name), shape::AttributeTypeName(a.type)));
   }
   vars.push_back({"onnx_input_types", Join(in_onnx, ", ")});
   vars.push_back({"attribute_table", AttributeTable(spec, "nullptr")});
@@ -308,6 +314,41 @@ AdapterFiles TflmAdapter(const CustomOpSpec& spec, ScaffoldVars vars) {
   out.files["tflm/README.md"] = FillTemplate(Template("tflm/README.md"), vars);
   out.cmake = FillTemplate(Template("tflm/adapter.cmake"), vars);
   return out;
+}
+
+// Variables holding text from the model or the command line (op_type, domain, node and file
+// names, attribute strings): a template must say how each use is quoted, `{{Op|c_string}}`, and
+// a bare `{{Op}}` is porttool's bug.
+bool FreeText(std::string_view name) {
+  static const char* const kFreeText[] = {"Op",        "domain",      "node",
+                                          "model",     "ort_domain",  "ort_model",
+                                          "trt_model", "trt_version", "trt_namespace"};
+  return std::any_of(std::begin(kFreeText), std::end(kFreeText),
+                     [&](const char* v) { return name == v; });
+}
+
+// The value of a placeholder through its filter (code_text.h names the rules of each).
+std::string Filtered(std::string_view name, std::string_view filter, const std::string& value) {
+  if (filter == "c_comment") return CommentText(value);
+  if (filter == "c_string") return CStringBody(value);
+  if (filter == "py_string") return PythonStringBody(value);
+  if (filter == "cmake") return CMakeQuoted(value);
+  if (filter == "line_comment") return LineCommentText(value);
+  if (filter == "sh") return ShellWord(value);
+  if (filter == "json") return JsonString(value);
+  if (filter == "md") return MarkdownText(value);
+  if (!filter.empty())
+    ThrowInternal("template placeholder {{{{{}|{}}}}}: no such filter", name, filter);
+  if (FreeText(name)) {
+    ThrowInternal("template placeholder {{{{{}}}}} holds model text: it needs a filter", name);
+  }
+  return value;
+}
+
+bool IsIdentifier(std::string_view name) {
+  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
 }  // namespace
@@ -321,14 +362,15 @@ std::string FillTemplate(std::string_view templ, const ScaffoldVars& vars) {
   for (size_t open; (open = templ.find("{{", at)) != std::string_view::npos;) {
     text.append(templ, at, open - at);
     size_t close = templ.find("}}", open + 2);
-    std::string_view name = close == std::string_view::npos
-                                ? std::string_view()
-                                : templ.substr(open + 2, close - open - 2);
-    // Only "{{identifier}}" is a placeholder: generated C++ may hold "{{1, 2}}" initialisers.
-    bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                      std::all_of(name.begin(), name.end(),
-                                  [](unsigned char c) { return std::isalnum(c) || c == '_'; });
-    if (!identifier) {
+    std::string_view inner = close == std::string_view::npos
+                                 ? std::string_view()
+                                 : templ.substr(open + 2, close - open - 2);
+    size_t bar = inner.find('|');
+    std::string_view name = inner.substr(0, bar);
+    std::string_view filter = bar == std::string_view::npos ? "" : inner.substr(bar + 1);
+    // Only "{{identifier}}" or "{{identifier|filter}}" is a placeholder: generated C++ may hold
+    // "{{1, 2}}" initialisers.
+    if (!IsIdentifier(name) || (bar != std::string_view::npos && !IsIdentifier(filter))) {
       text += '{';  // a literal brace; the next one may open a placeholder ("{{{sym}}...")
       at = open + 1;
       continue;
@@ -336,7 +378,7 @@ std::string FillTemplate(std::string_view templ, const ScaffoldVars& vars) {
     auto var =
         std::find_if(vars.begin(), vars.end(), [&](const auto& kv) { return kv.first == name; });
     if (var == vars.end()) ThrowInternal("template placeholder {{{{{}}}}} left unfilled", name);
-    text += var->second;
+    text += Filtered(name, filter, var->second);
     at = close + 2;
   }
   text.append(templ, at);

@@ -22,7 +22,11 @@ using ScaffoldVars = std::vector<std::pair<std::string, std::string>>;
 // Fills "{{name}}" placeholders in a template: the one filler of every generated file. A
 // placeholder left unfilled (a template naming a variable nobody set) is porttool's bug, not the
 // user's, and fails here with an InternalError naming it instead of shipping "{{name}}" in a
-// generated file.
+// generated file. "{{name|filter}}" passes the value through an escaper of code_text.h for the
+// language at that spot: c_comment, c_string (literal body), py_string (literal body), cmake
+// (quoted argument), line_comment (after '#'), sh (one word), json, md. Variables holding model
+// text (Op, domain, node, model, ort_domain, ort_model, trt_model, trt_version, trt_namespace)
+// must have one: a bare "{{Op}}" is an InternalError too, so no template writes a name as code.
 std::string FillTemplate(std::string_view templ, const ScaffoldVars& vars);
 
 // "ort", "rknn", "tensorrt", "tflm", in the order they are generated.

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/code_text.h"
 #include "lib/emit/embedded_files.h"
 #include "lib/emit/kit.h"
 #include "lib/io/atomic_file.h"
@@ -181,11 +183,25 @@ using Vars = std::vector<std::pair<std::string, std::string>>;
 
 std::string CFloat(double v) { return fmt::format("{:a}f", static_cast<float>(v)); }
 
+// The params field of attribute `name`. Distinct names can sanitise to one field ("a.b", "a_b")
+// or to another's count field ("a_count" beside an ints "a"), which would not compile: later
+// ones get _2, _3, ...
+std::string FieldName(const std::string& name, std::set<std::string>& taken) {
+  std::string base = SanitizeCIdentifier(name), f = base;
+  for (int n = 2; taken.count(f) || taken.count(f + "_count"); ++n) {
+    f = base + "_" + std::to_string(n);
+  }
+  taken.insert(f);
+  taken.insert(f + "_count");
+  return f;
+}
+
 // The params struct, its defaults (the source node's values) and the attribute setters.
 void ParamCode(const CustomOpSpec& spec, Vars& vars) {
   std::string fields, defaults, setters;
+  std::set<std::string> taken;
   for (const auto& a : spec.attributes) {
-    std::string f = SanitizeCIdentifier(a.name);
+    std::string f = FieldName(a.name, taken);
     std::string check = fmt::format(
         "  if (strcmp(attr->name, {}) == 0) {{\n    if (attr->type != PT_ATTR_{}) return "
         "PT_BAD_ARGUMENT;\n",
@@ -250,8 +266,8 @@ std::string KernelSource(const CustomOpSpec& spec, const Vars& vars) {
   } else {
     std::string doc;
     for (const auto& t : spec.inputs) {
-      doc += fmt::format("\n *   {} {} rank {}{}", t.name, ir::DtypeName(t.dtype), t.rank,
-                         t.optional ? " (optional)" : "");
+      doc += fmt::format("\n *   {} {} rank {}{}", CommentText(t.name), ir::DtypeName(t.dtype),
+                         t.rank, t.optional ? " (optional)" : "");
     }
     Vars v = vars;
     v.push_back({"io_doc", doc});
@@ -265,18 +281,20 @@ std::string SchemaSource(const CustomOpSpec& spec, Vars vars) {
   std::string io, infer;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     io += fmt::format(
-        "  schema.Input({}, \"{}\", \"\", \"T{}\", onnx::OpSchema::{});\n"
+        "  schema.Input({}, {}, \"\", \"T{}\", onnx::OpSchema::{});\n"
         "  schema.TypeConstraint(\"T{}\", {{\"tensor({})\"}}, \"\");\n",
-        i, spec.inputs[i].name, i, spec.inputs[i].optional ? "Optional" : "Single", i,
+        i, CStringLiteral(spec.inputs[i].name), i, spec.inputs[i].optional ? "Optional" : "Single",
+        i,
         ir::DtypeName(spec.inputs[i].dtype) == "float32" ? "float"
                                                          : ir::DtypeName(spec.inputs[i].dtype));
   }
   for (size_t i = 0; i < spec.outputs.size(); ++i) {
     const auto& o = spec.outputs[i];
     io += fmt::format(
-        "  schema.Output({}, \"{}\", \"\", \"O{}\");\n"
+        "  schema.Output({}, {}, \"\", \"O{}\");\n"
         "  schema.TypeConstraint(\"O{}\", {{\"tensor({})\"}}, \"\");\n",
-        i, o.name, i, i, ir::DtypeName(o.dtype) == "float32" ? "float" : ir::DtypeName(o.dtype));
+        i, CStringLiteral(o.name), i, i,
+        ir::DtypeName(o.dtype) == "float32" ? "float" : ir::DtypeName(o.dtype));
     if (spec.shape_rule == "same_as_input") {
       infer += fmt::format(
           "    onnx::propagateElemTypeFromInputToOutput(ctx, {0}, {1});\n"
@@ -292,8 +310,8 @@ std::string SchemaSource(const CustomOpSpec& spec, Vars vars) {
     infer += "    }\n";
   }
   for (const auto& a : spec.attributes) {
-    io += fmt::format("  schema.Attr(\"{}\", \"\", onnx::AttributeProto::{}, false);\n", a.name,
-                      ToUpper(shape::AttributeTypeName(a.type)));
+    io += fmt::format("  schema.Attr({}, \"\", onnx::AttributeProto::{}, false);\n",
+                      CStringLiteral(a.name), ToUpper(shape::AttributeTypeName(a.type)));
   }
   if (infer.empty()) infer = "    (void)ctx;\n";
   vars.push_back({"schema_io", io});

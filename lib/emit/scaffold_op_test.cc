@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/embedded_files.h"
+#include "lib/emit/scaffold_adapters.h"
 #include "lib/runtime/custom_op_library.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/shape/test_models.h"
@@ -790,6 +792,72 @@ TEST(ScaffoldOpTest, UnknownNodeIsAUsageErrorWithASuggestion) {
   EXPECT_FALSE(fs::exists(dir / "pkg"));
 }
 
+// Issue 54: the SDK adapters of a node whose op_type, domain, name and attributes (names and
+// the TensorRT plugin version and namespace, which are string values) hold comment terminators,
+// quotes, line breaks, trigraphs, NUL and invalid UTF-8 compile with -Werror against the contract
+// shims, and define no symbol the names spell (`porttool_injected`).
+TEST(ScaffoldOpTest, HostileNamesStayTextInEverySdkAdapter) {
+  TempDir dir;
+  io::Model m = ActivationModel(dir, "Relu", "", "");
+  const std::string evil = std::string("*/ int porttool_injected(void) { return 42; } /*\n\"'\\?") +
+                           "?/?\?=#${x}$(id)`id`\r\xff" + std::string(1, '\0') + "\\";
+  auto* node = m.proto.mutable_graph()->mutable_node(4);
+  node->set_op_type("Gelu " + evil);
+  node->set_domain("dom " + evil);
+  node->set_name("node " + evil);
+  auto* opset = m.proto.add_opset_import();
+  opset->set_domain(node->domain());
+  opset->set_version(1);
+  for (const std::string& name :
+       std::vector<std::string>{"alpha " + evil, "plugin_version", "plugin_namespace"}) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    if (name[0] == 'a') {
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(0.5f);
+    } else {
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(evil);
+    }
+  }
+  io::Save(m, dir / "evil.onnx");
+  auto result = ScaffoldOp(io::Load(dir / "evil.onnx"), {"#4", 0}, dir / "pkg");
+  const std::string& sym = result.spec.symbol;
+  std::string sym_camel = sym;
+  sym_camel[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(sym_camel[0])));
+  fs::path shim = dir / "pkg/shim";
+  std::vector<std::pair<std::string, const char*>> shims = {
+      {"rknn_api.h", kRknnApiShim},
+      {"rknn_custom_op.h", kRknnCustomOpShim},
+      {"cuda_runtime_api.h", kCudaShim},
+      {"NvInferRuntime.h", kTrtShim},
+      {"tensorflow/lite/micro/kernels/kernel_util.h", kTflmKernelUtilShim},
+      {"tensorflow/lite/micro/micro_context.h", kTflmMicroContextShim},
+      {"tensorflow/lite/micro/micro_log.h", kTflmMicroLogShim},
+      {"flatbuffers/flexbuffers.h", kFlexbuffersShim}};
+  for (const auto& file : shims) {
+    fs::create_directories((shim / file.first).parent_path());
+    testing::WriteFile(shim / file.first, file.second);
+  }
+  std::string p = (dir / "pkg").string();
+  std::string inc = fmt::format("-I{0}/shim -I{0}/kernel -I{0}/rknn -I{0}/tensorrt -I{0}/tflm", p);
+  auto build = RunShell(fmt::format(
+      "cd {0} && {1} {2} -c kernel/{3}.c -o k.o && {1} {2} -c kernel/{3}_porttool.c -o g.o && "
+      "{1} {2} -c rknn/{3}_rknn.c -o r.o && {1} {2} -c rknn/librkcst_{3}.c -o rp.o && "
+      "{4} {2} -c tensorrt/{5}Plugin.cpp -o t.o && {4} {2} -c tflm/{3}_tflm.cc -o f.o && "
+      "nm -g --defined-only k.o g.o r.o rp.o t.o f.o",
+      p, kCFlags, inc, sym, kCxxFlags, sym_camel));
+  ASSERT_EQ(build.exit_code, 0) << build.err;
+  EXPECT_NE(build.out.find(" " + sym), std::string::npos) << "nm listed no kernel symbol";
+  EXPECT_EQ(build.out.find(" porttool_injected\n"), std::string::npos) << build.out;
+  // The plugin's version and namespace are the attribute strings, escaped, not truncated at NUL.
+  std::string plugin = testing::ReadFile(dir / "pkg/tensorrt" / (sym_camel + "Plugin.h"));
+  EXPECT_NE(plugin.find("kPluginNamespace[] = \"*/ int porttool_injected(void) { return 42; } "
+                        "/*\\012\\\"'\\\\\\?\\?/\\?\\?=#${x}$(id)`id`\\015\\377\\000\\\\\";"),
+            std::string::npos)
+      << plugin;
+}
+
 // Every generated file goes through FillTemplate: a placeholder nobody set is porttool's bug and
 // must fail loudly (exit 4 at the CLI) rather than ship "{{name}}" in a user's package; C++
 // initialisers such as "{{1, 2}}" are not placeholders.
@@ -798,7 +866,7 @@ TEST(FillTemplate, FillsEveryPlaceholderAndRefusesOneLeftUnfilled) {
       FillTemplate("int {{sym}}_n = {{n}}; int d[1][2] = {{1, 2}};", {{"sym", "gelu"}, {"n", "3"}}),
       "int gelu_n = 3; int d[1][2] = {{1, 2}};");
   // Values go in verbatim (a node may be named "a{{b}}"), and a brace before a placeholder stays.
-  EXPECT_EQ(FillTemplate("node {{node}}", {{"node", "a{{b}}"}}), "node a{{b}}");
+  EXPECT_EQ(FillTemplate("node {{node|c_comment}}", {{"node", "a{{b}}"}}), "node a{{b}}");
   EXPECT_EQ(FillTemplate("{{{sym}}}", {{"sym", "gelu"}}), "{gelu}");
   try {
     FillTemplate("{{sym}}_{{missing}}", {{"sym", "gelu"}});
@@ -806,6 +874,62 @@ TEST(FillTemplate, FillsEveryPlaceholderAndRefusesOneLeftUnfilled) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInternal);
     EXPECT_NE(std::string(e.what()).find("{{missing}}"), std::string::npos) << e.what();
+  }
+}
+
+// Model text (op_type, domain, node and file names) is quoted by the template, for the language
+// at that spot: `{{Op|c_string}}` inside a C literal, `{{Op|c_comment}}` in a comment. A bare
+// `{{Op}}` would write the name as code, so it fails like an unfilled placeholder.
+TEST(FillTemplate, ModelTextNeedsAFilter) {
+  const ScaffoldVars vars = {{"Op", "a\"b */ c"}, {"sym", "a_b"}};
+  EXPECT_EQ(FillTemplate("/* {{Op|c_comment}} */ \"{{Op|c_string}}\" {{sym}}", vars),
+            "/* a\"b * / c */ \"a\\\"b */ c\" a_b");
+  EXPECT_EQ(FillTemplate("'{{Op|py_string}}' {{Op|cmake}} {{Op|sh}}", vars),
+            "'a\\\"b */ c' \"a\\\"b */ c\" 'a\"b */ c'");
+  for (const char* bad : {"{{Op}}", "{{Op|nosuchfilter}}"}) {
+    try {
+      FillTemplate(bad, vars);
+      FAIL() << bad << " passed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInternal) << bad;
+    }
+  }
+}
+
+// Every placeholder of model text in every embedded template carries a filter: scaffolding the
+// demo's node with every adapter would throw otherwise, but a template no test fills would not.
+TEST(FillTemplate, NoTemplateWritesModelTextBare) {
+  for (const char* name : {"Op", "domain", "node", "model", "ort_domain", "ort_model", "trt_model",
+                           "trt_version", "trt_namespace"}) {
+    for (const auto& path : {"op/README.md",
+                             "op/kernel.h",
+                             "op/kernel_common.c",
+                             "op/kernel_skeleton.c",
+                             "op/kit_test.c",
+                             "op/package.cmake",
+                             "op/porttool_glue.c",
+                             "op/schema.cc",
+                             "op/schema_test.cc",
+                             "op/skeleton_test.c",
+                             "ort/README.md",
+                             "ort/adapter.cc",
+                             "ort/patch_move_domain.md",
+                             "ort/patch_none.md",
+                             "rknn/README.md",
+                             "rknn/adapter.c",
+                             "rknn/adapter.h",
+                             "rknn/plugin.c",
+                             "rknn/toolkit.py",
+                             "tensorrt/README.md",
+                             "tensorrt/plugin.cpp",
+                             "tensorrt/plugin.h",
+                             "tflm/README.md",
+                             "tflm/adapter.cc",
+                             "tflm/adapter.h"}) {
+      std::string text(Template(path));
+      EXPECT_EQ(text.find(std::string("{{") + name + "}}"), std::string::npos)
+          << path << " writes {{" << name << "}} unquoted";
+    }
   }
 }
 

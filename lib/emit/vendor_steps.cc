@@ -12,6 +12,7 @@
 #include <set>
 
 #include "lib/emit/c_names.h"
+#include "lib/emit/code_text.h"
 #include "lib/emit/embedded_files.h"
 #include "lib/emit/scaffold_adapters.h"
 #include "lib/io/atomic_file.h"
@@ -61,7 +62,7 @@ bool HasObject(const Json& j) {
 }
 
 // A Python literal of `j`: dicts one key a line, lists of plain values on one line. Strings are
-// JSON-quoted, which Python reads the same (JSON's escapes are Python's; '/' is not escaped).
+// PythonStringBody in double quotes (code_text.h: tensor and file names may hold any bytes).
 std::string PyLiteral(const Json& j, int indent = 0) {
   const std::string pad(indent, ' '), inner(indent + 4, ' ');
   switch (j.type()) {
@@ -72,12 +73,12 @@ std::string PyLiteral(const Json& j, int indent = 0) {
     case Json::value_t::number_float:
       return PyNumber(j.get<double>());
     case Json::value_t::string:
-      return j.dump();
+      return PythonStringLiteral(j.get<std::string>());
     case Json::value_t::object: {
       if (j.empty()) return "{}";
       std::string out = "{\n";
       for (const auto& [key, value] : j.items()) {
-        out += inner + Json(key).dump() + ": " + PyLiteral(value, indent + 4) + ",\n";
+        out += inner + PythonStringLiteral(key) + ": " + PyLiteral(value, indent + 4) + ",\n";
       }
       return out + pad + "}";
     }
@@ -96,23 +97,11 @@ std::string PyLiteral(const Json& j, int indent = 0) {
   }
 }
 
-// `text` as one shell word: as it is when it holds only characters no shell treats specially.
-std::string ShellWord(const std::string& text) {
-  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("_./:=,+-@%").find(c) != std::string_view::npos;
-  });
-  if (plain) return text;
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string Plural(size_t n, const char* what) { return fmt::format("{} {}(s)", n, what); }
 
 std::string Code(const std::vector<std::string>& names) {
   std::vector<std::string> quoted;
-  for (const auto& n : names) quoted.push_back("`" + n + "`");
+  for (const auto& n : names) quoted.push_back("`" + MarkdownText(n) + "`");
   return util::Join(quoted, ", ");
 }
 
@@ -307,8 +296,8 @@ std::string RknnNormalizationSection(const VendorStepRequest& req) {
         mean_values.push_back(p.MeanValue(c));
         std_values.push_back(p.StdValue(c));
       }
-      return FillTemplate(Template("rknn/vendor/pixels.md"), {{"input", name},
-                                                              {"segment", seg.stem},
+      return FillTemplate(Template("rknn/vendor/pixels.md"), {{"input", MarkdownText(name)},
+                                                              {"segment", MarkdownText(seg.stem)},
                                                               {"scale", ScaleText(p.scale)},
                                                               {"mean", Numbers(p.mean)},
                                                               {"std", Numbers(p.std)},
@@ -339,7 +328,8 @@ std::string RknnConvertPy(const VendorStepRequest& q) {
       {{"target", q.target},
        {"toolkit_version", tool.version},
        {"platform", tool.platform},
-       {"float_dtype", tool.float_precision.empty() ? "None" : Json(tool.float_precision).dump()},
+       {"float_dtype",
+        tool.float_precision.empty() ? "None" : PythonStringLiteral(tool.float_precision)},
        {"quantize", q.calibration ? "True" : "False"},
        {"calibration", PyLiteral(calibration)},
        {"raised_precision", PyLiteral(raised)},
@@ -350,8 +340,8 @@ std::string RknnReadme(const VendorStepRequest& q) {
   std::string rows;
   for (size_t s = 0; s < q.segments.size(); ++s) {
     const VendorSegment& seg = q.segments[s];
-    rows += fmt::format("| `{}` | `segments/{}.rknn` | {} | {} |\n", seg.file, seg.stem,
-                        Code(seg.inputs),
+    rows += fmt::format("| `{}` | `segments/{}.rknn` | {} | {} |\n", MarkdownText(seg.file),
+                        MarkdownText(seg.stem), Code(seg.inputs),
                         q.calibration ? "`rknn/" + DatasetList(seg, s == 0) + "`" : "none");
   }
   return FillTemplate(Template("rknn/vendor/README.md"),
@@ -573,7 +563,7 @@ void WriteStedgeai(const VendorStepRequest& req, Writer& w, VendorStepResult& r)
           req.target, seg.stem, seg.int16_nodes.size(), util::Join(seg.int16_nodes, ", ")));
     }
     commands += FillTemplate(Template("stedgeai/generate_line.txt"),
-                             {{"model", ShellWord(qdq ? seg.qdq_file : seg.file)},
+                             {{"model", qdq ? seg.qdq_file : seg.file},
                               {"platform", tool.platform},
                               {"name", SanitizeCIdentifier("net_" + seg.stem)},
                               {"output", ShellWord("stedgeai/" + seg.stem)}});

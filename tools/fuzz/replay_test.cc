@@ -56,7 +56,7 @@ TEST(FuzzRegressions, TargetsAreRegistered) {
   for (const auto& t : Targets()) names.push_back(t.name);
   for (const char* expected : {"fuzz_model_load", "fuzz_check", "fuzz_infer_shapes", "fuzz_inspect",
                                "fuzz_split", "fuzz_executor", "fuzz_passes", "fuzz_json_loaders",
-                               "fuzz_tensor_readers", "fuzz_emit_header"}) {
+                               "fuzz_tensor_readers", "fuzz_emit_header", "fuzz_code_text"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
 }

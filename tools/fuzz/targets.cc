@@ -2,7 +2,11 @@
 // (fuzz_<name>.cc) and by the regression replay test that runs in the normal build.
 #include "tools/fuzz/targets.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "lib/analysis/check.h"
 #include "lib/analysis/macs.h"
@@ -15,6 +19,7 @@
 #include "lib/decide/rules_dir.h"
 #include "lib/decide/scan.h"
 #include "lib/decide/target.h"
+#include "lib/emit/code_text.h"
 #include "lib/emit/emit_header.h"
 #include "lib/emit/split_writer.h"
 #include "lib/ir/dtype.h"
@@ -169,6 +174,79 @@ std::optional<std::string> FuzzCheck(const uint8_t* data, size_t size) {
   return Guard([&] {
     io::Model model = LoadBytes(AsView(data, size));
     analysis::CheckModel(model);
+  });
+}
+
+namespace code_text {
+
+bool PrintableAscii(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7F; });
+}
+
+// A raw `quote` in an escaped literal body (one not preceded by an escaping backslash), or a
+// backslash at its end, which would escape the closing quote.
+bool RawQuote(std::string_view body, char quote) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] == '\\') {
+      if (++i == body.size()) return true;
+    } else if (body[i] == quote) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> Finding(const char* what, std::string_view text) {
+  std::string hex;
+  for (char c : text) hex += fmt::format("{:02x}", static_cast<uint8_t>(c));
+  return fmt::format("{}: {}", what, hex);
+}
+
+}  // namespace code_text
+
+// Bytes -> each escaper of code_text.h (names in generated code): the invariants that keep a
+// name from becoming code. C comment text: printable ASCII, no "*/", "/*" or "??", no trailing
+// backslash. C and Python literal bodies: printable ASCII, no raw quote, and for C no "??".
+// CMake quoted: no control byte, no unescaped '"' or '$' inside. Shell word: printable ASCII.
+std::optional<std::string> FuzzCodeText(const uint8_t* data, size_t size) {
+  using code_text::Finding;
+  std::string_view text = AsView(data, size);
+  std::string comment = emit::CommentText(text);
+  if (!code_text::PrintableAscii(comment)) return Finding("comment not printable", comment);
+  for (const char* bad : {"*/", "/*", "??"}) {
+    if (comment.find(bad) != std::string::npos)
+      return Finding("comment holds a terminator", comment);
+  }
+  if (!comment.empty() &&
+      (comment.back() == '\\' || comment.back() == '*' || comment.back() == '/')) {
+    return Finding("comment ends in a character that pairs with the next", comment);
+  }
+  std::string c = emit::CStringBody(text);
+  if (!code_text::PrintableAscii(c) || code_text::RawQuote(c, '"') ||
+      c.find("??") != std::string::npos) {
+    return Finding("C literal body", c);
+  }
+  if (emit::CStringLiteral(text) != "\"" + c + "\"") return Finding("C literal", c);
+  std::string py = emit::PythonStringBody(text);
+  if (!code_text::PrintableAscii(py) || code_text::RawQuote(py, '"') ||
+      code_text::RawQuote(py, '\'')) {
+    return Finding("Python literal body", py);
+  }
+  std::string cmake = emit::CMakeQuoted(text);
+  std::string_view inner = std::string_view(cmake).substr(1, cmake.size() - 2);
+  bool control = std::any_of(cmake.begin(), cmake.end(),
+                             [](char c) { return static_cast<uint8_t>(c) < 0x20 || c == 0x7F; });
+  if (control || code_text::RawQuote(inner, '"') || code_text::RawQuote(inner, '$')) {
+    return Finding("CMake argument", cmake);
+  }
+  if (!code_text::PrintableAscii(emit::ShellWord(text)) ||
+      !code_text::PrintableAscii(emit::LineCommentText(text))) {
+    return Finding("shell word or line comment", emit::ShellWord(text));
+  }
+  return Guard([&] {
+    if (!nlohmann::json::parse(emit::JsonString(text)).is_string()) {
+      ThrowInternal("JsonString is not a JSON string");
+    }
   });
 }
 
@@ -349,11 +427,17 @@ std::optional<std::string> FuzzTensorReaders(const uint8_t* data, size_t size) {
 
 const std::vector<Target>& Targets() {
   static const std::vector<Target> targets = {
-      {"fuzz_check", FuzzCheck},          {"fuzz_emit_header", FuzzEmitHeader},
-      {"fuzz_executor", FuzzExecutor},    {"fuzz_infer_shapes", FuzzInferShapes},
-      {"fuzz_inspect", FuzzInspect},      {"fuzz_json_loaders", FuzzJsonLoaders},
-      {"fuzz_model_load", FuzzModelLoad}, {"fuzz_passes", FuzzPasses},
-      {"fuzz_split", FuzzSplit},          {"fuzz_tensor_readers", FuzzTensorReaders},
+      {"fuzz_check", FuzzCheck},
+      {"fuzz_code_text", FuzzCodeText},
+      {"fuzz_emit_header", FuzzEmitHeader},
+      {"fuzz_executor", FuzzExecutor},
+      {"fuzz_infer_shapes", FuzzInferShapes},
+      {"fuzz_inspect", FuzzInspect},
+      {"fuzz_json_loaders", FuzzJsonLoaders},
+      {"fuzz_model_load", FuzzModelLoad},
+      {"fuzz_passes", FuzzPasses},
+      {"fuzz_split", FuzzSplit},
+      {"fuzz_tensor_readers", FuzzTensorReaders},
   };
   return targets;
 }

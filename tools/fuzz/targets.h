@@ -34,6 +34,7 @@ const std::vector<Target>& Targets();
 // The targets themselves (bodies and what each covers in targets.cc), called by the libFuzzer
 // entry points fuzz_<name>.cc.
 std::optional<std::string> FuzzCheck(const uint8_t* data, size_t size);
+std::optional<std::string> FuzzCodeText(const uint8_t* data, size_t size);
 std::optional<std::string> FuzzEmitHeader(const uint8_t* data, size_t size);
 std::optional<std::string> FuzzExecutor(const uint8_t* data, size_t size);
 std::optional<std::string> FuzzInferShapes(const uint8_t* data, size_t size);

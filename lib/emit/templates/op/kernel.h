@@ -1,5 +1,5 @@
-/* {{Op}} kernel ({{domain}}::{{Op}}), scaffolded by porttool scaffold-op from node {{node}}
- * of {{model}} (sha256 {{sha256}}).
+/* {{Op|c_comment}} kernel ({{domain|c_comment}}::{{Op|c_comment}}), scaffolded by porttool scaffold-op from node {{node|c_comment}}
+ * of {{model|c_comment}} (sha256 {{sha256}}).
  * C99, NCHW float32, no heap: scratch is passed in, sized by {{sym}}_scratch_size(). */
 #ifndef {{SYM}}_KERNEL_H_
 #define {{SYM}}_KERNEL_H_

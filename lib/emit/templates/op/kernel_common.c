@@ -1,4 +1,4 @@
-/* {{Op}} kernel, scaffolded by porttool scaffold-op (source sha256 {{sha256}}). */
+/* {{Op|c_comment}} kernel, scaffolded by porttool scaffold-op (source sha256 {{sha256}}). */
 #include "{{sym}}.h"
 
 #include <math.h>
@@ -20,9 +20,9 @@ const char* {{sym}}_status_string(int32_t status) {
   switch (status) {
     case PT_OK: return "ok";
     case PT_NOT_IMPLEMENTED:
-      return "{{domain}}::{{Op}}: kernel not implemented yet (write it in kernel/{{sym}}.c)";
+      return "{{domain|c_string}}::{{Op|c_string}}: kernel not implemented yet (write it in kernel/{{sym}}.c)";
     case PT_BAD_ARGUMENT:
-      return "{{domain}}::{{Op}}: bad argument (input count, dtype, shape or attribute)";
+      return "{{domain|c_string}}::{{Op|c_string}}: bad argument (input count, dtype, shape or attribute)";
     default: return "unknown status";
   }
 }

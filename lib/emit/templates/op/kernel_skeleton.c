@@ -1,4 +1,4 @@
-/* No reference implementation is known to porttool for {{domain}}::{{Op}}: write it here.
+/* No reference implementation is known to porttool for {{domain|c_comment}}::{{Op|c_comment}}: write it here.
  * Inputs:{{io_doc}}
  * Until then compute() reports PT_NOT_IMPLEMENTED — never a silent pass-through. */
 

@@ -1,4 +1,4 @@
-/* Runs the {{Op}} kernel on its test kit (test/kit/kit.h) and prints "N passed, N failed".
+/* Runs the {{Op|c_comment}} kernel on its test kit (test/kit/kit.h) and prints "N passed, N failed".
  * Built twice by CMake: with the SIMD path and with -DPT_NO_SIMD (plain C). No heap. */
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-# {{domain}}::{{Op}} custom-op package, scaffolded by porttool scaffold-op from node {{node}} of
-# {{model}} (sha256 {{sha256}}). The kernel, the porttool ABI library and the kit tests always
+# {{domain|line_comment}}::{{Op|line_comment}} custom-op package, scaffolded by porttool scaffold-op from node {{node|line_comment}} of
+# {{model|line_comment}} (sha256 {{sha256}}). The kernel, the porttool ABI library and the kit tests always
 # build; the ONNX schema builds when libonnx is found.
 cmake_minimum_required(VERSION 3.16)
 project(porttool_{{sym}} C CXX)

@@ -1,4 +1,4 @@
-/* porttool custom-op ABI entry for {{domain}}::{{Op}}: what `porttool --custom-op` loads. */
+/* porttool custom-op ABI entry for {{domain|c_comment}}::{{Op|c_comment}}: what `porttool --custom-op` loads. */
 #include "{{sym}}.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -34,7 +34,7 @@ static int32_t {{sym}}_abi_compute(const pt_tensor* inputs, int32_t num_inputs, 
   return {{sym}}_compute(&p, inputs, num_inputs, outputs, num_outputs, scratch);
 }
 
-static const pt_custom_op {{sym}}_op = {PT_CUSTOM_OP_ABI_VERSION, "{{domain}}", "{{Op}}",
+static const pt_custom_op {{sym}}_op = {PT_CUSTOM_OP_ABI_VERSION, "{{domain|c_string}}", "{{Op|c_string}}",
                                         {{sym}}_abi_scratch, {{sym}}_abi_compute,
                                         {{sym}}_status_string};
 

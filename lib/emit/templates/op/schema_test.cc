@@ -1,4 +1,4 @@
-// Registers the {{Op}} schema, builds a one-node model with the shapes of node {{node}}, and
+// Registers the {{Op|c_comment}} schema, builds a one-node model with the shapes of node {{node|c_comment}}, and
 // checks that the ONNX checker accepts it and shape inference infers the output shape.
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
@@ -17,13 +17,13 @@ int main() {
   opset->set_domain("");
   opset->set_version(14);
   opset = model.add_opset_import();
-  opset->set_domain("{{domain}}");
+  opset->set_domain("{{domain|c_string}}");
   opset->set_version({{version}});
   auto* g = model.mutable_graph();
   g->set_name("schema_test");
   auto* node = g->add_node();
-  node->set_op_type("{{Op}}");
-  node->set_domain("{{domain}}");
+  node->set_op_type("{{Op|c_string}}");
+  node->set_domain("{{domain|c_string}}");
 {{test_inputs}}  node->add_output("y");
   int failed = 0;
   const onnx::TypeProto* inferred = nullptr;

@@ -1,4 +1,4 @@
-/* The {{Op}} kernel is a skeleton: this test fails until kernel/{{sym}}.c is written. */
+/* The {{Op|c_comment}} kernel is a skeleton: this test fails until kernel/{{sym}}.c is written. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
-// ONNX Runtime custom-op library for {{domain}}::{{Op}} (registered as {{ort_domain}}::{{Op}}),
-// scaffolded by porttool scaffold-op from node {{node}} of {{model}} (sha256 {{sha256}}).
+// ONNX Runtime custom-op library for {{domain|c_comment}}::{{Op|c_comment}} (registered as {{ort_domain|c_comment}}::{{Op|c_comment}}),
+// scaffolded by porttool scaffold-op from node {{node|c_comment}} of {{model|c_comment}} (sha256 {{sha256}}).
 // A thin adapter over kernel/{{sym}}.c written against ONNX Runtime's C API (struct OrtCustomOp):
 // no C++ wrapper header, and no link against libonnxruntime (the host passes its OrtApi in).
 // What it does about the usual failures (ort/README.md):
@@ -33,8 +33,8 @@
 namespace {
 
 constexpr uint32_t kOrtVersion = 17;
-constexpr const char* kDomain = "{{ort_domain}}";
-constexpr const char* kOpType = "{{Op}}";
+constexpr const char* kDomain = "{{ort_domain|c_string}}";
+constexpr const char* kOpType = "{{Op|c_string}}";
 constexpr size_t kNumInputs = {{max_inputs}};
 constexpr size_t kNumOutputs = {{num_outputs}};
 const ONNXTensorElementDataType kInputTypes[kNumInputs] = {{{ort_input_types}}};
@@ -169,7 +169,7 @@ OrtStatus* ORT_API_CALL Compute(void* op_kernel, OrtKernelContext* context) noex
     PT_ORT_RETURN_IF_ERROR(api->KernelContext_GetOutputCount(context, &num_outputs));
     if (num_inputs > kNumInputs || num_outputs != kNumOutputs) {
       return api->CreateStatus(ORT_INVALID_ARGUMENT,
-                               "{{domain}}::{{Op}}: unexpected number of inputs or outputs");
+                               "{{domain|c_string}}::{{Op|c_string}}: unexpected number of inputs or outputs");
     }
     pt_tensor inputs[kNumInputs];
     pt_tensor outputs[kNumOutputs];
@@ -288,7 +288,7 @@ extern "C" PT_ORT_EXPORT OrtStatus* ORT_API_CALL RegisterCustomOps(OrtSessionOpt
     const OrtApi* v1 = api_base->GetApi(1);
     return v1 == nullptr ? nullptr
                          : v1->CreateStatus(ORT_FAIL,
-                                            "{{ort_domain}}::{{Op}} needs ONNX Runtime 1.17 or newer");
+                                            "{{ort_domain|c_string}}::{{Op|c_string}} needs ONNX Runtime 1.17 or newer");
   }
   static const OrtCustomOp op = MakeOp();
   std::lock_guard<std::mutex> lock(g_register_mutex);

@@ -1,5 +1,5 @@
-/* RKNN runtime adapter for {{domain}}::{{Op}} (RKNN op type {{rknn_op}}), scaffolded by porttool
- * scaffold-op from node {{node}} of {{model}} (sha256 {{sha256}}).
+/* RKNN runtime adapter for {{domain|c_comment}}::{{Op|c_comment}} (RKNN op type {{rknn_op}}), scaffolded by porttool
+ * scaffold-op from node {{node|c_comment}} of {{model|c_comment}} (sha256 {{sha256}}).
  * librknnrt calls compute() with NCHW (UNDEFINED below 4-D) float32 tensors at
  * mem.virt_addr + mem.offset and preallocated outputs; this file turns them into pt_tensors and
  * calls kernel/{{sym}}.c. init() runs once at registration: it reads the attributes

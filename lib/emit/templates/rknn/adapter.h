@@ -1,4 +1,4 @@
-/* RKNN adapter for {{domain}}::{{Op}} (RKNN op type {{rknn_op}}), scaffolded by porttool
+/* RKNN adapter for {{domain|c_comment}}::{{Op|c_comment}} (RKNN op type {{rknn_op}}), scaffolded by porttool
  * scaffold-op (source sha256 {{sha256}}). */
 #ifndef {{SYM}}_RKNN_H_
 #define {{SYM}}_RKNN_H_

@@ -1,4 +1,4 @@
-/* rknn_server plugin for {{rknn_op}} ({{domain}}::{{Op}}): build as librkcst_{{sym}}.so and install
+/* rknn_server plugin for {{rknn_op}} ({{domain|c_comment}}::{{Op|c_comment}}): build as librkcst_{{sym}}.so and install
  * to /usr/lib/rknpu/op_plugins/ (Linux) or /vendor/lib64/ (Android arm64). One op per library.
  * Scaffolded by porttool scaffold-op (source sha256 {{sha256}}). */
 #include "{{sym}}_rknn.h"

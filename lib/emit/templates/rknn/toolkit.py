@@ -1,5 +1,5 @@
-"""RKNN-Toolkit2 conversion-time class for {{rknn_op}} ({{domain}}::{{Op}}), scaffolded by porttool
-scaffold-op from node {{node}} of {{model}} (sha256 {{sha256}}).
+"""RKNN-Toolkit2 conversion-time class for {{rknn_op}} ({{domain|py_string}}::{{Op|py_string}}), scaffolded by porttool
+scaffold-op from node {{node|py_string}} of {{model|py_string}} (sha256 {{sha256}}).
 
 shape_infer follows op.json's shape rule ({{shape_rule}}); compute is a numpy transcription of
 kernel/{{sym}}.c, so conversion, simulation and the board agree. Register it between

@@ -1,4 +1,4 @@
-// TensorRT plugin for {{domain}}::{{Op}}: a thin layer over kernel/{{sym}}.c, scaffolded by porttool
+// TensorRT plugin for {{domain|c_comment}}::{{Op|c_comment}}: a thin layer over kernel/{{sym}}.c, scaffolded by porttool
 // scaffold-op (source sha256 {{sha256}}). The kernel runs on the host: enqueue copies the inputs
 // from the device, computes, and copies the outputs back (correct first; for speed, replace the
 // body of enqueue with a CUDA kernel that mirrors kernel/{{sym}}.c and keep the rest).

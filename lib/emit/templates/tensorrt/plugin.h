@@ -1,7 +1,7 @@
-// TensorRT plugin for {{domain}}::{{Op}}, scaffolded by porttool scaffold-op from node {{node}} of
-// {{model}} (sha256 {{sha256}}). IPluginV3 (TensorRT 10+). The ONNX parser finds a plugin by
+// TensorRT plugin for {{domain|c_comment}}::{{Op|c_comment}}, scaffolded by porttool scaffold-op from node {{node|c_comment}} of
+// {{model|c_comment}} (sha256 {{sha256}}). IPluginV3 (TensorRT 10+). The ONNX parser finds a plugin by
 // (name = node op_type, version = node attribute plugin_version or "1", namespace = node attribute
-// plugin_namespace or ""): here "{{Op}}", "{{trt_version}}", "{{trt_namespace}}".
+// plugin_namespace or ""): here "{{Op|c_comment}}", "{{trt_version|c_comment}}", "{{trt_namespace|c_comment}}".
 #pragma once
 
 #include <NvInferRuntime.h>
@@ -15,9 +15,9 @@
 
 namespace {{sym}}_trt {
 
-constexpr char kPluginName[] = "{{Op}}";
-constexpr char kPluginVersion[] = "{{trt_version}}";
-constexpr char kPluginNamespace[] = "{{trt_namespace}}";
+constexpr char kPluginName[] = "{{Op|c_string}}";
+constexpr char kPluginVersion[] = "{{trt_version|c_string}}";
+constexpr char kPluginNamespace[] = "{{trt_namespace|c_string}}";
 
 // One attribute value as the plugin keeps (and serializes) it.
 struct AttributeValue {

@@ -1,5 +1,5 @@
-// TFLite Micro adapter for "{{Op}}" over kernel/{{sym}}.c, scaffolded by porttool scaffold-op from
-// node {{node}} of {{model}} (sha256 {{sha256}}). No heap: the attribute copies live in the
+// TFLite Micro adapter for "{{Op|c_comment}}" over kernel/{{sym}}.c, scaffolded by porttool scaffold-op from
+// node {{node|c_comment}} of {{model|c_comment}} (sha256 {{sha256}}). No heap: the attribute copies live in the
 // persistent arena, the kernel's scratch in the scratch arena (requested in prepare).
 // Layout: the kernel indexes NCHW; a .tflite converted from NCHW ONNX usually holds NHWC tensors.
 // Elementwise ops do not care; any other op must be given (or transposed to) NCHW.
@@ -106,7 +106,7 @@ void* Init(TfLiteContext* context, const char* buffer, size_t length) {
       }
     }
     if ({{sym}}_set_attribute(&d->params, &a) != PT_OK) {
-      MicroPrintf("{{Op}}: attribute %s rejected", a.name);
+      MicroPrintf("{{Op|c_string}}: attribute %s rejected", a.name);
       return nullptr;
     }
   }
@@ -132,7 +132,7 @@ TfLiteStatus Prepare(TfLiteContext* context, TfLiteNode* node) {
          inputs[i].dtype == kInputTypes[i];
     micro->DeallocateTempTfLiteTensor(t);
   }
-  TF_LITE_ENSURE_MSG(context, ok, "{{Op}}: input dtype or rank the kernel does not take");
+  TF_LITE_ENSURE_MSG(context, ok, "{{Op|c_string}}: input dtype or rank the kernel does not take");
   const size_t bytes = {{sym}}_scratch_size(&d->params, inputs, n_in);
   if (bytes > 0) {
     TF_LITE_ENSURE_STATUS(

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Converts the accelerator segments of this porttool bundle to .rknn files with RKNN-Toolkit2.
 
-Written by `porttool port` for target {{target}}: rknn-toolkit2 {{toolkit_version}},
-target_platform '{{platform}}'. Run it on the PC where the toolkit is installed (x86-64 Linux,
-pip package rknn-toolkit2=={{toolkit_version}}), from any directory:
+Written by `porttool port` for target {{target|py_string}}: rknn-toolkit2 {{toolkit_version|py_string}},
+target_platform '{{platform|py_string}}'. Run it on the PC where the toolkit is installed (x86-64 Linux,
+pip package rknn-toolkit2=={{toolkit_version|py_string}}), from any directory:
 
     python3 rknn/convert.py                     # every accelerator segment
     python3 rknn/convert.py --normalize-in-app  # see README.md, "Where the input is normalised"
@@ -14,7 +14,7 @@ Scratch files (derived dataset lists, the toolkit's hybrid-quantization files) g
 Every option below is what porttool did, in the toolkit's words; where the toolkit has no exact
 equivalent the comment says what differs. The values come from the target profile's
 "vendor_tool" section, the options from the documents its "sources" list (API Reference and
-User Guide V{{toolkit_version}}).
+User Guide V{{toolkit_version|py_string}}).
 """
 import argparse
 import json
@@ -25,8 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUNDLE = os.path.dirname(HERE)
 BUILD = os.path.join(HERE, 'build')
 
-TOOLKIT_VERSION = '{{toolkit_version}}'
-TARGET_PLATFORM = '{{platform}}'
+TOOLKIT_VERSION = '{{toolkit_version|py_string}}'
+TARGET_PLATFORM = '{{platform|py_string}}'
 # What unquantized layers compute in (config float_dtype); None: the NPU has no float.
 FLOAT_DTYPE = {{float_dtype}}
 # True: porttool calibrated, the toolkit quantizes to int8 on the same samples; False: a float
