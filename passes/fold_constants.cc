@@ -211,9 +211,9 @@ PassResult FoldConstantsPass::Run(io::Model& model, const PassOptions& options,
   if (options.Has("input-shape")) {
     infer.input_shapes = ParseInputShapes({options.Get("input-shape")});
   }
-  uint64_t max_bytes = static_cast<uint64_t>(options.GetInt(
-      "max-tensor-bytes", static_cast<int64_t>(context.max_tensor_bytes), 0, int64_t{1} << 40));
-  int max_rounds = static_cast<int>(options.GetInt("max-rounds", context.max_rounds, 1, 1000));
+  uint64_t max_bytes = static_cast<uint64_t>(
+      options.GetInt("max-tensor-bytes", static_cast<int64_t>(context.max_tensor_bytes)));
+  int max_rounds = static_cast<int>(options.GetInt("max-rounds", context.max_rounds));
   PassResult result;
   std::map<std::string, int> removed;
   std::map<std::string, std::string> kept;

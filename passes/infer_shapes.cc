@@ -11,7 +11,7 @@ PassResult InferShapesPass::Run(io::Model& model, const PassOptions& options, Pa
   shape::InferOptions infer;
   if (options.Has("input-shape"))
     infer.input_shapes = ParseInputShapes({options.Get("input-shape")});
-  infer.max_iterations = static_cast<int>(options.GetInt("max-iterations", 8, 1, 1000));
+  infer.max_iterations = static_cast<int>(options.GetInt("max-iterations", 8));
   runtime::ShapeCompletion completion =
       runtime::CompleteShapes(model, infer.input_shapes, {}, infer.max_iterations);
   const shape::InferReport& report = completion.inference;

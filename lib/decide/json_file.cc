@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "lib/io/input_file.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
 
@@ -217,11 +218,7 @@ JsonFile JsonFile::Load(const std::filesystem::path& path) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     ThrowBadInput("{}: not a readable file (expected a JSON rules or target file)", path.string());
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!in && !in.eof()) ThrowBadInput("{}: cannot read the file", path.string());
-  return FromText(ss.str(), path.string());
+  return FromText(io::ReadInputFile(path, "JSON file"), path.string());
 }
 
 int JsonFile::LineOf(const std::string& pointer) const {

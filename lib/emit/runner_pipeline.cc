@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lib/io/external_data.h"
+#include "lib/io/input_file.h"
 #include "lib/io/model.h"
 #include "lib/ir/dtype.h"
 #include "lib/util/error.h"
@@ -207,9 +208,7 @@ Pipeline LoadPipeline(const std::filesystem::path& pipeline_json) {
 namespace {
 Pipeline ParsePipeline(const std::filesystem::path& pipeline_json) {
   Reader r{pipeline_json.string()};
-  std::ifstream in(pipeline_json);
-  if (!in) ThrowBadInput("{}: cannot open", r.file);
-  json doc = json::parse(in, nullptr, false);
+  json doc = json::parse(io::ReadInputFile(pipeline_json, "pipeline"), nullptr, false);
   if (doc.is_discarded()) ThrowBadInput("{}: not valid JSON", r.file);
   if (!doc.is_object() || doc.value("format", "") != "porttool-pipeline/1") {
     r.Fail("/format", "not a porttool pipeline (expected \"porttool-pipeline/1\" from split)");

@@ -18,6 +18,20 @@
 
 namespace porttool::testing {
 
+// True in the AddressSanitizer build (gcc says so with a macro, clang with __has_feature): some
+// tests sample fewer cases there, or skip what cannot run instrumented.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAsan = true;
+#else
+inline constexpr bool kAsan = false;
+#endif
+#else
+inline constexpr bool kAsan = false;
+#endif
+
 // A fresh directory under $TMPDIR, removed with its contents on destruction.
 class TempDir {
  public:

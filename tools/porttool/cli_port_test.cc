@@ -28,17 +28,7 @@ const char* kDemoPin = "--input-shape images:1x3x64x64";
 // Under AddressSanitizer libporttool-runtime.so is instrumented, and a runner built by the system
 // compiler does not carry the ASan runtime it needs: the runner builds are skipped there (the
 // sanitizer job's own reason for leaving out EmitRunner.*); everything else runs.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-#else
-constexpr bool kAsan = false;
-#endif
+using testing::kAsan;
 
 nlohmann::json ReadJson(const fs::path& path) {
   return nlohmann::json::parse(testing::ReadFile(path));

@@ -30,17 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-#else
-constexpr bool kAsan = false;
-#endif
+using testing::kAsan;
 // In process, every 3rd mutation (3 is prime to the 13 changes per field, so every field gets
 // changed and each change kind reaches every third field; the reported fields get all of them):
 // about 30 s of a 2-core machine. The sanitizer build runs the loaders 5-10x slower: every 16th.
