@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -123,8 +124,9 @@ class OutputGuard : public ::testing::Test {
   }
 
   testing::CommandResult RunHere(const std::string& args) {
-    return testing::RunShell(
-        fmt::format("cd {} && {} {}", testing::ShellQuote(work_), testing::PorttoolBin(), args));
+    // timeout: a hang shows as exit 124 instead of stopping the suite.
+    return testing::RunShell(fmt::format("cd {} && timeout 120 {} {}", testing::ShellQuote(work_),
+                                         testing::PorttoolBin(), args));
   }
 
   // The input of `command` and every name it has, with their state.
@@ -190,9 +192,10 @@ TEST_F(OutputGuard, AnOptionNamedLikeAnOutputIsTypedAsOne) {
 
 TEST_F(OutputGuard, EveryOutputOptionRefusesTheInputUnderEverySpelling) {
   fs::create_directories(dir_ / "out");
-  int runs = 0;
+  int runs = 0, options = 0;
   for (const auto& opt : ValueOptions()) {
     if (!opt.output) continue;
+    ++options;
     std::string input = opt.command == "emit-runner" ? "split/pipeline.json" : "m.onnx";
     std::vector<std::string> spellings = {input, "./" + input};
     if (opt.name != "--external-data") {  // a file name in -o's folder, not a path
@@ -218,17 +221,21 @@ TEST_F(OutputGuard, EveryOutputOptionRefusesTheInputUnderEverySpelling) {
     }
   }
   EXPECT_GT(runs, 100);
+  std::printf("%d refused runs over %d output options\n", runs, options);
 }
 
 TEST_F(OutputGuard, AnyOtherOptionGivenTheInputLeavesItIntact) {
   fs::create_directories(dir_ / "out");
+  int runs = 0;
   for (const auto& opt : ValueOptions()) {
     if (opt.output || !Bases().count(opt.command)) continue;
+    ++runs;
     std::string args = Command(opt, "hard.onnx");
     auto r = RunHere(args);
     EXPECT_LE(r.exit_code, 3) << args << ": exit " << r.exit_code << "\n" << r.err;
     ExpectInputsIntact(args);
   }
+  std::printf("%d other options given the input's hard link\n", runs);
 }
 
 }  // namespace
