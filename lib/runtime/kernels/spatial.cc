@@ -68,10 +68,10 @@ void SplitPad(int64_t total, bool extra_at_end, int64_t& begin, int64_t& end) {
 
 void CheckOutput(const KernelContext& ctx, const Window& w) {
   for (int i = 0; i < w.rank; ++i) {
-    if (w.out[i] <= 0) {
+    if (w.out[i] < 0) {
       ctx.Fail(fmt::format(
           "spatial dim {} of size {} (pads {}+{}) is too small for a window of extent {} with "
-          "stride {}: the output would be empty",
+          "stride {}: the output would have a negative size",
           i, w.in[i], w.pad_begin[i], w.pad_end[i], Extent(w, i), w.strides[i]));
     }
   }
@@ -95,7 +95,9 @@ Window ForwardWindow(const KernelContext& ctx, const std::vector<int64_t>& in_sp
     if (mode == "VALID") w.pad_begin[i] = w.pad_end[i] = 0;
     const int64_t span = in + w.pad_begin[i] + w.pad_end[i] - ext;
     if (span < 0) {
-      w.out[i] = 0;
+      // ONNX's floor(span / s) + 1: 0 (an empty output, as a 0-size input padded by less than
+      // the window gives) while the window overhangs by at most a stride, negative beyond.
+      w.out[i] = span >= -s ? 0 : -1;
       continue;
     }
     w.out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
