@@ -71,7 +71,7 @@ void CheckOutput(const KernelContext& ctx, const Window& w) {
     if (w.out[i] < 0) {
       ctx.Fail(fmt::format(
           "spatial dim {} of size {} (pads {}+{}) is too small for a window of extent {} with "
-          "stride {}: the output would have a negative size",
+          "stride {}: the output would be empty",
           i, w.in[i], w.pad_begin[i], w.pad_end[i], Extent(w, i), w.strides[i]));
     }
   }
@@ -95,9 +95,10 @@ Window ForwardWindow(const KernelContext& ctx, const std::vector<int64_t>& in_sp
     if (mode == "VALID") w.pad_begin[i] = w.pad_end[i] = 0;
     const int64_t span = in + w.pad_begin[i] + w.pad_end[i] - ext;
     if (span < 0) {
-      // ONNX's floor(span / s) + 1: 0 (an empty output, as a 0-size input padded by less than
-      // the window gives) while the window overhangs by at most a stride, negative beyond.
-      w.out[i] = span >= -s ? 0 : -1;
+      // ONNX's floor(span / s) + 1 is 0 while the window overhangs by at most a stride: an empty
+      // output for an empty input (a 0-high map padded 1+1 under a 3-tap kernel). A non-empty
+      // input too small for the window stays refused: a model fed the wrong size, not a batch.
+      w.out[i] = in == 0 && span >= -s ? 0 : -1;
       continue;
     }
     w.out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
