@@ -17,6 +17,7 @@
 #include "lib/runtime/kernels/ort_oracle_test_util.h"
 #include "lib/runtime/session.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/shape/infer.h"
 #include "lib/util/checked_math.h"
 #include "lib/util/error.h"
 #include "lib/util/testing.h"
@@ -513,7 +514,78 @@ bool ShapesAgree(const std::string& ours, const std::string& onnx) {
   return true;
 }
 
-TEST(ZeroSizeKernels, EveryKernelTakesEveryZeroDim) {
+// A value's dims as the oracle prints them ("[2,0,4]", "?" where unknown).
+std::string DimsText(const onnx::ValueInfoProto& vi) {
+  const auto& tt = vi.type().tensor_type();
+  if (!tt.has_shape()) return "?";
+  std::vector<std::string> dims;
+  for (const auto& d : tt.shape().dim()) {
+    dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : "?");
+  }
+  return "[" + fmt::format("{}", fmt::join(dims, ",")) + "]";
+}
+
+// porttool's own shape inference (lib/shape) over the case: the outputs' dims, or "" when it
+// refuses the node (only ever with Error(kBadInput)).
+std::string InferredByPorttool(const Case& c) {
+  io::Model model = c.model;
+  try {
+    shape::InferShapes(model);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << c.what << ": shape inference: " << e.what();
+    return "";
+  }
+  std::map<std::string, std::string> known;
+  const auto& g = model.proto.graph();
+  for (const auto& vi : g.value_info()) known[vi.name()] = DimsText(vi);
+  for (const auto& vi : g.output()) known[vi.name()] = DimsText(vi);
+  std::vector<std::string> texts;
+  for (const auto& name : g.node(0).output())
+    texts.push_back(known.count(name) ? known[name] : "?");
+  return fmt::format("{}", fmt::join(texts, ";"));
+}
+
+struct Tally {
+  int ran = 0;
+  int refused = 0;
+  int inferred = 0;  // runs whose shapes porttool's inference also gave
+};
+
+// Runs one case: success with the shapes both inferences give, or Error(kBadInput) (a refusal
+// of a strict case ONNX gives a valid shape fails unless the op may refuse).
+void RunCase(const Case& c, const std::string& onnx, Tally& tally) {
+  const bool onnx_ok = onnx.rfind("ok ", 0) == 0;
+  const std::string inferred = InferredByPorttool(c);
+  try {
+    Session session(c.model);
+    const std::string ours = ShapesText(session.Run(c.feeds));
+    ++tally.ran;
+    if (onnx_ok) {
+      EXPECT_TRUE(ShapesAgree(ours, onnx.substr(3)))
+          << c.what << ": ran to " << ours << ", ONNX infers " << onnx.substr(3);
+    } else if (!onnx.empty()) {
+      ADD_FAILURE() << c.what << ": ran to " << ours << ", ONNX refuses it: " << onnx;
+    }
+    if (!inferred.empty()) {
+      tally.inferred += inferred.find('?') == std::string::npos;
+      EXPECT_TRUE(ShapesAgree(ours, inferred))
+          << c.what << ": ran to " << ours << ", porttool infers " << inferred;
+    }
+  } catch (const Error& e) {
+    ++tally.refused;
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << c.what << ": " << e.what();
+    const bool valid = onnx.find('?') == std::string::npos && onnx.find('-') == std::string::npos;
+    if (c.strict && onnx_ok && valid && !kMayRefuse.count(c.op)) {
+      ADD_FAILURE() << c.what << ": refused (" << e.what() << ") but ONNX infers "
+                    << onnx.substr(3);
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << c.what << ": " << e.what();
+  }
+}
+
+// Every case of every registered op; an op with neither a recipe nor an exclusion fails.
+std::vector<Case> AllCases() {
   const std::map<std::string, Recipe> recipes = Recipes();
   std::vector<Case> cases;
   for (const std::string& op : KernelRegistry::Default().OpNames()) {
@@ -526,38 +598,21 @@ TEST(ZeroSizeKernels, EveryKernelTakesEveryZeroDim) {
     }
     for (const auto& shapes : Cases(it->second)) cases.push_back(BuildCase(op, it->second, shapes));
   }
+  return cases;
+}
+
+TEST(ZeroSizeKernels, EveryKernelTakesEveryZeroDim) {
+  const std::vector<Case> cases = AllCases();
   testing::TempDir dir;
   const std::map<size_t, std::string> oracle = OracleShapes(cases, dir);
   if (oracle.empty()) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
-  int ran = 0, refused = 0;
+  Tally tally;
   for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
     const auto found = oracle.find(i);
-    const std::string onnx = found == oracle.end() ? "" : found->second;
-    const bool onnx_ok = onnx.rfind("ok ", 0) == 0;
-    try {
-      Session session(c.model);
-      const std::string ours = ShapesText(session.Run(c.feeds));
-      ++ran;
-      if (onnx_ok) {
-        EXPECT_TRUE(ShapesAgree(ours, onnx.substr(3)))
-            << c.what << ": ran to " << ours << ", ONNX infers " << onnx.substr(3);
-      } else if (!onnx.empty()) {
-        ADD_FAILURE() << c.what << ": ran to " << ours << ", ONNX refuses it: " << onnx;
-      }
-    } catch (const Error& e) {
-      ++refused;
-      EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << c.what << ": " << e.what();
-      const bool valid = onnx.find('?') == std::string::npos && onnx.find('-') == std::string::npos;
-      if (c.strict && onnx_ok && valid && !kMayRefuse.count(c.op)) {
-        ADD_FAILURE() << c.what << ": refused (" << e.what() << ") but ONNX infers "
-                      << onnx.substr(3);
-      }
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << c.what << ": " << e.what();
-    }
+    RunCase(cases[i], found == oracle.end() ? "" : found->second, tally);
   }
-  std::printf("%zu cases: %d ran, %d refused\n", cases.size(), ran, refused);
+  std::printf("%zu cases: %d ran (%d with every output shape inferred by porttool), %d refused\n",
+              cases.size(), tally.ran, tally.inferred, tally.refused);
 }
 
 // The kernels whose output has elements although an input has none (a reduction's identity, a
