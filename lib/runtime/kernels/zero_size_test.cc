@@ -643,7 +643,7 @@ std::vector<OrtCase> OrtCases() {
         {op, Node(op, 2).Int("keepdims", 1), 13, {{"in0", empty_axis}, {"in1", axis1}}});
   }
   for (const char* op : {"ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceProd", "ReduceLogSumExp",
-                         "ReduceLogSum", "ReduceMax", "ReduceMin"}) {
+                         "ReduceLogSum", "ReduceMax", "ReduceMin", "ReduceMean"}) {
     cases.push_back(
         {op, Node(op, 1).Ints("axes", {1}).Int("keepdims", 0), 13, {{"in0", empty_axis}}});
   }
