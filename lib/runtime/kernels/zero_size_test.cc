@@ -3,12 +3,15 @@
 // the executor's own registry, a one-node model per input and per dim position with that dim 0
 // (binary elementwise ops: every broadcast pairing of a 0 dim), run in a Session. Each run must
 // either succeed with the output shapes ONNX's shape inference gives (python onnx, the oracle)
-// or fail with Error(kBadInput); a crash, an internal error or a wrong shape fails the test. An op
-// with no recipe below fails it too, so a new kernel cannot skip the matrix.
+// and porttool's own (lib/shape), or fail with Error(kBadInput); a crash, an internal error or a
+// wrong shape fails the test, and so does a refusal of a case whose inputs agree (kMayRefuse
+// lists the ops allowed one, with why). Multi-input cases run again with the weights constant,
+// through the kernels' prepare steps. An op with no recipe below fails the test too, so a new
+// kernel cannot skip the matrix. The last test checks the values of empty-input kernels whose
+// output is not empty (reductions, Concat, Pad, ...) against ONNX Runtime.
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <functional>
 #include <map>
 #include <sstream>
 
@@ -25,7 +28,6 @@
 namespace porttool::runtime {
 namespace {
 
-namespace fs = std::filesystem;
 using testing_util::NodeBuilder;
 using TP = onnx::TensorProto;
 using Shape = std::vector<int64_t>;
@@ -350,8 +352,6 @@ const std::map<std::string, std::string> kMayRefuse = {
     {"ai.onnx::STFT", "a last dim of 0 is neither real (1) nor complex (2)"},
 };
 
-// The data inputs' shapes of every case: each dim of each data input set to 0 in turn, then
-// each dim set to 0 in every data input of the first one's rank at once.
 // A case is strict when its inputs agree with each other (a single data input, every data input
 // zeroed alike, a broadcast pairing): a refusal of one ONNX gives a valid shape is then a missing
 // empty-tensor path, not a mismatch between inputs that ONNX's inference does not check.
@@ -360,6 +360,8 @@ struct Shapes {
   bool strict = false;
 };
 
+// The data inputs' shapes of every case: each dim of each data input set to 0 in turn, then
+// each dim set to 0 in every data input of the first one's rank at once, then the agreeing ones.
 std::vector<Shapes> Cases(const Recipe& recipe) {
   std::vector<Shapes> cases;
   for (const auto& c : recipe.cases) cases.push_back({c, true});
