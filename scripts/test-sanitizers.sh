@@ -12,6 +12,9 @@
 #     CLI suites do not run), and attribute_matrix (6,870 in-process CLI runs over the node-test
 #     carriers, like the node-test sweep; the fuzzers reach the same rules under ASan and UBSan
 #     through their dictionary and the structure-aware mutator).
+#     The zero-size matrix (ZeroSizeKernels.* in the runtime suite, CliZeroSize.* in the CLI
+#     suite) is kept in on purpose: a division by a 0 dim or an offset into an empty tensor is
+#     what UBSan reports there and a plain build may survive.
 #  2. ThreadSanitizer build of the runtime tests (build-tsan) running the executor's parallel
 #     tests (thread pool, parallel kernels, concurrent sessions).
 #   scripts/test-sanitizers.sh [asan|tsan]    default: both

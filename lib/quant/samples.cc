@@ -360,6 +360,12 @@ void CheckAgainstSpec(const Tensor& t, const runtime::InputSpec& spec, const fs:
                     spec.name, util::Join(dims, "x"), t.DebugString());
     }
   }
+  // An empty sample (a 0 batch) has no values to take a range or an accuracy from: its tensors
+  // would calibrate nothing and the table would silently lack them (issue 54).
+  if (t.size() == 0) {
+    ThrowBadInput("'{}': input '{}' holds no values ({}): a sample needs at least one element",
+                  file.string(), spec.name, t.DebugString());
+  }
   if (t.dtype() == TP::FLOAT) {
     const float* p = t.data<float>();
     for (int64_t i = 0; i < t.size(); ++i) {

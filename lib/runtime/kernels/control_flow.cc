@@ -191,6 +191,32 @@ ScanResult IterateScan(const KernelContext& ctx, const onnx::GraphProto& body,
   return result;
 }
 
+// Zero iterations: the scan outputs are empty, shaped as one iteration's output stacked 0 times.
+// The body runs once on zero-filled slices for that shape alone (an ONNX graph has no side
+// effects); the final states stay the initial ones.
+std::vector<Tensor> EmptyScanOutputs(const KernelContext& ctx, const onnx::GraphProto& body,
+                                     const std::vector<Tensor>& states,
+                                     const std::vector<const Tensor*>& inputs,
+                                     const std::vector<int>& axes,
+                                     const std::vector<int64_t>& out_axes) {
+  std::vector<Tensor> probe = states;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    std::vector<int64_t> slice = inputs[j]->shape();
+    slice.erase(slice.begin() + axes[j]);
+    probe.emplace_back(inputs[j]->dtype(), slice);
+  }
+  std::vector<Tensor> out = ctx.RunSubgraph(body, std::move(probe));
+  if (out.size() != states.size() + out_axes.size()) ctx.Fail("body output count mismatch");
+  std::vector<Tensor> empty;
+  for (size_t k = 0; k < out_axes.size(); ++k) {
+    const Tensor& one = out[states.size() + k];
+    std::vector<int64_t> shape = one.shape();
+    shape.insert(shape.begin() + NormalizeAxis(ctx, out_axes[k], one.rank() + 1), 0);
+    empty.emplace_back(one.dtype(), shape);
+  }
+  return empty;
+}
+
 // Scan-9 and later: inputs are [states..., scan inputs...], each scan input iterated along its
 // scan_input_axes entry; no batch axis.
 void ScanKernel(KernelContext& ctx) {
@@ -215,6 +241,12 @@ void ScanKernel(KernelContext& ctx) {
   }
   std::vector<Tensor> initial;
   for (int i = 0; i < states; ++i) initial.push_back(ctx.input(i));
+  if (length == 0) {
+    std::vector<Tensor> empty = EmptyScanOutputs(ctx, body, initial, inputs, axes, out_axes);
+    for (int i = 0; i < states; ++i) ctx.output(i) = std::move(initial[i]);
+    for (int k = 0; k < scans; ++k) ctx.output(states + k) = std::move(empty[k]);
+    return;
+  }
   ScanResult run = IterateScan(ctx, body, std::move(initial), inputs, axes, in_dirs, length, scans);
   for (int i = 0; i < states; ++i) ctx.output(i) = std::move(run.states[i]);
   for (int k = 0; k < scans; ++k) {

@@ -161,6 +161,8 @@ void Broadcaster::RowOffsets(int64_t r, std::vector<int64_t>& offsets,
                              std::vector<int64_t>& index) const {
   std::fill(offsets.begin(), offsets.end(), 0);
   index.assign(outer_dims_.size(), 0);
+  // An empty output has no rows: a 0 outer dim would be a divisor below (SIGFPE, issue 54).
+  if (rows_ == 0) return;
   for (size_t i = outer_dims_.size(); i-- > 0;) {
     index[i] = r % outer_dims_[i];
     r /= outer_dims_[i];
@@ -202,6 +204,9 @@ constexpr int64_t kMinChunkMacs = 1 << 19;
 
 void ParallelWork(int64_t items, int64_t work_per_item, int64_t min_chunk_work,
                   const std::function<void(int64_t, int64_t)>& fn) {
+  // No items (an empty tensor's rows): nothing to call fn for, and callers may compute a row's
+  // offsets from `begin` by dividing by a dim that is 0 (issue 54).
+  if (items <= 0) return;
   const int64_t per_item = std::max<int64_t>(work_per_item, 1);
   if (items < 2 || items * per_item < 2 * min_chunk_work) {
     fn(0, items);

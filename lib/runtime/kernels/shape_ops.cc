@@ -156,9 +156,14 @@ void FlattenKernel(KernelContext& ctx) {
   int64_t axis = ctx.GetInt("axis", 1);
   if (axis < 0) axis += x.rank();
   if (axis < 0 || axis > x.rank()) ctx.Fail(fmt::format("axis {} out of range", axis));
-  int64_t outer = 1;
-  for (int i = 0; i < axis; ++i) outer *= x.dim(i);
-  ctx.output(0) = x.Reshaped({outer, outer == 0 ? 0 : x.size() / std::max<int64_t>(outer, 1)});
+  // Both sides as products of their dims: size / outer loses the inner side when outer is 0
+  // (a 0 batch flattened [0, 8, 1, 1] to [0, 0]; ONNX gives [0, 8]).
+  // Checked: with a 0 on one side the other side's product is bounded by nothing.
+  const std::vector<int64_t>& dims = x.shape();
+  const std::string what = fmt::format("node '{}' (Flatten) output", ctx.node().name());
+  const int64_t outer = util::ElementCountOf(std::span(dims).first(axis), what);
+  const int64_t inner = util::ElementCountOf(std::span(dims).subspan(axis), what);
+  ctx.output(0) = x.Reshaped({outer, inner});
 }
 
 std::vector<int64_t> AxesFromAttrOrInput(KernelContext& ctx, int input_index, int first_opset) {

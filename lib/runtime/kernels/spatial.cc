@@ -68,7 +68,7 @@ void SplitPad(int64_t total, bool extra_at_end, int64_t& begin, int64_t& end) {
 
 void CheckOutput(const KernelContext& ctx, const Window& w) {
   for (int i = 0; i < w.rank; ++i) {
-    if (w.out[i] <= 0) {
+    if (w.out[i] < 0) {
       ctx.Fail(fmt::format(
           "spatial dim {} of size {} (pads {}+{}) is too small for a window of extent {} with "
           "stride {}: the output would be empty",
@@ -95,7 +95,10 @@ Window ForwardWindow(const KernelContext& ctx, const std::vector<int64_t>& in_sp
     if (mode == "VALID") w.pad_begin[i] = w.pad_end[i] = 0;
     const int64_t span = in + w.pad_begin[i] + w.pad_end[i] - ext;
     if (span < 0) {
-      w.out[i] = 0;
+      // ONNX's floor(span / s) + 1 is 0 while the window overhangs by at most a stride: an empty
+      // output for an empty input (a 0-high map padded 1+1 under a 3-tap kernel). A non-empty
+      // input too small for the window stays refused: a model fed the wrong size, not a batch.
+      w.out[i] = in == 0 && span >= -s ? 0 : -1;
       continue;
     }
     w.out[i] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
