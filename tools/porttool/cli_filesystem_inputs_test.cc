@@ -50,6 +50,38 @@ TEST(CliFilesystemInputs, AFifoIsRefusedAndNeverWaitedOn) {
   }
 }
 
+TEST(CliFilesystemInputs, AFifoOrASymlinkLoopAsTheModelIsRefusedByEverySubcommand) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo.onnx").c_str(), 0644), 0);
+  fs::create_symlink("loop_b.onnx", dir / "loop_a.onnx");
+  fs::create_symlink("loop_a.onnx", dir / "loop_b.onnx");
+  for (const char* model : {"fifo.onnx", "loop_a.onnx"}) {
+    for (const auto& cmd :
+         testing::EveryModelCommand((dir / model).string(), "relu", (dir / "out").string())) {
+      auto r = RunBounded(cmd);
+      EXPECT_EQ(r.exit_code, 3) << cmd << "\n" << r.err;
+      EXPECT_NE(r.err.find(model), std::string::npos) << cmd << "\n" << r.err;
+    }
+  }
+}
+
+TEST(CliFilesystemInputs, KitWritesAllOrNothingAndNeverThroughASymlinkedFolder) {
+  TempDir dir;
+  std::string kit = "kit " + testing::DemoArg() + " --all --input-shape images:1x3x32x32 -o ";
+  // The rename that would put the kits in place fails: no kits, no half folder, no staging left.
+  auto failed = testing::RunShell("PORTTOOL_TEST_FAIL_COMMIT=1 timeout 60 " +
+                                  testing::PorttoolBin() + " " + kit + (dir / "kits").string());
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  EXPECT_TRUE(fs::is_empty(dir.path())) << testing::RelativeFiles(dir.path()).size();
+  // -o naming a symlink to an empty folder: the link is replaced, nothing is written through it.
+  fs::create_directory(dir / "real");
+  fs::create_directory_symlink("real", dir / "link");
+  auto r = RunBounded(kit + (dir / "link").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_empty(dir / "real"));
+  EXPECT_TRUE(fs::exists(dir / "link" / ".porttool-output"));
+}
+
 TEST(CliFilesystemInputs, ASymlinkLoopInADataFolderIsNamedNotAnInternalError) {
   TempDir dir;
   fs::create_directories(dir / "data");
