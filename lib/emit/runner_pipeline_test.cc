@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/emit/demo_split_test_util.h"
 #include "lib/emit/split_writer.h"
 #include "lib/io/model.h"
 #include "lib/ir/split.h"
@@ -20,16 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The demo detector split around its GELU: three segments, three bridges.
-fs::path WriteManifestSplit(const fs::path& dir) {
-  io::Model model = io::Load(testing::TestData("demo_detector.onnx"));
-  shape::ApplyInputShapes(model, {{"images", {1, 3, 64, 64}}});
-  ir::SplitOptions options;
-  options.infer_types = shape::TypeInference();
-  auto split = ir::SplitAtNodes(model, {"Custom_GELU_0"}, options);
-  emit::WriteSplit(split, model, dir);
-  return dir / "pipeline.json";
-}
+using testing::WriteDemoSplit;
 
 void ManifestPointers(const json& v, const std::string& p, std::vector<std::string>& out) {
   if (!p.empty()) out.push_back(p);
@@ -59,7 +51,7 @@ std::string ManifestMisbehaviour(const fs::path& pipeline) {
 
 TEST(PipelineJson, EveryFieldMutatedLoadsOrIsRefusedAsBadInput) {
   testing::TempDir dir;
-  fs::path pipeline = WriteManifestSplit(dir / "split");
+  fs::path pipeline = WriteDemoSplit(dir / "split");
   const json original = json::parse(testing::ReadFile(pipeline));
   const std::vector<json> values = {
       "x",     -1, int64_t{1} << 31, int64_t{1} << 40, uint64_t{1} << 63, 1e308, true,
@@ -96,7 +88,7 @@ TEST(PipelineJson, EveryFieldMutatedLoadsOrIsRefusedAsBadInput) {
 // The reported case: get<int>() made 2^40 segment 0, a valid-looking producer.
 TEST(PipelineJson, SegmentIndexBeyondIntIsRefusedNotTruncated) {
   testing::TempDir dir;
-  fs::path pipeline = WriteManifestSplit(dir / "split");
+  fs::path pipeline = WriteDemoSplit(dir / "split");
   json doc = json::parse(testing::ReadFile(pipeline));
   doc["bridges"][0]["producer"] = int64_t{1} << 40;
   testing::WriteFile(pipeline, doc.dump(2));

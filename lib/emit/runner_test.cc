@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "lib/emit/demo_split_test_util.h"
 #include "lib/emit/split_writer.h"
 #include "lib/io/model.h"
 #include "lib/ir/split.h"
@@ -106,16 +107,7 @@ TEST(QuantFromRange, CoversTheRangeAndZeroExactly) {
   EXPECT_EQ(pl_quantize1(1.0f, s.scale, s.zero_point), 127);
 }
 
-// A split of the demo model at its Gelu, written to `dir`.
-fs::path WriteDemoSplit(const fs::path& dir) {
-  io::Model model = io::Load(testing::TestData("demo_detector.onnx"));
-  shape::ApplyInputShapes(model, {{"images", {1, 3, 64, 64}}});
-  ir::SplitOptions options;
-  options.infer_types = shape::TypeInference();
-  auto split = ir::SplitAtNodes(model, {"Custom_GELU_0"}, options);
-  emit::WriteSplit(split, model, dir);
-  return dir / "pipeline.json";
-}
+using testing::WriteDemoSplit;
 
 std::string EmitError(const fs::path& pipeline, const fs::path& out) {
   emit::RunnerRequest request;
