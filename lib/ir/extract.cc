@@ -71,7 +71,8 @@ io::Model ExtractSubgraph(const io::Model& model, const std::vector<std::string>
                           const std::vector<std::string>& outputs, std::vector<std::string>* notes,
                           const TypeInferenceFn& infer) {
   GraphView view(model.proto.graph());
-  CheckTensorNames(view, inputs, "an input");
+  // No inputs is allowed: a part computed from initializers and Constant nodes alone.
+  for (const auto& name : inputs) CheckTensorNames(view, {name}, "an input");
   CheckTensorNames(view, outputs, "an output");
   std::unordered_set<std::string> input_set(inputs.begin(), inputs.end());
   std::vector<bool> needed(view.node_count(), false);

@@ -18,6 +18,7 @@ void RegisterInferShapes(CLI::App& app, RunFn& run);
 void RegisterChain(CLI::App& app, RunFn& run);
 void RegisterSplit(CLI::App& app, RunFn& run);
 void RegisterExtract(CLI::App& app, RunFn& run);
+void RegisterReduce(CLI::App& app, RunFn& run);
 void RegisterRun(CLI::App& app, RunFn& run);
 void RegisterCompare(CLI::App& app, RunFn& run);
 void RegisterEmitHeader(CLI::App& app, RunFn& run);
