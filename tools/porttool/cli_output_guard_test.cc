@@ -55,6 +55,7 @@ const std::map<std::string, Base>& Bases() {
       {"rewrite", {"rewrite MODEL --rule decompose-gelu", {{"--output", "OUT/m.onnx"}}}},
       {"scaffold-op", {"scaffold-op MODEL --node Custom_GELU_0", {{"--output", "OUT/op"}}}},
       {"kit", {"kit MODEL --all", {}}},
+      {"reduce", {"reduce MODEL --check 'exit 1 # {model}' --jobs 1", {}}},
   };
   return bases;
 }

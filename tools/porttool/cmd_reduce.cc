@@ -102,6 +102,7 @@ fs::path OutputPath(const ReduceOptions& o) {
 // the same check; a directory porttool did not write is never written into.
 fs::path PrepareWorkDir(const ReduceOptions& o, const fs::path& output) {
   fs::path dir = o.work_dir.empty() ? fs::path(output.string() + ".reduce") : fs::path(o.work_dir);
+  io::GuardOutput(dir);
   std::error_code ec;
   bool empty = !fs::exists(dir, ec) || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec));
   if (!empty && !io::HasOutputMarker(dir)) {
