@@ -91,7 +91,7 @@ void RegisterAll(CLI::App& app, RunFn& run) {
                     &RegisterEmitHeader,    &RegisterEmitRunner, &RegisterDecide,
                     &RegisterRules,         &RegisterPasses,     &RegisterQuantizeCalibrate,
                     &RegisterFoldConstants, &RegisterSimplify,   &RegisterRewrite,
-                    &RegisterScaffoldOp,    &RegisterKit}) {
+                    &RegisterScaffoldOp,    &RegisterKit,        &RegisterDiff}) {
     reg(app, run);
   }
 }

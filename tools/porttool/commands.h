@@ -20,6 +20,7 @@ void RegisterSplit(CLI::App& app, RunFn& run);
 void RegisterExtract(CLI::App& app, RunFn& run);
 void RegisterRun(CLI::App& app, RunFn& run);
 void RegisterCompare(CLI::App& app, RunFn& run);
+void RegisterDiff(CLI::App& app, RunFn& run);
 void RegisterEmitHeader(CLI::App& app, RunFn& run);
 void RegisterEmitRunner(CLI::App& app, RunFn& run);
 void RegisterDecide(CLI::App& app, RunFn& run);
