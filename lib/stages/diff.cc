@@ -7,7 +7,6 @@
 
 #include "lib/analysis/graph_match.h"
 #include "lib/io/dtype.h"
-#include "lib/ir/dtype.h"
 #include "lib/ir/node_names.h"
 #include "lib/quant/samples.h"
 #include "lib/runtime/session.h"
@@ -37,8 +36,15 @@ std::string TensorType(const onnx::TensorProto& t) {
 
 std::string ValueInfoType(const onnx::ValueInfoProto& v) {
   if (!v.type().has_tensor_type()) return "(not a tensor)";
-  return fmt::format("{}{}", io::DtypeName(v.type().tensor_type().elem_type()),
-                     ir::ShapeToString(v.type()));
+  const auto& t = v.type().tensor_type();
+  if (!t.has_shape()) return io::DtypeName(t.elem_type()) + "[?]";
+  std::vector<std::string> dims;
+  for (const auto& d : t.shape().dim()) {
+    dims.push_back(d.has_dim_value()   ? std::to_string(d.dim_value())
+                   : d.has_dim_param() ? d.dim_param()
+                                       : "?");
+  }
+  return fmt::format("{}[{}]", io::DtypeName(t.elem_type()), util::Join(dims, ","));
 }
 
 template <class List>
@@ -368,7 +374,8 @@ bool ModelDiff::Same() const {
 ModelDiff DiffStage(const io::Model& a, const io::Model& b, const DiffOptions& options) {
   if (options.input_shapes.empty()) return DiffPinned(a, b, options);
   // Copies only when pinning: the comparison itself reads both models in place.
-  return DiffPinned(PinnedCopy(a, options.input_shapes), PinnedCopy(b, options.input_shapes), options);
+  return DiffPinned(PinnedCopy(a, options.input_shapes), PinnedCopy(b, options.input_shapes),
+                    options);
 }
 
 }  // namespace porttool::stages
