@@ -227,30 +227,33 @@ std::string SwatchClass(Placement p) {
   return fmt::format("pt-swatch pt-swatch-{}", PlacementName(p));
 }
 
-void AppendGraph(std::string& out, const GraphSvg& graph) {
+void AppendGraph(std::string& out, const GraphSvg& graph, const GraphLegend& legend) {
   int collapsed = 0;
   for (const auto& box : graph.boxes) collapsed += box.collapsed() ? 1 : 0;
-  out += "<section id=\"pt_graph_section\">\n<h2>Placement graph</h2>\n";
+  out += "<section id=\"pt_graph_section\">\n<h2>" + HtmlText(legend.title) + "</h2>\n";
   if (!graph.omitted.empty()) {
     out += "<p class=\"pt-note\">Not drawn: " + HtmlText(graph.omitted) + ".</p>\n</section>\n";
     return;
   }
-  out += fmt::format(
-      "<p class=\"pt-note\">{} nodes drawn as {} boxes{}; {} cut{} between segments.</p>\n",
-      graph.node_count, graph.boxes.size(),
-      collapsed ? fmt::format(" ({} of them collapsed runs)", collapsed) : "", graph.cut_count,
-      graph.cut_count == 1 ? "" : "s");
+  out += fmt::format("<p class=\"pt-note\">{} nodes drawn as {} boxes{}{}.</p>\n", graph.node_count,
+                     graph.boxes.size(),
+                     collapsed ? fmt::format(" ({} of them collapsed runs)", collapsed) : "",
+                     legend.cuts ? fmt::format("; {} cut{} between segments", graph.cut_count,
+                                               graph.cut_count == 1 ? "" : "s")
+                                 : "");
   out += "<ul class=\"pt-legend\">\n";
   for (Placement p : {Placement::kAccelerator, Placement::kHost, Placement::kUnsupported}) {
     out += fmt::format("<li><span class=\"{}\"></span>{}</li>\n", SwatchClass(p),
-                       p == Placement::kAccelerator ? "runs on the accelerator"
-                       : p == Placement::kHost      ? "runs on the host CPU"
-                                                    : "unsupported: left to a person");
+                       HtmlText(p == Placement::kAccelerator ? legend.accelerator
+                                : p == Placement::kHost      ? legend.host
+                                                             : legend.unsupported));
   }
-  out +=
-      "<li><svg width=\"36\" height=\"10\" aria-hidden=\"true\"><line x1=\"0\" y1=\"5\" "
-      "x2=\"36\" y2=\"5\" stroke=\"#c62828\" stroke-width=\"2.5\" "
-      "stroke-dasharray=\"5,2\"/></svg>cut (data crosses between segments)</li>\n";
+  if (legend.cuts) {
+    out +=
+        "<li><svg width=\"36\" height=\"10\" aria-hidden=\"true\"><line x1=\"0\" y1=\"5\" "
+        "x2=\"36\" y2=\"5\" stroke=\"#c62828\" stroke-width=\"2.5\" "
+        "stroke-dasharray=\"5,2\"/></svg>cut (data crosses between segments)</li>\n";
+  }
   if (collapsed) {
     out +=
         "<li><span class=\"pt-swatch pt-swatch-collapsed\"></span>collapsed run of nodes: "
@@ -326,7 +329,9 @@ std::string RenderReportHtml(const HtmlReport& report) {
     for (size_t k = 0; k < report.lead.size(); ++k) {
       out += fmt::format("<a href=\"#pt_lead_{}\">{}</a>", k, HtmlText(report.lead[k].title));
     }
-    if (report.graph) out += "<a href=\"#pt_graph_section\">Placement graph</a>";
+    if (report.graph) {
+      out += "<a href=\"#pt_graph_section\">" + HtmlText(report.legend.title) + "</a>";
+    }
     for (size_t k = 0; k < report.sections.size(); ++k) {
       out += fmt::format("<a href=\"#pt_sec_{}\">{}</a>", k, HtmlText(report.sections[k].title));
     }
@@ -335,7 +340,7 @@ std::string RenderReportHtml(const HtmlReport& report) {
   for (size_t k = 0; k < report.lead.size(); ++k) {
     AppendSection(out, report.lead[k], fmt::format("pt_lead_{}", k));
   }
-  if (report.graph) AppendGraph(out, *report.graph);
+  if (report.graph) AppendGraph(out, *report.graph, report.legend);
   for (size_t k = 0; k < report.sections.size(); ++k) {
     AppendSection(out, report.sections[k], fmt::format("pt_sec_{}", k));
   }

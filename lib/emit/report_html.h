@@ -39,6 +39,16 @@ struct HtmlSection {
   std::vector<std::string> items;  // bullet list, after the tables
 };
 
+// What the graph section calls itself and what its colours mean. The defaults are the port
+// report's placement; another page (diff's unchanged / changed / added-or-removed) renames them.
+struct GraphLegend {
+  std::string title = "Placement graph";
+  std::string accelerator = "runs on the accelerator";
+  std::string host = "runs on the host CPU";
+  std::string unsupported = "unsupported: left to a person";
+  bool cuts = true;  // mention the cuts between segments (count and legend line)
+};
+
 struct HtmlReport {
   std::string title;         // "porttool port: demo_detector.onnx → rknn-rk3588"
   std::string verdict;       // headline: "ready: 1 accelerator segment"
@@ -46,6 +56,7 @@ struct HtmlReport {
   std::vector<std::string> verdict_details;
   std::vector<HtmlSection> lead;  // right after the banner (the gates), before the graph
   std::optional<GraphSvg> graph;  // drawn after the lead sections
+  GraphLegend legend;
   std::vector<HtmlSection> sections;
 };
 

@@ -539,11 +539,21 @@ std::vector<std::string> RecordReference(Session& run, const TensorMap& inputs,
 // of writing and reading what the two runs share once.
 ModelComparison CompareThroughSpill(const io::Model& a, const io::Model& b, const TensorMap& inputs,
                                     const CompareOptions& options) {
-  std::set<std::string> shared;
-  {
-    std::set<std::string> a_names = ProducedNames(a), b_names = ProducedNames(b);
-    std::set_intersection(a_names.begin(), a_names.end(), b_names.begin(), b_names.end(),
-                          std::inserter(shared, shared.end()));
+  // B's name for each of A's tensors: the same name unless options.names_b says otherwise.
+  const bool mapped = !options.names_b.empty();
+  auto name_b = [&](const std::string& name_a) -> std::string {
+    if (!mapped) return name_a;
+    auto it = options.names_b.find(name_a);
+    return it == options.names_b.end() ? std::string() : it->second;
+  };
+  std::map<std::string, std::string> name_a;  // B's name -> A's, for the mapped tensors
+  for (const auto& [x, y] : options.names_b) name_a.emplace(y, x);
+  std::set<std::string> shared;  // A's names
+  if (options.per_tensor) {
+    std::set<std::string> b_names = ProducedNames(b);
+    for (const auto& x : ProducedNames(a)) {
+      if (b_names.count(name_b(x))) shared.insert(x);
+    }
   }
   auto producer = Producers(b);
   // Both sessions are planned before anything runs, so an op without a kernel is reported
@@ -566,7 +576,13 @@ ModelComparison CompareThroughSpill(const io::Model& a, const io::Model& b, cons
   };
   auto outputs_b =
       run_b.Run(InputsFor(run_b, inputs), [&](const std::string& name, const Tensor& value) {
-        const SpillFile::Entry* ref = shared.count(name) ? spill.Find(name) : nullptr;
+        std::string x = name;
+        if (mapped) {
+          auto it = name_a.find(name);
+          if (it == name_a.end()) return;
+          x = it->second;
+        }
+        const SpillFile::Entry* ref = shared.count(x) ? spill.Find(x) : nullptr;
         if (!ref) return;
         result.intermediates.push_back(compare(name, *ref, value));
         if (!result.first_divergent && !result.intermediates.back().stats.within_tolerance) {
@@ -574,14 +590,15 @@ ModelComparison CompareThroughSpill(const io::Model& a, const io::Model& b, cons
         }
       });
   for (const auto& name : outputs_a) {
+    const std::string wanted = name_b(name);
     auto it = std::find_if(outputs_b.begin(), outputs_b.end(),
-                           [&](const NamedTensor& o) { return o.name == name; });
-    if (it == outputs_b.end()) {
+                           [&](const NamedTensor& o) { return o.name == wanted; });
+    if (wanted.empty() || it == outputs_b.end()) {
       result.unmatched_outputs.push_back(name);
       result.within_tolerance = false;
       continue;
     }
-    result.outputs.push_back(compare(name, *spill.Find(name), it->value));
+    result.outputs.push_back(compare(wanted, *spill.Find(name), it->value));
     if (!result.outputs.back().stats.within_tolerance) result.within_tolerance = false;
   }
   return result;
@@ -591,7 +608,9 @@ ModelComparison CompareThroughSpill(const io::Model& a, const io::Model& b, cons
 
 ModelComparison CompareModels(const io::Model& a, const io::Model& b, const TensorMap& inputs,
                               const CompareOptions& options) {
-  if (options.per_tensor) return CompareThroughSpill(a, b, inputs, options);
+  if (options.per_tensor || !options.names_b.empty()) {
+    return CompareThroughSpill(a, b, inputs, options);
+  }
   ScratchDir scratch(options.scratch_dir);
   TensorStore store = TensorStore::Create(scratch.path());
   RecordRun(a, inputs, options.session, nullptr, store);

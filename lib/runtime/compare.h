@@ -76,6 +76,11 @@ struct CompareOptions {
   // and, per tensor, every tensor the two models share (a temporary file, unlinked at once): it
   // needs room for all of them; a full disk is Error(kBadInput) naming the directory.
   std::filesystem::path scratch_dir;
+  // A's tensor name -> B's name for the same tensor, for models that name it differently (a
+  // renamed or re-exported copy; `porttool diff` fills it from its node matching). When set,
+  // CompareModels pairs outputs and per-tensor intermediates through it, compares only the
+  // tensors it maps, and reports B's names.
+  std::map<std::string, std::string> names_b;
   // Ignored: the two runs no longer overlap (kept so that callers setting it still build).
   size_t lockstep_budget = size_t{4} << 20;
 

@@ -73,6 +73,32 @@ TEST(CompareModelsPerTensor, OrdersThatDifferSpillAndComeBackInTheCandidatesOrde
   }
 }
 
+// names_b pairs tensors that the two models name differently (diff of a renamed copy): only the
+// mapped ones are compared, under B's names, and the outputs pair through it too.
+TEST(CompareModelsPerTensor, NamesMapPairsRenamedTensors) {
+  io::Model a = io::ParseText(kPFirst);
+  io::Model b = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+  g (float[64,64] x) => (float[64,64] out) {
+    r = Relu(x)
+    n = Neg(r)
+    s = Sigmoid(x)
+    q2 = Abs(s)
+    out = Add(n, q2)
+  })");
+  testing::TempDir scratch;
+  CompareOptions options;
+  options.per_tensor = true;
+  options.scratch_dir = scratch.path();
+  options.names_b = {{"p1", "r"}, {"p2", "n"}, {"q1", "s"}, {"y", "out"}};
+  ModelComparison c = CompareModels(a, b, Inputs(a), options);
+  EXPECT_EQ(Names(c), (std::vector<std::string>{"r", "n", "s", "out"}));  // q2: not mapped
+  ASSERT_EQ(c.outputs.size(), 1u);
+  EXPECT_EQ(c.outputs[0].name, "out");
+  EXPECT_EQ(c.outputs[0].stats.max_abs, 0.0);
+  EXPECT_TRUE(c.unmatched_outputs.empty());
+  EXPECT_TRUE(c.within_tolerance);
+}
+
 TEST(CompareModelsPerTensor, FirstDivergentTensorInTheCandidatesOrder) {
   io::Model a = io::ParseText(kPFirst), b = io::ParseText(kQFirstDiverging);
   testing::TempDir scratch;

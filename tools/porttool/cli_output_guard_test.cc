@@ -45,6 +45,7 @@ const std::map<std::string, Base>& Bases() {
       {"extract", {"extract MODEL --inputs images --outputs score", {{"--output", "OUT/m.onnx"}}}},
       {"run", {"run MODEL --random-inputs --input-shape images:1x3x32x32", {}}},
       {"compare", {"compare MODEL MODEL --input-shape images:1x3x32x32", {}}},
+      {"diff", {"diff MODEL MODEL", {}}},
       {"emit-header",
        {"emit-header MODEL --input-shape images:1x3x32x32", {{"--output", "OUT/m.h"}}}},
       {"emit-runner", {"emit-runner PIPELINE", {{"--output", "OUT/runner"}}}},

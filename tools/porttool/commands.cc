@@ -91,7 +91,8 @@ void RegisterAll(CLI::App& app, RunFn& run) {
                     &RegisterEmitHeader,    &RegisterEmitRunner, &RegisterDecide,
                     &RegisterRules,         &RegisterPasses,     &RegisterQuantizeCalibrate,
                     &RegisterFoldConstants, &RegisterSimplify,   &RegisterRewrite,
-                    &RegisterScaffoldOp,    &RegisterKit,       &RegisterReduce}) {
+                    &RegisterScaffoldOp,    &RegisterKit,        &RegisterReduce,
+                    &RegisterDiff}) {
     reg(app, run);
   }
 }

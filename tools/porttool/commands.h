@@ -21,6 +21,7 @@ void RegisterExtract(CLI::App& app, RunFn& run);
 void RegisterReduce(CLI::App& app, RunFn& run);
 void RegisterRun(CLI::App& app, RunFn& run);
 void RegisterCompare(CLI::App& app, RunFn& run);
+void RegisterDiff(CLI::App& app, RunFn& run);
 void RegisterEmitHeader(CLI::App& app, RunFn& run);
 void RegisterEmitRunner(CLI::App& app, RunFn& run);
 void RegisterDecide(CLI::App& app, RunFn& run);
