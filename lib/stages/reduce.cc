@@ -502,7 +502,10 @@ ReduceResult Reduce(const io::Model& source, CandidateCheck& check, const Reduce
     }
     if (!originals[0]) {
       report();
-      ThrowCheckFailed("the check passes on the original model: there is no failure to reduce");
+      ThrowCheckFailed(
+          "the check passes on the original model ({}): there is no failure to "
+          "reduce",
+          result.steps.front().detail);
     }
     if (options.known_good && eval.CheckFile(*options.known_good, "known-good")) {
       report();

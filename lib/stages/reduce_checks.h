@@ -84,9 +84,10 @@ struct NumericCheckOptions {
   bool float16 = false;
 };
 
-// The candidate and its reference both get the reference model's values at the candidate's
-// inputs (BoundaryValues over `against`, or over the source in float32), so only the error the
-// candidate's own nodes add is measured: the local error, not the accumulated one.
+// The candidate and its reference both get the same values at the candidate's inputs (the
+// BoundaryValues the caller built: over the good model, or over the float source when comparing
+// with its float16 or QDQ twin), so only the error the candidate's own nodes add is measured: the
+// local error, not the accumulated one.
 class NumericCheck : public CandidateCheck {
  public:
   NumericCheck(NumericCheckOptions options, BoundaryValues& values);

@@ -230,5 +230,25 @@ g (float[1,4] x) => (float[1,4] y) <float[1] big = {100000.0}, float[1] small = 
   EXPECT_EQ(node.input(1), "big");
 }
 
+TEST(Reduce, ANodeHoldingSubgraphsIsKeptOrRemovedWhole) {
+  testing::TempDir dir;
+  io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4] x, bool c) => (float[1,4] y) {
+  a = Relu(x)
+  b = If(c) <then_branch = t () => (float[1,4] o) { o = Neg(a) },
+             else_branch = e () => (float[1,4] o) { o = Abs(a) }>
+  y = Tanh(b)
+})");
+  OpsCheck check({"If", "Tanh"});
+  ReduceOptions options;
+  options.work_dir = dir / "work";
+  ReduceResult result = Reduce(model, check, options);
+  EXPECT_EQ(result.subgraph_nodes, 1);
+  EXPECT_EQ(Ops(result.model), (std::multiset<std::string>{"If", "Tanh"}));
+  // The branches read `a` from the outer scope: it became a graph input of the candidate.
+  ASSERT_EQ(result.model.proto.graph().input_size(), 2);
+  onnx::checker::check_model(result.model.proto);
+}
+
 }  // namespace
 }  // namespace porttool::stages

@@ -189,5 +189,41 @@ TEST(CliReduce, NumericFindsTheConvWhoseWeightsWereCorrupted) {
       2);  // --numeric without --against
 }
 
+TEST(CliReduce, AKnownGoodModelMustPassTheCheckFirst) {
+  Work w;
+  fs::path good = w.dir / "good.onnx";
+  // A model without block1/Relu: the two-node check passes on it.
+  auto extracted =
+      RunPorttool("extract " + ShellQuote(w.model) +
+                  " --inputs block2.out,stem.out --outputs score -o " + ShellQuote(good));
+  ASSERT_EQ(extracted.exit_code, 0) << extracted.err;
+  auto r = RunPorttool(w.Args(std::string(kTwoNodeCheck) + " --check-pass-on " + ShellQuote(good)));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto bad = RunPorttool(
+      w.Args(std::string(kTwoNodeCheck) + " --force --check-pass-on " + ShellQuote(w.model)));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("known-good"), std::string::npos) << bad.err;
+}
+
+TEST(CliReduce, NumericAgainstItsQdqTwinFindsTheFirstQuantizedNode) {
+  Work w;
+  fs::create_directories(w.dir / "data");
+  for (int s = 0; s < 2; ++s) {
+    runtime::Tensor t(onnx::TensorProto::FLOAT, {1, 3, 32, 32});
+    for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = ((i * 7 + s) % 13) / 13.f;
+    runtime::WriteNpy(w.dir / "data" / ("s" + std::to_string(s) + ".images.npy"), t);
+  }
+  fs::path table = w.dir / "t.json";
+  auto q = RunPorttool("quantize-calibrate " + ShellQuote(w.model) + " --data " +
+                       ShellQuote(w.dir / "data") + " --no-eval --table " + ShellQuote(table));
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto r =
+      RunPorttool(w.Args("--numeric --against qdq --table " + ShellQuote(table) +
+                         " --input-shape images:1x3x32x32 --data " + ShellQuote(w.dir / "data")));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(w.Report()["nodes"], nlohmann::json({"stem/Conv"}));
+  EXPECT_EQ(RunPorttool(w.Args("--numeric --against qdq --force")).exit_code, 2);  // no --table
+}
+
 }  // namespace
 }  // namespace porttool

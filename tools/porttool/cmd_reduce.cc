@@ -13,6 +13,7 @@
 #include "lib/io/run_inputs.h"
 #include "lib/quant/samples.h"
 #include "lib/shape/infer.h"
+#include "lib/stages/quantize.h"
 #include "lib/stages/reduce_checks.h"
 #include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
@@ -33,6 +34,8 @@ struct ReduceOptions {
   std::string known_good;
   bool numeric = false;
   std::string against;
+  std::string table;
+  bool per_channel = false;
   double rtol = 1e-3, atol = 1e-4;
   std::string output;
   std::string work_dir;
@@ -81,13 +84,12 @@ void CheckModeFlags(const ReduceOptions& o) {
   }
   if (!o.numeric && !o.against.empty()) ThrowUsage("--against belongs to --numeric");
   if (o.numeric && o.against.empty()) {
-    ThrowUsage(
-        "--numeric needs --against fp16 or --against MODEL (what the model is compared with)");
+    ThrowUsage("--numeric needs --against fp16, qdq or MODEL (what the model is compared with)");
   }
-  if (o.against == "qdq") {
+  if ((o.against == "qdq") != !o.table.empty()) {
     ThrowUsage(
-        "--against qdq is not available yet: quantize the model with quantize-calibrate and "
-        "pass the QDQ file as --against MODEL");
+        "--against qdq and --table TABLE.json go together (the table quantize-calibrate "
+        "wrote)");
   }
   if (!o.data.empty() && o.random_inputs) ThrowUsage("give --data or --random-inputs, not both");
 }
@@ -136,6 +138,18 @@ std::unique_ptr<stages::BoundaryValues> MakeValues(const ReduceOptions& o,
   return std::make_unique<stages::BoundaryValues>(reference, std::move(ids), std::move(samples));
 }
 
+// The model with the table's QuantizeLinear/DequantizeLinear pairs, built without the conv
+// fusions quantize-calibrate prepares with, so that every tensor keeps its name and each
+// candidate has its quantized twin.
+io::Model QdqReference(const io::Model& model, const ReduceOptions& o) {
+  stages::QuantizeStageOptions q;
+  q.table_in = o.table;
+  q.prepare = false;
+  q.request.evaluate = false;
+  q.request.qdq.per_channel = o.per_channel;
+  return stages::QuantizeStage(model, q).qdq_model;
+}
+
 void PrintStep(const stages::ReduceStep& s) {
   std::cout << fmt::format("[{:>4}] {:<10} {:>5} nodes  {:<7}  {:>6.2f} s{}  {}\n", s.candidate,
                            s.phase, s.nodes, s.failing ? "FAILING" : "passing", s.seconds,
@@ -154,14 +168,19 @@ int RunReduce(const ReduceOptions& o) {
     ThrowUsage("{} exists; choose another -o or pass --force to replace it", output.string());
   }
   std::optional<io::Model> against;
-  if (o.numeric && o.against != "fp16") {
+  if (o.against == "qdq") {
+    against = QdqReference(model, o);
+  } else if (o.numeric && o.against != "fp16") {
     against = LoadModel(o.against);
     shape::ApplyInputShapes(*against, ParseShapeFlags(o.shape_specs));
   }
   if (!o.known_good.empty()) io::NoteInput(o.known_good);
   fs::path work = PrepareWorkDir(o, output);
 
-  auto values = MakeValues(o, against ? *against : model);
+  // The reference's values at the cut: a second model's when it is the reference, the float
+  // model's own against fp16 or its QDQ twin.
+  bool model_is_reference = o.against == "fp16" || o.against == "qdq";
+  auto values = MakeValues(o, against && !model_is_reference ? *against : model);
   std::unique_ptr<stages::CandidateCheck> check;
   if (o.numeric) {
     stages::NumericCheckOptions n{o.rtol, o.atol, against ? &*against : nullptr, !against};
@@ -263,8 +282,14 @@ void RegisterReduce(CLI::App& app, RunFn& run) {
                 "Built-in check: a candidate fails when its outputs diverge from --against's "
                 "beyond --rtol/--atol, both fed the reference's values at its inputs");
   cmd->add_option("--against", o->against,
-                  "With --numeric: fp16 (the model itself computed in float16) or MODEL (a second "
-                  "model sharing tensor names, the reference)");
+                  "With --numeric: fp16 (the model itself computed in float16), qdq (its QDQ model "
+                  "from --table) or MODEL (a second model sharing tensor names, the reference)");
+  cmd->add_option("--table", o->table,
+                  "With --against qdq: the calibration table (quantize-calibrate --table) whose "
+                  "QDQ model is the reference")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--per-channel", o->per_channel,
+                "With --against qdq: per-channel weight scales, as the table was meant for");
   cmd->add_option("--rtol", o->rtol, "With --numeric: relative tolerance")->capture_default_str();
   cmd->add_option("--atol", o->atol, "With --numeric: absolute tolerance")->capture_default_str();
   cmd->add_option("-o,--output", o->output,
