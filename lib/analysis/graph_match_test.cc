@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "lib/analysis/renamed_copy_test_util.h"
 #include "lib/io/model.h"
 
 namespace porttool::analysis {
@@ -28,24 +29,6 @@ io::Model Named(const char* text) {
     g->mutable_node(i)->set_name(g->node(i).op_type() + "_" + std::to_string(i));
   }
   return m;
-}
-
-// Every node, tensor, initializer, input and output gets a new name.
-io::Model RenamedCopy(const io::Model& m) {
-  io::Model r = m;
-  auto rename = [](std::string* s) {
-    if (!s->empty()) *s = "renamed/" + *s + "/x";
-  };
-  auto* g = r.proto.mutable_graph();
-  for (auto& n : *g->mutable_node()) {
-    rename(n.mutable_name());
-    for (auto& s : *n.mutable_input()) rename(&s);
-    for (auto& s : *n.mutable_output()) rename(&s);
-  }
-  for (auto& t : *g->mutable_initializer()) rename(t.mutable_name());
-  for (auto& v : *g->mutable_input()) rename(v.mutable_name());
-  for (auto& v : *g->mutable_output()) rename(v.mutable_name());
-  return r;
 }
 
 GraphMatch Match(const io::Model& a, const io::Model& b) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lib/analysis/renamed_copy_test_util.h"
 #include "lib/io/model.h"
 #include "lib/util/testing.h"
 
@@ -18,23 +19,7 @@ net (float[1,4] x) => (float[1,8] y) <float[4] w = {1.0, 2.0, 3.0, 4.0}> {
 }
 )";
 
-// Every node and tensor renamed, graph inputs and outputs included.
-io::Model RenamedCopy(const io::Model& m) {
-  io::Model r = m;
-  auto rename = [](std::string* s) {
-    if (!s->empty()) *s = "r_" + *s;
-  };
-  auto* g = r.proto.mutable_graph();
-  for (auto& n : *g->mutable_node()) {
-    n.set_name("node_" + std::to_string(&n - &g->node(0)));
-    for (auto& s : *n.mutable_input()) rename(&s);
-    for (auto& s : *n.mutable_output()) rename(&s);
-  }
-  for (auto& t : *g->mutable_initializer()) rename(t.mutable_name());
-  for (auto& v : *g->mutable_input()) rename(v.mutable_name());
-  for (auto& v : *g->mutable_output()) rename(v.mutable_name());
-  return r;
-}
+using analysis::RenamedCopy;
 
 TEST(DiffStage, RenamedCopyIsTheSame) {
   io::Model a = io::ParseText(kNet);
@@ -68,7 +53,7 @@ TEST(DiffStage, ChangedWeightHasItsMaxAbsDifference) {
   ModelDiff d = DiffStage(a, b, {});
   ASSERT_EQ(d.values.size(), 1u);
   EXPECT_EQ(d.values[0].a_name, "w");
-  EXPECT_EQ(d.values[0].b_name, "r_w");
+  EXPECT_EQ(d.values[0].b_name, "renamed/w/x");
   EXPECT_EQ(d.values[0].a_type, "float32[4]");
   ASSERT_TRUE(d.values[0].max_abs.has_value());
   EXPECT_DOUBLE_EQ(*d.values[0].max_abs, 0.25);
@@ -126,10 +111,10 @@ TEST(DiffStage, NumericComparesMatchedTensorsOfARenamedCopy) {
   ASSERT_TRUE(d.numeric.has_value());
   EXPECT_TRUE(d.Same());
   ASSERT_EQ(d.numeric->comparison.outputs.size(), 1u);
-  EXPECT_EQ(d.numeric->comparison.outputs[0].name, "r_y");
+  EXPECT_EQ(d.numeric->comparison.outputs[0].name, "renamed/y/x");
   EXPECT_EQ(d.numeric->comparison.outputs[0].stats.max_abs, 0.0);
   EXPECT_EQ(d.numeric->comparison.intermediates.size(), 4u);  // a, b, c, y
-  EXPECT_EQ(d.numeric->a_names.at("r_c"), "c");
+  EXPECT_EQ(d.numeric->a_names.at("renamed/c/x"), "c");
 }
 
 TEST(DiffStage, HtmlHasBothGraphsAndTheTables) {

@@ -20,6 +20,7 @@
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
 #include "lib/util/sha256.h"
+#include "passes/constant_to_initializer.h"
 
 namespace porttool::stages {
 
@@ -117,7 +118,12 @@ io::Model CandidateBuilder::Build(std::vector<int> nodes) const {
     }
   }
   if (spec.outputs.empty()) spec.outputs = unread;
-  return ir::BuildSubModel(impl_->source, view, spec, impl_->types);
+  io::Model candidate = ir::BuildSubModel(impl_->source, view, spec, impl_->types);
+  if (constants_as_initializers_) {
+    std::vector<std::string> notes;
+    passes::ConstantsToInitializers(*candidate.proto.mutable_graph(), notes);
+  }
+  return candidate;
 }
 
 namespace {
@@ -186,6 +192,12 @@ class Evaluator {
     return -1;
   }
 
+  // The source itself (not a candidate built from all of its nodes), `runs` times in one round,
+  // never from the cache: a check that fails only sometimes shows here.
+  std::vector<bool> EvaluateSource(const io::Model& source, const std::vector<int>& all, int runs) {
+    return EvaluateRound(std::vector<std::vector<int>>(runs, all), "original", false, &source);
+  }
+
   // The known-good model, checked as the user gave it.
   bool CheckFile(const std::filesystem::path& file, const std::string& phase) {
     auto start = std::chrono::steady_clock::now();
@@ -213,10 +225,11 @@ class Evaluator {
   };
 
   std::vector<bool> EvaluateRound(const std::vector<std::vector<int>>& sets,
-                                  const std::string& phase, bool use_cache) {
+                                  const std::string& phase, bool use_cache,
+                                  const io::Model* given = nullptr) {
     if (options_.cancel && options_.cancel->load()) throw Interrupted{};
     std::vector<Job> jobs(sets.size());
-    for (size_t i = 0; i < sets.size(); ++i) Prepare(jobs[i], sets[i], use_cache);
+    for (size_t i = 0; i < sets.size(); ++i) Prepare(jobs[i], sets[i], use_cache, given);
     RunParallel(jobs);
     // A command killed by Ctrl-C says nothing about its candidate: nothing of the round is kept.
     if (options_.cancel && options_.cancel->load()) throw Interrupted{};
@@ -232,9 +245,9 @@ class Evaluator {
     return verdicts;
   }
 
-  void Prepare(Job& job, const std::vector<int>& nodes, bool use_cache) {
+  void Prepare(Job& job, const std::vector<int>& nodes, bool use_cache, const io::Model* given) {
     job.nodes = nodes;
-    job.model = builder_.Build(nodes);
+    job.model = given ? *given : builder_.Build(nodes);
     job.hash = ModelHash(job.model);
     job.sequence = ++sequence_;
     if (use_cache) {
@@ -446,6 +459,20 @@ std::vector<int> DeltaDebug(Evaluator& eval, std::vector<int> set, bool& minimal
   return set;
 }
 
+// Candidates hold the Constant nodes they read as initializers (the same tensors under the same
+// names): a weight stays a weight and the result counts only the nodes that compute. When the
+// whole model spelled that way passes, the failure is about the Constant nodes themselves, and
+// they stay nodes.
+void KeepConstantNodesIfTheFailureNeedsThem(Evaluator& eval, CandidateBuilder& builder,
+                                            const io::Model& source, ReduceResult& result) {
+  const auto& nodes = source.proto.graph().node();
+  bool any = std::any_of(nodes.begin(), nodes.end(), IsWeightNode);
+  if (!any || builder.topo_order().size() == static_cast<size_t>(nodes.size())) return;
+  if (eval.Evaluate({builder.topo_order()}, "constants")[0]) return;
+  builder.set_constants_as_initializers(false);
+  result.constant_nodes_kept = true;
+}
+
 }  // namespace
 
 nlohmann::json ReduceJson(const ReduceResult& result) {
@@ -461,6 +488,7 @@ nlohmann::json ReduceJson(const ReduceResult& result) {
   }
   return {{"nodes_left", result.nodes.size()},
           {"nodes_searched", result.units},
+          {"constant_nodes", result.constant_nodes_kept ? "kept" : "initializers"},
           {"nodes", result.node_names},
           {"minimal", result.minimal},
           {"interrupted", result.interrupted},
@@ -493,7 +521,7 @@ ReduceResult Reduce(const io::Model& source, CandidateCheck& check, const Reduce
   };
   try {
     int runs = check.deterministic() ? 1 : 2;
-    auto originals = eval.Evaluate(std::vector<std::vector<int>>(runs, order), "original", false);
+    auto originals = eval.EvaluateSource(source, order, runs);
     if (runs == 2 && originals[0] != originals[1]) {
       report();
       ThrowCheckFailed(
@@ -514,6 +542,7 @@ ReduceResult Reduce(const io::Model& source, CandidateCheck& check, const Reduce
           "model from a good one",
           options.known_good->string());
     }
+    KeepConstantNodesIfTheFailureNeedsThem(eval, builder, source, result);
     std::vector<int> window = order;
     if (options.bisect && order.size() > 1) {
       int before = result.invocations;

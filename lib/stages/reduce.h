@@ -3,12 +3,14 @@
 // Every candidate is a sub-model of the source built by split's sub-model builder (a subset of
 // the main graph's nodes; tensors read from removed nodes become typed graph inputs, tensors
 // read by removed nodes or by the source's outputs become graph outputs), so each one is a valid
-// model. The search first bisects over the topological order (the shortest failing prefix, then
-// the shortest failing window ending there), then runs delta debugging (ddmin) over the window's
-// nodes down to single nodes. Nodes holding subgraphs (If, Loop, Scan) are kept or removed whole:
-// their bodies are not reduced. The check is an interface: a shell command (reduce_checks.h)
-// or a numeric comparison run in process. Candidates of one round are checked in parallel and
-// the first failing one in a fixed order is taken, so the result does not depend on `jobs`.
+// model. Constant nodes are no units of the search: they come with the nodes that read them, as
+// initializers (unless the failure needs them as nodes). The search first bisects over the
+// topological order (the shortest failing prefix, then the shortest failing window ending there),
+// then runs delta debugging (ddmin) over the window's nodes down to single nodes. Nodes holding
+// subgraphs (If, Loop, Scan) are kept or removed whole: their bodies are not reduced. The check is
+// an interface: a shell command (reduce_checks.h) or a numeric comparison run in process.
+// Candidates of one round are checked in parallel and the first failing one in a fixed order is
+// taken, so the result does not depend on `jobs`.
 #pragma once
 
 #include <atomic>
@@ -89,6 +91,9 @@ struct ReduceResult {
   bool minimal = false;      // every single-node removal of `nodes` was checked and passed
   bool interrupted = false;  // `cancel` stopped it: `model` is the best so far
   int subgraph_nodes = 0;    // nodes kept whole because they hold subgraphs
+  // The failure needs the Constant nodes as nodes: candidates keep them instead of turning them
+  // into initializers.
+  bool constant_nodes_kept = false;
   double seconds = 0;
 };
 
@@ -99,7 +104,10 @@ class CandidateBuilder {
  public:
   explicit CandidateBuilder(const io::Model& source, const io::Model* typed = nullptr);
   ~CandidateBuilder();
+  // The Constant nodes the kept nodes read come along, as initializers unless
+  // set_constants_as_initializers(false).
   io::Model Build(std::vector<int> nodes) const;
+  void set_constants_as_initializers(bool on) { constants_as_initializers_ = on; }
   const std::vector<int>& topo_order() const { return order_; }
   std::vector<std::string> NodeNames(const std::vector<int>& nodes) const;
 
@@ -107,6 +115,7 @@ class CandidateBuilder {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<int> order_;
+  bool constants_as_initializers_ = true;
 };
 
 // Error(kCheckFailed) when the original passes, or passes once and fails once (flaky), or the known

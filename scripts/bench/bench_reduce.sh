@@ -46,7 +46,11 @@ row() {
     return
   fi
   local checker
-  checker=$("$PY" -c "import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True); print('ok')" "$out" 2>&1 | tail -1)
+  checker=$("$PY" -c "
+import onnx, sys
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m, full_check=True)
+print('ok/%d' % len(m.graph.node))" "$out" 2>&1 | tail -1)
   "$PY" - "$out.reduce/reduce.json" "$name" "$(echo "$end - $start" | bc -l)" "$checker" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -59,7 +63,7 @@ EOF
 RESIZE_CHECK="$PY $CASES check-resize {model}"
 SOFTMAX_CHECK="$PY $CASES check-softmax {model}"
 echo "$BIN reduce, --jobs $JOBS ($(nproc) cores); issue 53: <= 3 nodes, <= 250 checks, <= 60 s"
-printf '%-16s %5s %6s %7s %8s %8s %8s  %s\n' case nodes checks bisect seconds 1-min checker result
+printf '%-16s %5s %6s %7s %8s %8s %8s  %s\n' case nodes checks bisect seconds 1-min checker/nodes result
 row det "$WORK/det.onnx" --check "$RESIZE_CHECK" --fail-on-output 'unsupported: Resize'
 row det-ddmin "$WORK/det.onnx" --no-bisect --check "$RESIZE_CHECK" --fail-on-output 'unsupported: Resize'
 row rec "$WORK/rec.onnx" --input-shape x:1x3x48x320 --check "$SOFTMAX_CHECK" \
@@ -69,4 +73,6 @@ row rec-ddmin "$WORK/rec.onnx" --input-shape x:1x3x48x320 --no-bisect --check "$
 row num "$WORK/det_bad.onnx" --numeric --against "$DET" --input-shape x:1x3x640x640
 row num-ddmin "$WORK/det_bad.onnx" --no-bisect --numeric --against "$DET" \
   --input-shape x:1x3x640x640
+echo "(nodes: left by the search; checker/nodes: the ONNX checker's verdict on the result file and"
+echo " the nodes in it, Constant nodes included; 'ok/2' = passes, 2 nodes)"
 echo "(num: the corrupted node is p2o.Conv.40; det-ddmin/rec-ddmin/num-ddmin: ddmin from all nodes, no bisection)"

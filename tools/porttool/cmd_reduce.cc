@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "lib/io/run_inputs.h"
 #include "lib/quant/samples.h"
 #include "lib/shape/infer.h"
+#include "lib/shape/input_shapes.h"
 #include "lib/stages/quantize.h"
 #include "lib/stages/reduce_checks.h"
 #include "lib/util/strings.h"
@@ -150,6 +152,21 @@ io::Model QdqReference(const io::Model& model, const ReduceOptions& o) {
   return stages::QuantizeStage(model, q).qdq_model;
 }
 
+// Candidates cut inside a model with dynamic inputs get inputs whose shape nothing can tell, and
+// the ONNX checker rejects a graph input without one: say so before the first check.
+void WarnAboutDynamicInputs(const io::Model& model) {
+  for (const auto& spec : runtime::InputSpecsOf(model)) {
+    bool dynamic = !spec.has_shape ||
+                   std::any_of(spec.dims.begin(), spec.dims.end(), [](int64_t d) { return d < 0; });
+    if (!dynamic) continue;
+    spdlog::warn(
+        "input '{}' has dynamic dims: tensors cut inside the model may become candidate inputs "
+        "without a shape, which the ONNX checker rejects; pin it with --input-shape (e.g. {})",
+        spec.name, shape::ExampleInputShapes(model));
+    return;
+  }
+}
+
 void PrintStep(const stages::ReduceStep& s) {
   std::cout << fmt::format("[{:>4}] {:<10} {:>5} nodes  {:<7}  {:>6.2f} s{}  {}\n", s.candidate,
                            s.phase, s.nodes, s.failing ? "FAILING" : "passing", s.seconds,
@@ -161,6 +178,7 @@ int RunReduce(const ReduceOptions& o) {
   CheckModeFlags(o);
   io::Model model = LoadModel(o.model);
   shape::ApplyInputShapes(model, ParseShapeFlags(o.shape_specs));
+  WarnAboutDynamicInputs(model);
   fs::path output = OutputPath(o);
   io::CheckOutputFilePath(output);
   RefuseOverwritingInput(model, output);
@@ -232,14 +250,18 @@ int RunReduce(const ReduceOptions& o) {
     PrintJson(doc);
   } else {
     std::cout << fmt::format(
-        "{} {} of {} nodes ({}; Constant nodes come with their readers) after {} checks ({} in "
-        "bisection, {} cached) in {:.1f} s\n",
+        "{} {} of {} nodes ({}) after {} checks ({} in bisection, {} cached) in {:.1f} s\n",
         result.interrupted ? "interrupted: best so far keeps" : "reduced to", result.nodes.size(),
         result.units, util::JoinFirst(result.node_names, 8), result.invocations,
         result.bisect_invocations, result.cache_hits, result.seconds);
     std::cout << (result.minimal
                       ? "1-minimal: removing any one of these nodes makes the check pass\n"
                       : "not proven 1-minimal (the search was stopped)\n");
+    std::cout << (result.constant_nodes_kept
+                      ? "Constant nodes kept as nodes: the failure needs them (the model with "
+                        "them as initializers passes)\n"
+                      : "Constant nodes are not counted: the ones these nodes read are "
+                        "initializers of the result\n");
     if (result.subgraph_nodes > 0) {
       std::cout << result.subgraph_nodes
                 << " node(s) hold subgraphs (If/Loop/Scan): kept or removed whole, their bodies "
