@@ -114,7 +114,9 @@ inline std::vector<std::string> EveryModelCommand(const std::string& m, const st
           "kit " + m + " --all -o " + out + ".kits",
           "run " + m + " --random-inputs",
           "port " + m + " --target onnxruntime-cpu -o " + out + ".port",
-          "port " + m + " --target rknn-rk3588 -o " + out + ".rk.port"};
+          "port " + m + " --target rknn-rk3588 -o " + out + ".rk.port",
+          "diff " + m + " " + m,
+          "reduce " + m + " --check 'exit 1 # {model}' --jobs 1 -o " + out + ".reduced.onnx"};
 }
 
 // Every file under DIR, relative to it, sorted.

@@ -34,7 +34,8 @@ std::vector<std::string> Commands(const std::string& m, const std::string& node,
   std::vector<std::string> commands = testing::EveryModelCommand(m, node, out.string());
   for (auto& cmd : commands) {
     const bool takes_pin = cmd.rfind("inspect ", 0) != 0 && cmd.rfind("fold-constants ", 0) != 0 &&
-                           cmd.rfind("rewrite ", 0) != 0 && cmd.rfind("chain ", 0) != 0;
+                           cmd.rfind("rewrite ", 0) != 0 && cmd.rfind("chain ", 0) != 0 &&
+                           cmd.rfind("diff ", 0) != 0;
     if (takes_pin && !pin.empty()) cmd.insert(cmd.find(m) + m.size(), " " + pin);
   }
   commands.push_back("compare " + m + " " + m + " " + pin);

@@ -70,8 +70,14 @@ void PrintText(const std::string& path, const analysis::ModelFacts& f) {
       std::cout << fmt::format("  {:<24} {:<8} {}\n", s.name, s.dtype, s.shape);
     });
   }
-  std::cout << fmt::format("nodes      {} ({} with subgraphs, {} subgraphs)\n", f.node_count,
-                           f.node_count_total, f.subgraph_count);
+  // "16 (16 with subgraphs)" read as 16 nodes holding subgraphs: say what the second count is.
+  if (f.subgraph_count == 0) {
+    std::cout << fmt::format("nodes      {} (no subgraphs)\n", f.node_count);
+  } else {
+    std::cout << fmt::format(
+        "nodes      {} in the main graph, {} counting the {} subgraph bodies\n", f.node_count,
+        f.node_count_total, f.subgraph_count);
+  }
   std::cout << "ops\n";
   for (const auto& [op, n] : f.op_histogram) std::cout << fmt::format("  {:<28} {}\n", op, n);
   std::cout << fmt::format("parameters {} in {} tensors, {} ({} external)\n", f.params.count,

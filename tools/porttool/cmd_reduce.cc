@@ -257,11 +257,13 @@ int RunReduce(const ReduceOptions& o) {
     std::cout << (result.minimal
                       ? "1-minimal: removing any one of these nodes makes the check pass\n"
                       : "not proven 1-minimal (the search was stopped)\n");
-    std::cout << (result.constant_nodes_kept
-                      ? "Constant nodes kept as nodes: the failure needs them (the model with "
-                        "them as initializers passes)\n"
-                      : "Constant nodes are not counted: the ones these nodes read are "
-                        "initializers of the result\n");
+    if (result.constant_nodes_kept) {
+      std::cout << "Constant nodes kept as nodes: the failure needs them (the model with them as "
+                   "initializers passes)\n";
+    } else if (result.units < static_cast<size_t>(model.proto.graph().node_size())) {
+      std::cout << "Constant nodes are not counted: the ones these nodes read are initializers "
+                   "of the result\n";
+    }
     if (result.subgraph_nodes > 0) {
       std::cout << result.subgraph_nodes
                 << " node(s) hold subgraphs (If/Loop/Scan): kept or removed whole, their bodies "
