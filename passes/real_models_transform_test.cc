@@ -21,7 +21,8 @@ io::Model LoadShared(const std::string& file) {
 
 TEST(RealModels, SimplifyPpOcrV4DetReachesOrtBasicLevelWithSameOutputs) {
   io::Model det = LoadShared("ch_PP-OCRv4_det_infer.onnx");
-  if (!det.proto.has_graph()) GTEST_SKIP() << "../shared/models/ch_PP-OCRv4_det_infer.onnx absent";
+  if (!det.proto.has_graph())
+    PORTTOOL_SKIP_MISSING("../shared/models/ch_PP-OCRv4_det_infer.onnx absent");
   io::Model original = det;
   shape::ApplyInputShapes(original, {{"x", {1, 3, 640, 640}}});
   PassContext context;
@@ -37,7 +38,8 @@ TEST(RealModels, SimplifyPpOcrV4DetReachesOrtBasicLevelWithSameOutputs) {
 
 TEST(RealModels, PpOcrV4DetAllSixResizeBecomeUpsampleWithIdenticalOutputs) {
   io::Model det = LoadShared("ch_PP-OCRv4_det_infer.onnx");
-  if (!det.proto.has_graph()) GTEST_SKIP() << "../shared/models/ch_PP-OCRv4_det_infer.onnx absent";
+  if (!det.proto.has_graph())
+    PORTTOOL_SKIP_MISSING("../shared/models/ch_PP-OCRv4_det_infer.onnx absent");
   shape::ApplyInputShapes(det, {{"x", {1, 3, 160, 160}}});
   io::Model original = det;
   PassContext context;
@@ -52,7 +54,8 @@ TEST(RealModels, PpOcrV4DetAllSixResizeBecomeUpsampleWithIdenticalOutputs) {
 // each becomes one HardSwish node.
 TEST(RealModels, PpOcrV4DetRelu6HardSwishFusesAfterOpset14) {
   io::Model det = LoadShared("ch_PP-OCRv4_det_infer.onnx");
-  if (!det.proto.has_graph()) GTEST_SKIP() << "../shared/models/ch_PP-OCRv4_det_infer.onnx absent";
+  if (!det.proto.has_graph())
+    PORTTOOL_SKIP_MISSING("../shared/models/ch_PP-OCRv4_det_infer.onnx absent");
   shape::ApplyInputShapes(det, {{"x", {1, 3, 160, 160}}});
   io::Model original = det;
   PassContext context;
@@ -68,7 +71,7 @@ TEST(RealModels, PpOcrV4DetRelu6HardSwishFusesAfterOpset14) {
 TEST(RealModels, SimplifyPpOcrClsKeepsOutputs) {
   io::Model cls = LoadShared("ch_ppocr_mobile_v2.0_cls_infer.onnx");
   if (!cls.proto.has_graph())
-    GTEST_SKIP() << "../shared/models/ch_ppocr_mobile_v2.0_cls_infer.onnx absent";
+    PORTTOOL_SKIP_MISSING("../shared/models/ch_ppocr_mobile_v2.0_cls_infer.onnx absent");
   io::Model original = cls;
   shape::ApplyInputShapes(original, {{"x", {1, 3, 48, 192}}});
   PassContext context;

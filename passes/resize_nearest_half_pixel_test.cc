@@ -308,8 +308,9 @@ TEST(ResizeNearestHalfPixel, PpOcrV4DetAllSixResizeWithIdenticalOutputs) {
   auto models = porttool::testing::SharedModelsDir();
   auto path = models / "ch_PP-OCRv4_det_infer.onnx";
   if (models.empty() || !std::filesystem::exists(path)) {
-    GTEST_SKIP() << "ch_PP-OCRv4_det_infer.onnx absent ($PORTTOOL_SHARED/models or "
-                    "../shared/models)";
+    PORTTOOL_SKIP_MISSING(
+        "ch_PP-OCRv4_det_infer.onnx absent ($PORTTOOL_SHARED/models or "
+        "../shared/models)");
   }
   io::Model det = io::Load(path);
   shape::ApplyInputShapes(det, {{"x", {1, 3, 160, 160}}});

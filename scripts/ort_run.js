@@ -15,7 +15,9 @@ const fs = require('fs');
 const path = require('path');
 
 function loadOrt() {
-  const local = path.join(__dirname, 'ort', 'node_modules', 'onnxruntime-node');
+  // $PORTTOOL_ORT_DIR: a folder holding node_modules/onnxruntime-node installed elsewhere.
+  const base = process.env.PORTTOOL_ORT_DIR || path.join(__dirname, 'ort');
+  const local = path.join(base, 'node_modules', 'onnxruntime-node');
   try {
     return require(local);
   } catch (e) {

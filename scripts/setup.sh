@@ -23,6 +23,7 @@ PACKAGES=(
   libstb-dev libgraphviz-dev
   clang  # the scaffolded kernels' NEON paths are syntax-checked for Arm by clang in the tests
   python3-onnx python3-numpy libonnx-testdata
+  time  # /usr/bin/time: peak memory in the run tests and the benchmarks
 )
 
 want() { local f; for f in "${FLAGS[@]}"; do [ "$f" = "$1" ] && return 0; done; return 1; }
@@ -60,7 +61,8 @@ fi
 
 # The aarch64 tools in an install of their own that may fail: multiarch upgrades some amd64
 # libraries to the arm64 ones' versions, and a mirror out of step must not stop the build and
-# the other tests; ctest runtime_aarch64 then skips and names what is absent.
+# the other tests; ctest runtime_aarch64 then skips and names what is absent (CI, with
+# PORTTOOL_REQUIRE_ORACLES=1, fails it instead).
 if want --aarch64; then
   missing=()
   for p in "${AARCH64_PACKAGES[@]}"; do
@@ -71,7 +73,7 @@ if want --aarch64; then
     { $SUDO apt-get update -qq &&
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
         "${missing[@]}" >/dev/null; } ||
-      { echo "setup: could not install the aarch64 tools; runtime_aarch64 will be skipped" >&2
+      { echo "setup: could not install the aarch64 tools; runtime_aarch64 will skip (fail under PORTTOOL_REQUIRE_ORACLES=1)" >&2
         $SUDO dpkg --configure -a >/dev/null 2>&1 || true; }  # a half-done install must not block apt
   fi
 fi

@@ -25,6 +25,10 @@ SRC=$PWD
 BUILD=${BUILD:-$SRC/build-aarch64}
 
 skip() {
+  if [ "${PORTTOOL_REQUIRE_ORACLES:-}" = 1 ]; then
+    echo "runtime_aarch64: FAILED, $1 and PORTTOOL_REQUIRE_ORACLES=1 (scripts/setup.sh --aarch64)"
+    exit 1
+  fi
   echo "runtime_aarch64: skipped, $1 (scripts/setup.sh --aarch64)"
   exit 77
 }

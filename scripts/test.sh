@@ -15,9 +15,12 @@ ctest --output-on-failure -j"$(nproc)" || rc=$?
 skipped=$(awk '/^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)/ { print "  " $4 ": " prev }
                /^[A-Za-z0-9_]+: skipped, / { print "  " $0 } { prev = $0 }' \
   Testing/Temporary/LastTest.log 2>/dev/null || true)
+echo
 if [ -n "$skipped" ]; then
-  echo
-  echo "skipped tests ($(echo "$skipped" | wc -l)); ONNX Runtime comparisons need scripts/setup.sh --ort:"
+  echo "skipped tests: $(echo "$skipped" | wc -l) (PORTTOOL_REQUIRE_ORACLES=1 turns a missing oracle," \
+    "tool or shared model into a failure):"
   echo "$skipped"
+else
+  echo "skipped tests: 0"
 fi
 exit $rc

@@ -194,7 +194,7 @@ class RealModelArenaTest : public ::testing::TestWithParam<RealModelCase> {};
 TEST_P(RealModelArenaTest, ArenaWithinTenPercentOfLowerBound) {
   auto dir = testing::SharedModelsDir();
   if (dir.empty() || !std::filesystem::exists(dir / GetParam().file)) {
-    GTEST_SKIP() << "shared models absent (../shared/models); skipping " << GetParam().file;
+    PORTTOOL_SKIP_MISSING("shared models absent (../shared/models); skipping " << GetParam().file);
   }
   io::Model m = io::Load(dir / GetParam().file);
   // Shapes completed as every subcommand completes them (static inference, then one executor run

@@ -291,7 +291,7 @@ g (float[1,16] x) => (float[1,16] div, float[1,1] lone_mean) {
 // score. Before lowerings every Gemm and ReduceMean went to the CPU and the plan was host only.
 TEST(LoweringsOnRk3588, HeyJarvisRunsItsGemmsAndLayerNormsOnTheNpu) {
   auto models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models not present";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models not present");
   TargetProfile rk3588 = LoadTarget(testing::SourceDir() / "rules", "rknn-rk3588");
   Scanned s;
   s.model = std::make_unique<AnalyzedModel>(io::Load(models / "hey_jarvis_v0.1.onnx"),

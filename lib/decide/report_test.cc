@@ -89,12 +89,12 @@ std::filesystem::path PpOcrDet() {
 }
 
 TEST(DecisionReport, GoldenPpOcrDetOnRk3588) {
-  if (PpOcrDet().empty()) GTEST_SKIP() << "../shared/models not present";
+  if (PpOcrDet().empty()) PORTTOOL_SKIP_MISSING("../shared/models not present");
   CheckGolden(PpOcrDet(), {{"x", {1, 3, 640, 640}}}, "rknn-rk3588", "decide_ppocr_det_rknn-rk3588");
 }
 
 TEST(DecisionReport, GoldenPpOcrDetOnStm32f767) {
-  if (PpOcrDet().empty()) GTEST_SKIP() << "../shared/models not present";
+  if (PpOcrDet().empty()) PORTTOOL_SKIP_MISSING("../shared/models not present");
   CheckGolden(PpOcrDet(), {{"x", {1, 3, 640, 640}}}, "stm32f767", "decide_ppocr_det_stm32f767");
 }
 

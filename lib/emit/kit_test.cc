@@ -123,14 +123,6 @@ double HeaderDefine(const std::string& header, const std::string& suffix) {
   return at == std::string::npos ? -1 : std::stod(header.substr(at + suffix.size() + 1));
 }
 
-fs::path OrtScript() { return testing::SourceDir() / "scripts/ort_run.js"; }
-// A broken scripts/ort (a dangling or looping symlink) means "not installed", not a crash.
-bool HaveOrt() {
-  std::error_code ec;
-  return fs::exists(testing::SourceDir() / "scripts/ort/node_modules/onnxruntime-node", ec) &&
-         !ec && RunShell("node --version").exit_code == 0;
-}
-
 TEST(KitTest, AllKitsOfTheDemoModelPassInOnnxRuntimeAndTheChecker) {
   TempDir dir;
   KitOptions options;
@@ -150,7 +142,7 @@ TEST(KitTest, AllKitsOfTheDemoModelPassInOnnxRuntimeAndTheChecker) {
                              testing::kSystemPython, (kit / "model.onnx").string()));
     EXPECT_EQ(checker.exit_code, 0) << checker.err;
   }
-  if (!HaveOrt()) GTEST_SKIP() << "onnxruntime-node not installed (scripts/setup.sh --ort)";
+  if (auto why = testing::OrtUnavailableReason(); !why.empty()) PORTTOOL_SKIP_MISSING(why);
   for (const auto& kit : KitDirs(dir / "kits")) {
     std::string inputs;
     for (int i = 0; fs::exists(kit / fmt::format("test_data_set_0/input_{}.pb", i)); ++i) {
@@ -159,7 +151,7 @@ TEST(KitTest, AllKitsOfTheDemoModelPassInOnnxRuntimeAndTheChecker) {
       inputs += fmt::format(" --input '{}={}'", name,
                             (kit / fmt::format("test_data_set_0/input_{}.pb", i)).string());
     }
-    auto ort = RunShell(fmt::format("node {} {}{} --output-dir {}", OrtScript().string(),
+    auto ort = RunShell(fmt::format("{} {}{} --output-dir {}", testing::OrtRunCommand(),
                                     (kit / "model.onnx").string(), inputs,
                                     (dir / "ort" / kit.filename()).string()));
     ASSERT_EQ(ort.exit_code, 0) << kit << ort.err;

@@ -191,7 +191,7 @@ BrowserResult OpenInChromium(const std::string& html, const std::string& name) {
 void ExpectCleanInChromium(const std::string& html, const GraphSvg& graph,
                            const std::string& name) {
   BrowserResult b = OpenInChromium(html, name);
-  if (b.exit_code == 77) GTEST_SKIP() << b.out;
+  if (b.exit_code == 77) PORTTOOL_SKIP_MISSING(b.out);
   EXPECT_EQ(b.exit_code, 0) << b.out;
   EXPECT_GT(b.png_bytes, 1000u) << b.out;
   EXPECT_NE(b.out.find("console errors 0\n"), std::string::npos) << b.out;
@@ -233,7 +233,7 @@ TEST(ReportHtml, SmallGraphPage) {
   // The short row is padded to the header's width.
   EXPECT_NE(html.find("<td>1.6 MB</td><td></td></tr>"), std::string::npos);
   EXPECT_NE(html.find(".pt-swatch-unsupported { background: #f7a1a1;"), std::string::npos);
-  if (!HaveChromium()) GTEST_SKIP() << "no " << kChromium << " (apt-get install chromium)";
+  if (!HaveChromium()) PORTTOOL_SKIP_MISSING("no " << kChromium << " (apt-get install chromium)");
   ExpectCleanInChromium(html, graph, "small");
 }
 
@@ -263,7 +263,7 @@ TEST(ReportHtml, CollapsedGraphOf1500Nodes) {
   ExpectSelfContainedPage(html, graph);
   EXPECT_NE(html.find("se/gate &lt;custom &amp; &quot;odd&quot;&gt;"), std::string::npos);
   EXPECT_EQ(html, RenderReportHtml(Report(RenderPlacementSvg(g))));
-  if (!HaveChromium()) GTEST_SKIP() << "no " << kChromium << " (apt-get install chromium)";
+  if (!HaveChromium()) PORTTOOL_SKIP_MISSING("no " << kChromium << " (apt-get install chromium)");
   ExpectCleanInChromium(html, graph, "synthetic");
 }
 
@@ -283,7 +283,7 @@ TEST(ReportHtml, PageWithoutGraphOrSections) {
 // The checker itself: a script error and a blocked external image are both reported, and the
 // page counts as failed.
 TEST(ReportHtml, BrowserCheckReportsConsoleErrors) {
-  if (!HaveChromium()) GTEST_SKIP() << "no " << kChromium << " (apt-get install chromium)";
+  if (!HaveChromium()) PORTTOOL_SKIP_MISSING("no " << kChromium << " (apt-get install chromium)");
   GraphSvg graph = RenderPlacementSvg(SmallGraph());
   std::string html = RenderReportHtml(Report(graph));
   size_t at = html.find("</main>");
@@ -300,7 +300,7 @@ TEST(ReportHtml, BrowserCheckReportsConsoleErrors) {
 // added after the page's own clicks the first collapsed box and reports through console.error
 // (which render_html.sh counts) if its <details> stayed closed.
 TEST(ReportHtml, ClickingACollapsedBoxOpensItsMembers) {
-  if (!HaveChromium()) GTEST_SKIP() << "no " << kChromium << " (apt-get install chromium)";
+  if (!HaveChromium()) PORTTOOL_SKIP_MISSING("no " << kChromium << " (apt-get install chromium)");
   GraphSvg graph = RenderPlacementSvg(BigGraph());
   std::string html = RenderReportHtml(Report(graph));
   size_t at = html.find("</body>");
@@ -330,7 +330,7 @@ TEST(ReportHtml, PpOcrDetPlacementGraph) {
   auto models = testing::SharedModelsDir();
   auto path = models.empty() ? models : models / "ch_PP-OCRv4_det_infer.onnx";
   if (path.empty() || !std::filesystem::exists(path)) {
-    GTEST_SKIP() << "ch_PP-OCRv4_det_infer.onnx not in $PORTTOOL_SHARED/models";
+    PORTTOOL_SKIP_MISSING("ch_PP-OCRv4_det_infer.onnx not in $PORTTOOL_SHARED/models");
   }
   io::Model model = io::Load(path);
   ir::GraphView view(model.proto.graph());
@@ -401,7 +401,7 @@ TEST(ReportHtml, PpOcrDetPlacementGraph) {
   report.title = "porttool port: ch_PP-OCRv4_det_infer.onnx → rknn-rk3588 (segments faked)";
   std::string html = RenderReportHtml(report);
   ExpectSelfContainedPage(html, graph);
-  if (!HaveChromium()) GTEST_SKIP() << "no " << kChromium << " (apt-get install chromium)";
+  if (!HaveChromium()) PORTTOOL_SKIP_MISSING("no " << kChromium << " (apt-get install chromium)");
   ExpectCleanInChromium(html, graph, "det");
 }
 

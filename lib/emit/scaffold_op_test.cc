@@ -239,8 +239,9 @@ TEST(ScaffoldOpTest, KnownKernelsPassTheirKitsOnSimdAndPlainC) {
     }
   }
   if (!clang) {
-    GTEST_SKIP() << "clang not installed: the kernels ran here, but their NEON paths were not "
-                    "syntax-checked for AArch64/ARMv7 (scripts/setup.sh installs clang)";
+    PORTTOOL_SKIP_MISSING(
+        "clang not installed: the kernels ran here, but their NEON paths were not "
+        "syntax-checked for AArch64/ARMv7 (scripts/setup.sh installs clang)");
   }
 }
 
@@ -740,7 +741,8 @@ TEST(ScaffoldOpTest, TfliteMicroRegistrationCompilesAgainstAContractShim) {
 }
 
 TEST(ScaffoldOpTest, RknnToolkitClassIsValidPython) {
-  if (RunShell("command -v python3 >/dev/null 2>&1").exit_code != 0) GTEST_SKIP() << "no python3";
+  if (RunShell("command -v python3 >/dev/null 2>&1").exit_code != 0)
+    PORTTOOL_SKIP_MISSING("no python3");
   TempDir dir;
   ScaffoldOp(ActivationModel(dir, "QuickGelu", "com.microsoft", "<alpha = 1.5>"), {"act", 0},
              dir / "pkg");

@@ -173,7 +173,8 @@ std::string RunCase(const fs::path& dir) {
 }
 
 TEST(NodeTests, BackendNodeTestsPassOrAreKnownUnsupported) {
-  if (!fs::exists(kTestData)) GTEST_SKIP() << kTestData << " absent (apt install libonnx-testdata)";
+  if (!fs::exists(kTestData))
+    PORTTOOL_SKIP_MISSING(kTestData << " absent (apt install libonnx-testdata)");
   const KnownUnsupported known = LoadKnownUnsupported();
   const auto& registry = KernelRegistry::Default();
   int passed = 0, rejected = 0, excluded = 0;

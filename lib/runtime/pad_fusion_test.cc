@@ -13,6 +13,7 @@
 #include "lib/runtime/kernels/ort_oracle_test_util.h"
 #include "lib/runtime/session.h"
 #include "lib/util/error.h"
+#include "lib/util/testing.h"
 
 namespace porttool::runtime {
 namespace pad_fusion_test {
@@ -552,7 +553,7 @@ TEST(PadConvFold, AxesInputIsNotFolded) {
 
 // ONNX Runtime (which folds such Pads itself) computes the same conv.
 TEST(PadConvFold, MatchesOnnxRuntime) {
-  if (auto why = testing_util::OrtUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = testing_util::OrtUnavailableReason(); !why.empty()) PORTTOOL_SKIP_MISSING(why);
   PadGraph g({1, 8, 15, 15}, 13);
   g.Pad("x", {0, 0, 0, 1, 0, 0, 1, 0}, "p");
   g.Conv("p", 8, 8, {3, 3}, "y", {1, 0, 0, 1}, 8, {2, 2});

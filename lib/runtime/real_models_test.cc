@@ -26,8 +26,6 @@ struct RealModel {
   float lo, hi;  // input value range
 };
 
-fs::path OrtDir() { return testing::SourceDir() / "scripts/ort/node_modules/onnxruntime-node"; }
-
 class RealModels : public ::testing::TestWithParam<RealModel> {};
 
 // The test's name suffix: the model file up to its first dot, other than [A-Za-z0-9] as '_'.
@@ -42,12 +40,8 @@ std::string ModelTestName(const ::testing::TestParamInfo<RealModel>& info) {
 TEST_P(RealModels, MatchOnnxRuntime) {
   const RealModel& rm = GetParam();
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models absent";
-  std::error_code ec;  // a broken install (e.g. a symlink loop) counts as absent, not a crash
-  if (!fs::exists(OrtDir(), ec)) {
-    GTEST_SKIP() << "onnxruntime-node absent or unreadable (scripts/setup.sh --ort)";
-  }
-  if (testing::RunShell("node --version").exit_code != 0) GTEST_SKIP() << "node absent";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models absent");
+  if (auto why = testing::OrtUnavailableReason(); !why.empty()) PORTTOOL_SKIP_MISSING(why);
 
   testing::TempDir dir;
   Tensor x(onnx::TensorProto::FLOAT, rm.shape);
@@ -56,10 +50,9 @@ TEST_P(RealModels, MatchOnnxRuntime) {
   for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
   WriteNpy(dir / "x.npy", x);
 
-  auto ort =
-      testing::RunShell("node " + (testing::SourceDir() / "scripts/ort_run.js").string() + " " +
-                        (models / rm.file).string() + " --input '" + rm.input + "=" +
-                        (dir / "x.npy").string() + "' --output-dir " + (dir / "ort").string());
+  auto ort = testing::RunShell(testing::OrtRunCommand() + " " + (models / rm.file).string() +
+                               " --input '" + rm.input + "=" + (dir / "x.npy").string() +
+                               "' --output-dir " + (dir / "ort").string());
   ASSERT_EQ(ort.exit_code, 0) << ort.err;
 
   io::Model model = io::Load(models / rm.file);
@@ -108,7 +101,7 @@ std::vector<NamedTensor> RunWith(const io::Model& model, const Tensor& x, const 
 TEST_P(RealModelsAcrossThreads, SameBitsAtOneAndTwoThreadsAndFusedMatchesUnfused) {
   const RealModel& rm = GetParam();
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models absent";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models absent");
   const io::Model model = io::Load(models / rm.file);
   Tensor x(onnx::TensorProto::FLOAT, rm.shape);
   std::mt19937 rng(7);
@@ -153,7 +146,7 @@ TEST(TransformerBlock, FusedLinearTailsGiveTheUnfusedBitsAtAnyThreadCount) {
   auto gen = testing::RunShell(
       "/usr/bin/python3 " + (testing::SourceDir() / "scripts/gen_transformer_block.py").string() +
       " " + file.string());
-  if (gen.exit_code != 0) GTEST_SKIP() << "python3-onnx absent: " << gen.err;
+  if (gen.exit_code != 0) PORTTOOL_SKIP_MISSING("python3-onnx absent: " << gen.err);
   const io::Model model = io::Load(file);
   Tensor x(onnx::TensorProto::FLOAT, {1, 256, 384});
   std::mt19937 rng(3);
@@ -182,7 +175,7 @@ TEST(TransformerBlock, FusedLinearTailsGiveTheUnfusedBitsAtAnyThreadCount) {
 // run gives the unfused bits at 1 and 2 threads.
 TEST(Mlsd, PadsFoldIntoTheirConvsBitForBit) {
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models absent";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models absent");
   const io::Model model = io::Load(models / "mlsd_320_large.onnx");
   const char* input = "input_image_with_alpha:0";
   Tensor x(onnx::TensorProto::FLOAT, {1, 320, 320, 4});

@@ -10,6 +10,7 @@
 #include "lib/ir/dtype.h"
 #include "lib/shape/infer.h"
 #include "lib/util/error.h"
+#include "lib/util/testing.h"
 
 namespace porttool::shape {
 namespace {
@@ -94,7 +95,8 @@ void SweepOne(const fs::path& case_dir, SweepCounts& c) {
 }
 
 TEST(Conformance, CheckAndInferShapesOverOnnxBackendTestModels) {
-  if (!fs::exists(kTestData)) GTEST_SKIP() << kTestData << " absent (apt install libonnx-testdata)";
+  if (!fs::exists(kTestData))
+    PORTTOOL_SKIP_MISSING(kTestData << " absent (apt install libonnx-testdata)");
   SweepCounts c;
   for (const char* group : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
     if (!fs::exists(kTestData / group)) continue;

@@ -220,7 +220,7 @@ g (float[2,3] x) => (float[5,7] y) {
 
 TEST(InferShapes, PpOcrDetIsFullyStaticWithPinnedInput) {
   auto dir = porttool::testing::SharedModelsDir();
-  if (dir.empty()) GTEST_SKIP() << "../shared/models absent";
+  if (dir.empty()) PORTTOOL_SKIP_MISSING("../shared/models absent");
   io::Model m = io::Load(dir / "ch_PP-OCRv4_det_infer.onnx");
   InferOptions o;
   o.input_shapes = InputShapes{{"x", {1, 3, 640, 640}}};

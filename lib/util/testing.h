@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "porttool_build_config.h"
@@ -165,4 +166,48 @@ inline std::filesystem::path SharedModelsDir() {
 // Debian's python with onnx 1.12 (not the first python3 on PATH).
 inline constexpr const char* kSystemPython = "/usr/bin/python3";
 
+// PORTTOOL_REQUIRE_ORACLES=1 (set by .ci/run, on a machine scripts/setup.sh set up): a test whose
+// oracle, tool or shared model is missing fails instead of skipping, since ctest would report
+// the skip as a pass.
+inline bool OraclesRequired() {
+  const char* env = std::getenv("PORTTOOL_REQUIRE_ORACLES");
+  return env && std::string(env) == "1";
+}
+
+// Where ONNX Runtime for node is installed: $PORTTOOL_ORT_DIR, a folder holding
+// node_modules/onnxruntime-node (what `scripts/setup.sh --ort` makes of scripts/ort), or else
+// scripts/ort in the source tree.
+inline std::filesystem::path OrtDir() {
+  const char* env = std::getenv("PORTTOOL_ORT_DIR");
+  return env && *env ? std::filesystem::path(env) : SourceDir() / "scripts" / "ort";
+}
+
+// Why ONNX Runtime cannot serve as the oracle here; empty when it can.
+inline std::string OrtUnavailableReason() {
+  std::error_code ec;  // a dangling or looping symlink means "not installed", not a crash
+  if (!std::filesystem::exists(OrtDir() / "node_modules" / "onnxruntime-node", ec)) {
+    return "onnxruntime-node absent from " + OrtDir().string() +
+           " (scripts/setup.sh --ort, or PORTTOOL_ORT_DIR)";
+  }
+  if (RunShell("node --version").exit_code != 0) return "node absent";
+  return "";
+}
+
+// The command line that runs scripts/ort_run.js with the ONNX Runtime OrtDir() names.
+inline std::string OrtRunCommand() {
+  return "PORTTOOL_ORT_DIR=" + ShellQuote(OrtDir()) + " node " +
+         ShellQuote(SourceDir() / "scripts" / "ort_run.js");
+}
+
 }  // namespace porttool::testing
+
+// Skips the test for a missing oracle, tool or shared model (the streamed reason says which), or
+// fails it under PORTTOOL_REQUIRE_ORACLES=1. Skips for other reasons (a case that runs in
+// another ctest entry, a build that cannot run it) stay GTEST_SKIP.
+#define PORTTOOL_SKIP_MISSING(reason)                                                   \
+  do {                                                                                  \
+    if (::porttool::testing::OraclesRequired()) {                                       \
+      GTEST_FAIL() << "required by PORTTOOL_REQUIRE_ORACLES=1 but missing: " << reason; \
+    }                                                                                   \
+    GTEST_SKIP() << reason;                                                             \
+  } while (0)

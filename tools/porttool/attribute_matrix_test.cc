@@ -222,7 +222,7 @@ std::string CommandText(const std::vector<std::string>& words) {
 
 TEST(AttributeMatrix, EveryAttributeValueEndsCleanlyInEverySubcommand) {
   if (!fs::is_directory(kNodeTests)) {
-    GTEST_SKIP() << kNodeTests << " is absent (Debian package libonnx-testdata)";
+    PORTTOOL_SKIP_MISSING(kNodeTests << " is absent (Debian package libonnx-testdata)");
   }
   testing::TempDir tmp;
   auto cases = MatrixCases();

@@ -124,7 +124,7 @@ timer (float[1,2] x) => (float[1,2] y)
 // inference does not follow; one executor run completes it, so decide gets its memory fit.
 TEST(CliDecide, PpOcrClsGetsItsMemoryFit) {
   auto cls = testing::SharedModelsDir() / "ch_ppocr_mobile_v2.0_cls_infer.onnx";
-  if (!std::filesystem::exists(cls)) GTEST_SKIP() << cls << " is absent";
+  if (!std::filesystem::exists(cls)) PORTTOOL_SKIP_MISSING(cls << " is absent");
   auto r = RunPorttool("decide " + cls.string() +
                        " --target rknn-rk3588 --input-shape x:1x3x48x192 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -119,7 +119,7 @@ TEST(CliDiff, HtmlOverTheInputIsRefused) {
 
 TEST(CliDiff, DetAgainstItsSimplificationAccountsForEveryNode) {
   auto det = SharedDet();
-  if (det.empty()) GTEST_SKIP() << "../shared/models/ch_PP-OCRv4_det_infer.onnx is absent";
+  if (det.empty()) PORTTOOL_SKIP_MISSING("../shared/models/ch_PP-OCRv4_det_infer.onnx is absent");
   TempDir dir;
   auto s = dir / "det.simple.onnx";
   auto simplify = RunPorttool("simplify " + ShellQuote(det) + " -o " + ShellQuote(s));
@@ -142,7 +142,7 @@ TEST(CliDiff, DetAgainstItsSimplificationAccountsForEveryNode) {
 
 TEST(CliDiff, DetAgainstARenamedCopyIsTheSame) {
   auto det = SharedDet();
-  if (det.empty()) GTEST_SKIP() << "../shared/models/ch_PP-OCRv4_det_infer.onnx is absent";
+  if (det.empty()) PORTTOOL_SKIP_MISSING("../shared/models/ch_PP-OCRv4_det_infer.onnx is absent");
   TempDir dir;
   WriteRenamedCopy(det, dir / "renamed.onnx");
   auto r = RunPorttool("diff " + ShellQuote(det) + " " + ShellQuote(dir / "renamed.onnx"));

@@ -221,19 +221,13 @@ TEST(CliEmitHeaderTest, InputModelIsUntouched) {
 // The closing-note figures, end to end through the CLI.
 TEST(CliEmitHeaderTest, PpOcrArenaFigures) {
   auto models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "shared models absent (../shared/models)";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("shared models absent (../shared/models)");
   TempDir dir;
-  std::string unresolved;  // models whose shapes do not resolve: skipped, and said so
   for (auto [file, shape] : std::vector<std::pair<std::string, std::string>>{
            {"ch_PP-OCRv4_det_infer.onnx", "x:1x3x640x640"},
            {"ch_ppocr_mobile_v2.0_cls_infer.onnx", "x:1x3x48x192"}}) {
     auto r = RunPorttool(fmt::format("emit-header {} -o {}/m.h --input-shape {} --arena --json",
                                      (models / file).string(), dir.path().string(), shape));
-    if (r.exit_code == 3 && r.err.find("no static shape") != std::string::npos) {
-      // Known gap: shape inference leaves one of cls's Reshapes unresolved.
-      unresolved += file + ": " + r.err;
-      continue;
-    }
     ASSERT_EQ(r.exit_code, 0) << file << ": " << r.err;
     auto arena = nlohmann::json::parse(r.out)["arena"];
     uint64_t size = arena["size_bytes"], naive = arena["naive_bytes"],
@@ -243,7 +237,6 @@ TEST(CliEmitHeaderTest, PpOcrArenaFigures) {
                 (unsigned long long)bound, double(size) / bound);
     EXPECT_LE(size, bound * 1.10) << file;
   }
-  if (!unresolved.empty()) GTEST_SKIP() << "shape inference left a tensor unknown: " << unresolved;
 }
 
 }  // namespace

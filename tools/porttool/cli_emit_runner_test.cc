@@ -242,7 +242,7 @@ TEST(EmitRunner, CliExitCodes) {
 
 TEST(EmitRunner, DetSplitAtTwoNodesReproducesTheUnsplitModel) {
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models absent: PP-OCRv4 det not available";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models absent: PP-OCRv4 det not available");
   TempDir dir;
   fs::path det = models / "ch_PP-OCRv4_det_infer.onnx";
   auto r = RunPorttool("split " + det.string() +

@@ -112,7 +112,7 @@ TEST(CliFoundation, CheckTargetGivesOneVerdictWithPinsApplied) {
 // (41x40 vs 42x40); check with that pin must say so, naming the node, as `run` would fail.
 TEST(CliFoundation, CheckAppliesPinsToStrictInference) {
   auto det = porttool::testing::SharedModelsDir() / "ch_PP-OCRv4_det_infer.onnx";
-  if (!std::filesystem::exists(det)) GTEST_SKIP() << det << " is absent";
+  if (!std::filesystem::exists(det)) PORTTOOL_SKIP_MISSING(det << " is absent");
   auto r = RunPorttool("check '" + det.string() + "' --input-shape x:1x3x641x637 --json");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto doc = Json(r);
@@ -235,7 +235,7 @@ onnx.save(m, sys.argv[1])
 // after the down/up-sampling path); the root blocker is named first and nothing is written.
 TEST(CliFoundation, InferShapesFailsOnIncompatiblePinnedShape) {
   auto det = porttool::testing::SharedModelsDir() / "ch_PP-OCRv4_det_infer.onnx";
-  if (!std::filesystem::exists(det)) GTEST_SKIP() << det << " is absent";
+  if (!std::filesystem::exists(det)) PORTTOOL_SKIP_MISSING(det << " is absent");
   TempDir dir;
   auto r = RunPorttool("infer-shapes '" + det.string() + "' --input-shape x:1x3x641x637 -o '" +
                        (dir / "o.onnx").string() + "'");

@@ -71,7 +71,7 @@ const Hostile kStatic[] = {
 TEST(CliHardening, EverySubcommandRefusesModelsClaimingTerabytes) {
   TempDir dir;
   fs::path models = HostileModels(dir);
-  if (models.empty()) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("needs /usr/bin/python3 with onnx (python3-onnx)");
   for (const auto& h : kStatic) {
     const std::string m = (models / h.model).string(), out = (dir / "out").string();
     // Static stages name the tensor; run may stop at the node first (Reshape checks its shape
@@ -116,7 +116,7 @@ TEST(CliHardening, EverySubcommandRefusesModelsClaimingTerabytes) {
 TEST(CliHardening, EverySubcommandRefusesRecursionInTheModel) {
   TempDir dir;
   fs::path models = HostileModels(dir);
-  if (models.empty()) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("needs /usr/bin/python3 with onnx (python3-onnx)");
   const std::pair<const char*, const char*> kCases[] = {
       {"function_self_call.onnx", "(local.f -> local.f)"},
       {"function_cycle.onnx", "(local.f -> local.g -> local.f)"},
@@ -143,7 +143,7 @@ TEST(CliHardening, EverySubcommandRefusesRecursionInTheModel) {
 TEST(CliHardening, LoopWithEnormousTripCountIsNotRun) {
   TempDir dir;
   fs::path models = HostileModels(dir);
-  if (models.empty()) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("needs /usr/bin/python3 with onnx (python3-onnx)");
   const std::string model = (models / "loop_trip_count.onnx").string();
   auto r = RunPorttool("run " + model + " --random-inputs");
   EXPECT_EQ(r.exit_code, 3) << r.err;
@@ -196,7 +196,7 @@ TEST(CliHardening, KillDuringLargeSaveLeavesTheOldFile) {
       "[h.make_tensor_value_info('y', 1, [64, 1024, 1024])], [w]); m = h.make_model(g, "
       "opset_imports=[h.make_opsetid('', 13)]); m.ir_version = 8; onnx.save(m, '" +
       (dir / "big.onnx").string() + "')\"");
-  if (gen.exit_code != 0) GTEST_SKIP() << "needs /usr/bin/python3 with onnx: " << gen.err;
+  if (gen.exit_code != 0) PORTTOOL_SKIP_MISSING("needs /usr/bin/python3 with onnx: " << gen.err);
   const fs::path out = dir / "out.onnx";
   const std::string old_content = "the previous output";
   int killed_mid_write = 0;
@@ -267,7 +267,7 @@ void ExpectGuardedEverywhere(const std::string& file, const std::string& graph_c
   TempDir dir;
   const std::string model = (dir / file).string();
   if (!WritePythonModel(model, graph_code, opset)) {
-    GTEST_SKIP() << "needs /usr/bin/python3 with onnx";
+    PORTTOOL_SKIP_MISSING("needs /usr/bin/python3 with onnx");
   }
   ExpectEverySubcommandEndsCleanly(model, cut, dir.path());
   auto check = RunPorttool("check " + model);

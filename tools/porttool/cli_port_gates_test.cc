@@ -258,7 +258,7 @@ TEST(PortGates, FailedStepPrintsTheFailureAndNoVerdict) {
 // The real models on the microcontroller: neither PP-OCRv4 det's arena nor rec's weights fit.
 TEST(PortGates, DetAndRecDoNotFitTheMicrocontroller) {
   fs::path models = testing::SharedModelsDir();
-  if (!fs::is_directory(models)) GTEST_SKIP() << "no " << models;
+  if (!fs::is_directory(models)) PORTTOOL_SKIP_MISSING("no " << models);
   struct Case {
     const char* file;
     const char* pin;

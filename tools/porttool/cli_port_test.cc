@@ -581,18 +581,11 @@ std::string PinFor(const RealModel& m) {
   return m.dims.empty() ? "" : fmt::format("--input-shape {}:{}", m.input, fmt::join(m.dims, "x"));
 }
 
-std::string OrtUnavailable() {
-  if (!fs::exists(testing::SourceDir() / "scripts" / "ort" / "node_modules" / "onnxruntime-node")) {
-    return "ONNX Runtime for node is not installed (scripts/setup.sh --ort)";
-  }
-  return RunShell("command -v node").exit_code == 0 ? "" : "node is not on PATH";
-}
-
 // The onnxruntime-cpu bundle's segments, chained in ONNX Runtime, against the original model
 // in ONNX Runtime on the same input.
 void ExpectOrtChainMatches(const fs::path& bundle, const fs::path& model, const std::string& input,
                            const TempDir& tmp) {
-  std::string node = "node " + (testing::SourceDir() / "scripts" / "ort_run.js").string();
+  std::string node = testing::OrtRunCommand();
   std::string in = " --input " + input + "=" + (tmp / "input.npy").string();
   auto r = RunShell(node + " " + model.string() + in + " --output-dir " + (tmp / "ort.a").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -611,8 +604,8 @@ void ExpectOrtChainMatches(const fs::path& bundle, const fs::path& model, const 
 
 TEST(CliPort, RealModelsOnRknnAndOnnxRuntime) {
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models is absent";
-  std::string ort = OrtUnavailable();
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models is absent");
+  std::string ort = testing::OrtUnavailableReason();
   for (const auto& m : kRealModels) {
     for (const char* target : {"rknn-rk3588", "onnxruntime-cpu"}) {
       SCOPED_TRACE(std::string(m.file) + " on " + target);
@@ -642,7 +635,7 @@ TEST(CliPort, RealModelsOnRknnAndOnnxRuntime) {
       }
     }
   }
-  if (!ort.empty()) GTEST_SKIP() << ort << " (the structural checks ran)";
+  if (!ort.empty()) PORTTOOL_SKIP_MISSING(ort << " (the structural checks ran)");
 }
 
 // The visible text of a dumped DOM: scripts and styles dropped, tags removed, entities kept.
@@ -703,7 +696,7 @@ TEST(CliPort, ReportPageRendersInChromiumWithOneElementPerBox) {
     EXPECT_EQ(html.find('\\'), std::string::npos) << "a backslash in report.html";
     r = RunShell(script.string() + " " + (tmp / "b" / "report.html").string() + " " +
                  (tmp / "page.png").string() + " " + (tmp / "dom.html").string());
-    if (r.exit_code == 77) GTEST_SKIP() << r.out << r.err;
+    if (r.exit_code == 77) PORTTOOL_SKIP_MISSING(r.out << r.err);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("console errors 0"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(fmt::format("boxes {}\n", boxes)), std::string::npos) << r.out;
@@ -763,7 +756,7 @@ VadDiffs VadChainDiffInOrt(const fs::path& bundle, int64_t rate, const TempDir& 
       RunPorttool("simplify " + VadArg() + " --input-value sr=" + std::to_string(rate) + " -o " +
                   (tmp / "inlined.onnx").string());
   EXPECT_EQ(simplified.exit_code, 0) << simplified.err;
-  std::string node = "node " + (testing::SourceDir() / "scripts" / "ort_run.js").string();
+  std::string node = testing::OrtRunCommand();
   const std::vector<std::pair<std::string, std::string>> runs = {
       {VadArg() + audio + rate_arg, "ort.original"},
       {(tmp / "inlined.onnx").string() + audio, "ort.inlined"},
@@ -779,7 +772,7 @@ VadDiffs VadChainDiffInOrt(const fs::path& bundle, int64_t rate, const TempDir& 
 // With its sample rate known the VAD is a static graph: every If inlined, a bundle on the CPU
 // target and on the NPU, whose chained segments compute what the model computes at 16 kHz.
 TEST(CliPort, VadWithAKnownSampleRatePortsToTheCpuAndTheNpu) {
-  std::string ort = OrtUnavailable();
+  std::string ort = testing::OrtUnavailableReason();
   for (const char* target : {"onnxruntime-cpu", "rknn-rk3588"}) {
     SCOPED_TRACE(target);
     TempDir tmp;
@@ -808,7 +801,7 @@ TEST(CliPort, VadWithAKnownSampleRatePortsToTheCpuAndTheNpu) {
     EXPECT_EQ(diff.to_inlined, 0.0);
     EXPECT_LE(diff.to_original, 1e-6);
   }
-  if (!ort.empty()) GTEST_SKIP() << ort << " (the bundles were checked structurally)";
+  if (!ort.empty()) PORTTOOL_SKIP_MISSING(ort << " (the bundles were checked structurally)");
 }
 
 // Without the rate, the random verification inputs take the 8 kHz branch with a zero frame
@@ -867,7 +860,7 @@ TEST(CliPort, AnIfTheTargetCannotRunIsRefusedAtSplitNamingWhy) {
             std::string::npos)
       << r.err;
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models is absent (hey_jarvis not tried)";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models is absent (hey_jarvis not tried)");
   for (const char* target : {"rknn-rv1106", "stm32f767"}) {
     SCOPED_TRACE(target);
     r = RunPorttool("port " + (models / "hey_jarvis_v0.1.onnx").string() + " --target " + target +

@@ -284,7 +284,7 @@ std::string Details(const fs::path& bundle) {
 
 TEST(CliPortVendor, FloatRknnPortConvertsEverySegmentWithoutQuantization) {
   std::string python = PythonUnavailable();
-  if (!python.empty()) GTEST_SKIP() << python;
+  if (!python.empty()) PORTTOOL_SKIP_MISSING(python);
   TempDir tmp;
   fs::path bundle = tmp / "b";
   auto r = RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " -o " +
@@ -391,7 +391,7 @@ const SegmentInfo* Holder(const std::vector<SegmentInfo>& segments, const std::s
 
 TEST(CliPortVendor, Int8RknnPortCarriesMeanStdDatasetAndTheNodeKeptFloat) {
   std::string python = PythonUnavailable();
-  if (!python.empty()) GTEST_SKIP() << python;
+  if (!python.empty()) PORTTOOL_SKIP_MISSING(python);
   TempDir tmp;
   fs::path images = WriteImages(tmp);
   fs::path bundle = tmp / "b";
@@ -480,7 +480,7 @@ TEST(CliPortVendor, Int8RknnPortCarriesMeanStdDatasetAndTheNodeKeptFloat) {
 
 TEST(CliPortVendor, Rv1106HasNoFloatConversionAndRaisesKeptFloatToInt16) {
   std::string python = PythonUnavailable();
-  if (!python.empty()) GTEST_SKIP() << python;
+  if (!python.empty()) PORTTOOL_SKIP_MISSING(python);
   TempDir tmp;
   std::string port = "port " + testing::DemoArg() + " --target rknn-rv1106 " + kDemoPin;
   // No float on the RV1106 NPU: without calibration data there is no conversion, and the bundle

@@ -491,7 +491,7 @@ TEST(CliCompare, PerTensorMemoryStaysWithinTwiceAndAHalfOfOutputsOnly) {
   auto model = WriteUNet(dir, 8);
   std::string args = "compare " + model + " " + model + " --threads 1 -q";
   int64_t plain = PeakRssKb(dir, args);
-  if (plain < 0) GTEST_SKIP() << "/usr/bin/time is not installed";
+  if (plain < 0) PORTTOOL_SKIP_MISSING("/usr/bin/time is not installed");
   int64_t per_tensor = PeakRssKb(dir, args + " --per-tensor");
   std::cout << "peak RSS: --per-tensor " << per_tensor / 1024 << " MB, outputs only "
             << plain / 1024 << " MB\n";

@@ -71,7 +71,8 @@ void ForEachSubcommand(const TempDir& dir, const std::string& model, Expect expe
 
 TEST(CliScale, EverySubcommandAnswersAHundredThousandUndefinedInputsInAScreenful) {
   TempDir dir;
-  if (!GenerateScaleModels(dir)) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
+  if (!GenerateScaleModels(dir))
+    PORTTOOL_SKIP_MISSING("needs /usr/bin/python3 with onnx (python3-onnx)");
   const std::string model = (dir / ("concat_undefined_" + std::to_string(kInputs) + ".onnx"));
   ForEachSubcommand(dir, model, [](const Subcommand& s, const testing::CommandResult& r) {
     EXPECT_EQ(r.exit_code, s.exit_code) << r.err.substr(0, 2000);
@@ -82,7 +83,8 @@ TEST(CliScale, EverySubcommandAnswersAHundredThousandUndefinedInputsInAScreenful
 
 TEST(CliScale, CheckGroupsRepeatedFindingsAndCountsTheRest) {
   TempDir dir;
-  if (!GenerateScaleModels(dir)) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
+  if (!GenerateScaleModels(dir))
+    PORTTOOL_SKIP_MISSING("needs /usr/bin/python3 with onnx (python3-onnx)");
   const std::string model = (dir / ("concat_undefined_" + std::to_string(kInputs) + ".onnx"));
   auto text = RunPorttool("check " + model);
   EXPECT_EQ(text.exit_code, 1);
@@ -109,7 +111,8 @@ TEST(CliScale, CheckGroupsRepeatedFindingsAndCountsTheRest) {
 // with output that does not grow with the inputs either.
 TEST(CliScale, AHundredThousandValidInputsGiveBoundedOutput) {
   TempDir dir;
-  if (!GenerateScaleModels(dir)) GTEST_SKIP() << "needs /usr/bin/python3 with onnx (python3-onnx)";
+  if (!GenerateScaleModels(dir))
+    PORTTOOL_SKIP_MISSING("needs /usr/bin/python3 with onnx (python3-onnx)");
   const std::string model = (dir / ("concat_inputs_" + std::to_string(kInputs) + ".onnx"));
   ForEachSubcommand(dir, model, [](const Subcommand&, const testing::CommandResult& r) {
     EXPECT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);

@@ -176,7 +176,7 @@ const SharedModel kUnseenModels[] = {
 
 TEST(CliShapes, UnseenRealModelsInferFullyStaticAndPlanAPort) {
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models is absent";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models is absent");
   for (const auto& m : kUnseenModels) {
     SCOPED_TRACE(m.file);
     TempDir dir;
@@ -194,20 +194,13 @@ TEST(CliShapes, UnseenRealModelsInferFullyStaticAndPlanAPort) {
   }
 }
 
-std::string OrtUnavailable() {
-  if (!fs::exists(testing::SourceDir() / "scripts" / "ort" / "node_modules" / "onnxruntime-node")) {
-    return "ONNX Runtime for node is not installed (scripts/setup.sh --ort)";
-  }
-  return RunShell("command -v node").exit_code == 0 ? "" : "node is not on PATH";
-}
-
 // UltraFace (PyTorch 1.2: every node unnamed, every initializer also an input) ported for the
 // CPU target: its bundle's segments, chained in ONNX Runtime, against the model in ONNX Runtime.
 TEST(CliShapes, UltraFaceBundleMatchesOnnxRuntime) {
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models is absent";
-  std::string ort = OrtUnavailable();
-  if (!ort.empty()) GTEST_SKIP() << ort;
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models is absent");
+  std::string ort = testing::OrtUnavailableReason();
+  if (!ort.empty()) PORTTOOL_SKIP_MISSING(ort);
   TempDir dir;
   const fs::path model = models / "ultraface_RFB-320.onnx";
   auto r = RunPorttool("port " + Quoted(model) +
@@ -219,7 +212,7 @@ TEST(CliShapes, UltraFaceBundleMatchesOnnxRuntime) {
     input.mutable_data<float>()[i] = static_cast<float>(std::sin(0.001 * i));
   }
   runtime::WriteNpy(dir / "input.npy", input);
-  const std::string node = "node " + (testing::SourceDir() / "scripts" / "ort_run.js").string();
+  const std::string node = testing::OrtRunCommand();
   const std::string in = " --input input=" + Quoted(dir / "input.npy");
   r = RunShell(node + " " + Quoted(model) + in + " --output-dir " + Quoted(dir / "a"));
   ASSERT_EQ(r.exit_code, 0) << r.err;

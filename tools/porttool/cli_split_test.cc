@@ -186,7 +186,7 @@ TEST(CliSplit, ExternalDataIsSplitZeroCopyWithHardLinks) {
 
 TEST(CliSplit, PpOcrDetAtFirstHardSigmoidAndAResize) {
   fs::path models = testing::SharedModelsDir();
-  if (models.empty()) GTEST_SKIP() << "../shared/models is absent";
+  if (models.empty()) PORTTOOL_SKIP_MISSING("../shared/models is absent");
   fs::path det = models / "ch_PP-OCRv4_det_infer.onnx";
   io::Model model = io::Load(det);
   std::string hard_sigmoid, resize;

@@ -85,7 +85,8 @@ TEST(CliZeroSize, PpOcrClassifierRunsAZeroBatch) {
   const char* shared = std::getenv("PORTTOOL_SHARED");
   const fs::path cls =
       fs::path(shared ? shared : "") / "models" / "ch_ppocr_mobile_v2.0_cls_infer.onnx";
-  if (!shared || !fs::exists(cls)) GTEST_SKIP() << "needs the shared models ($PORTTOOL_SHARED)";
+  if (!shared || !fs::exists(cls))
+    PORTTOOL_SKIP_MISSING("needs the shared models ($PORTTOOL_SHARED)");
   TempDir dir;
   for (const auto& cmd :
        Commands(cls.string(), "p2o.MaxPool.0", "--input-shape x:0x3x48x192", dir / "out")) {

@@ -7,6 +7,7 @@
 #include "lib/io/model.h"
 #include "lib/runtime/kernels/kernel_test_util.h"
 #include "lib/runtime/kernels/ort_oracle_test_util.h"
+#include "lib/util/testing.h"
 
 namespace porttool::runtime::testing_util {
 namespace {
@@ -19,7 +20,7 @@ Tensor Scalar64(int64_t v) {
 
 TEST(ControlFlow, LoopWithEarlyExitScanOutputsAndOuterValuesMatchesOrt) {
   const std::string reason = OrtUnavailableReason();
-  if (!reason.empty()) GTEST_SKIP() << reason;
+  if (!reason.empty()) PORTTOOL_SKIP_MISSING(reason);
   io::Model model = io::ParseText(R"(
 <ir_version: 8, opset_import: ["" : 16]>
 g (int64 m, bool c, float[2] v0, float[2] w) => (float[2] v, float[N, 2] ys) {
@@ -41,7 +42,7 @@ g (int64 m, bool c, float[2] v0, float[2] w) => (float[2] v, float[N, 2] ys) {
 
 TEST(ControlFlow, ScanReversedInputOutputAxisOneMatchesOrt) {
   const std::string reason = OrtUnavailableReason();
-  if (!reason.empty()) GTEST_SKIP() << reason;
+  if (!reason.empty()) PORTTOOL_SKIP_MISSING(reason);
   io::Model model = io::ParseText(R"(
 <ir_version: 8, opset_import: ["" : 16]>
 g (float[2] s0, float[3, 4, 2] xs, float[2] bias) => (float[2] s, float[4, 3, 2] ys) {
@@ -59,7 +60,7 @@ g (float[2] s0, float[3, 4, 2] xs, float[2] bias) => (float[2] s, float[4, 3, 2]
 
 TEST(ControlFlow, Scan8ShortReversedSequencesMatchOrt) {
   const std::string reason = OrtUnavailableReason();
-  if (!reason.empty()) GTEST_SKIP() << reason;
+  if (!reason.empty()) PORTTOOL_SKIP_MISSING(reason);
   // Batch entry 0 runs all 3 steps, entry 1 only 1: its reversed input starts at its element 0
   // (its last valid one), its final state stops there and its scan output is zero-padded.
   io::Model model = io::ParseText(R"(

@@ -23,14 +23,7 @@
 namespace porttool::runtime::testing_util {
 
 // Whether ONNX Runtime for node can serve as the oracle; the reason when it cannot.
-inline std::string OrtUnavailableReason() {
-  if (!std::filesystem::exists(testing::SourceDir() /
-                               "scripts/ort/node_modules/onnxruntime-node")) {
-    return "onnxruntime-node absent (scripts/setup.sh --ort)";
-  }
-  if (testing::RunShell("node --version").exit_code != 0) return "node absent";
-  return "";
-}
+inline std::string OrtUnavailableReason() { return testing::OrtUnavailableReason(); }
 
 // A model of one node over `inputs` (declared with their dtype and shape, "" for an absent
 // optional input) producing `outputs` of element type `out_dtype`.
@@ -71,8 +64,8 @@ inline void ExpectMatchesOrt(const onnx::ModelProto& model,
     std::ofstream out(model_path, std::ios::binary);
     ASSERT_TRUE(model.SerializeToOstream(&out));
   }
-  std::string cmd = "node " + (testing::SourceDir() / "scripts/ort_run.js").string() + " " +
-                    model_path.string() + " --output-dir " + (dir / "ort").string();
+  std::string cmd = testing::OrtRunCommand() + " " + model_path.string() + " --output-dir " +
+                    (dir / "ort").string();
   TensorMap feeds;
   for (const auto& [name, t] : inputs) {
     WriteNpy(dir / (name + ".npy"), t);

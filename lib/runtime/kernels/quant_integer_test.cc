@@ -22,6 +22,7 @@
 #include "lib/runtime/parallel.h"
 #include "lib/runtime/session.h"
 #include "lib/util/error.h"
+#include "lib/util/testing.h"
 
 namespace porttool::runtime::testing_util {
 namespace {
@@ -545,7 +546,7 @@ Tensor SevenBitWeights(const std::vector<int64_t>& shape, std::mt19937& rng) {
 
 TEST(QuantIntegerKernels, MatchesOnnxRuntimeBitForBit) {
   const std::string reason = OrtUnavailableReason();
-  if (!reason.empty()) GTEST_SKIP() << reason;
+  if (!reason.empty()) PORTTOOL_SKIP_MISSING(reason);
   std::mt19937 rng(23);
   {
     // uint8 activations, int8 per-channel weights, group 2, bias: ONNX Runtime's u8s8 path.

@@ -8,6 +8,7 @@
 #include "lib/runtime/kernels/kernel_test_util.h"
 #include "lib/runtime/kernels/ort_oracle_test_util.h"
 #include "lib/util/error.h"
+#include "lib/util/testing.h"
 
 namespace porttool::runtime::testing_util {
 namespace {
@@ -23,7 +24,7 @@ struct Case {
 
 void RunCase(const Case& c, NodeBuilder builder) {
   const std::string reason = OrtUnavailableReason();
-  if (!reason.empty()) GTEST_SKIP() << reason;
+  if (!reason.empty()) PORTTOOL_SKIP_MISSING(reason);
   const int64_t steps = 5, batch = 3, in = 4, hidden = 6;
   const int64_t dirs = c.direction == "bidirectional" ? 2 : 1;
   std::mt19937 rng(7);

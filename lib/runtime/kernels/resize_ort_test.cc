@@ -219,7 +219,7 @@ std::vector<NamedTensor> RunExecutor(const io::Model& model, const TensorMap& fe
 }
 
 TEST(ResizeOrtFormula, BitwiseEqualToOnnxRuntimeWhereTheDefaultFormulaIsNot) {
-  if (auto why = testing_util::OrtUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = testing_util::OrtUnavailableReason(); !why.empty()) PORTTOOL_SKIP_MISSING(why);
   const std::vector<ResizeCase> cases = Cases();
   onnx::ModelProto proto;
   proto.set_ir_version(8);
@@ -227,8 +227,8 @@ TEST(ResizeOrtFormula, BitwiseEqualToOnnxRuntimeWhereTheDefaultFormulaIsNot) {
   proto.mutable_graph()->set_name("resize_cases");
   testing::TempDir dir;
   const auto model_path = dir / "resize_cases.onnx";
-  std::string cmd = "node " + (testing::SourceDir() / "scripts/ort_run.js").string() + " " +
-                    model_path.string() + " --threads 1 --output-dir " + (dir / "ort").string();
+  std::string cmd = testing::OrtRunCommand() + " " + model_path.string() +
+                    " --threads 1 --output-dir " + (dir / "ort").string();
   TensorMap feeds;
   for (size_t i = 0; i < cases.size(); ++i) {
     AddCase(*proto.mutable_graph(), cases[i], static_cast<int>(i));
