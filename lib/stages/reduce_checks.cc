@@ -30,9 +30,9 @@ namespace porttool::stages {
 // ---- BoundaryValues ----
 
 namespace {
-// What BoundaryValues keeps between candidates: det's intermediates for one sample are about
-// 400 MB, so a window's worth fits and a whole run's does not need to.
-constexpr size_t kKeptBytesBudget = size_t{1} << 30;
+// What BoundaryValues keeps between candidates before it starts over: a few windows' worth of
+// det's intermediates (one sample's are about 400 MB), not the whole run's.
+constexpr size_t kKeptBytesBudget = size_t{256} << 20;
 
 std::vector<std::string> GraphInputNames(const io::Model& model) {
   std::vector<std::string> names;
@@ -291,6 +291,61 @@ NumericCheck::NumericCheck(NumericCheckOptions options, BoundaryValues& values)
 std::string NumericCheck::signature() const { return ""; }
 
 namespace {
+// The reference's tensors of one run, kept in an unlinked file until the candidate's run reaches
+// them: holding every intermediate of PP-OCRv4 det in memory took a numeric reduction to 2 GB.
+class SpilledTensors {
+ public:
+  explicit SpilledTensors(const std::filesystem::path& dir) {
+    std::string pattern =
+        ((dir.empty() ? std::filesystem::temp_directory_path() : dir) / ".reduce-values-XXXXXX")
+            .string();
+    fd_ = mkstemp(pattern.data());
+    if (fd_ < 0) ThrowBadInput("cannot create a scratch file in {}", pattern);
+    unlink(pattern.c_str());
+  }
+  ~SpilledTensors() { close(fd_); }
+  SpilledTensors(const SpilledTensors&) = delete;
+  SpilledTensors& operator=(const SpilledTensors&) = delete;
+
+  void Add(const std::string& name, const runtime::Tensor& value) {
+    if (value.empty() || entries_.count(name)) return;
+    const char* p = static_cast<const char*>(value.raw());
+    for (size_t done = 0; done < value.bytes();) {
+      ssize_t n = pwrite(fd_, p + done, value.bytes() - done, static_cast<off_t>(end_ + done));
+      if (n <= 0) ThrowBadInput("cannot write the reference values to a scratch file (disk full?)");
+      done += static_cast<size_t>(n);
+    }
+    entries_[name] = {end_, value.dtype(), value.shape()};
+    end_ += value.bytes();
+  }
+
+  // The tensor read back, once; nullopt for a name the reference did not produce.
+  std::optional<runtime::Tensor> Take(const std::string& name) {
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return std::nullopt;
+    runtime::Tensor t(it->second.dtype, it->second.shape);
+    char* p = static_cast<char*>(t.mutable_raw());
+    for (size_t done = 0; done < t.bytes();) {
+      ssize_t n =
+          pread(fd_, p + done, t.bytes() - done, static_cast<off_t>(it->second.offset + done));
+      if (n <= 0) ThrowBadInput("cannot read the reference values back from the scratch file");
+      done += static_cast<size_t>(n);
+    }
+    entries_.erase(it);
+    return t;
+  }
+
+ private:
+  struct Entry {
+    size_t offset = 0;
+    int32_t dtype = 0;
+    std::vector<int64_t> shape;
+  };
+  int fd_ = -1;
+  size_t end_ = 0;
+  std::map<std::string, Entry> entries_;
+};
+
 // The worst tensor of one sample: every tensor the candidate computes that the reference computes
 // too is compared, not only the outputs, so a node whose error a saturating tail (det's Sigmoid)
 // hides at the outputs still fails.
@@ -341,16 +396,15 @@ CheckVerdict NumericCheck::Check(const io::Model& candidate, const std::filesyst
   runtime::Session ref(options_.against ? reference : candidate, reference_options);
   CheckVerdict first;
   for (size_t s = 0; s < samples.size(); ++s) {
-    runtime::TensorMap want;
+    SpilledTensors want(options_.spill_dir);
     ref.Run(samples[s], [&want](const std::string& name, const runtime::Tensor& value) {
-      want[name] = value.Clone();
+      want.Add(name, value);
     });
     Divergence d;
     run.Run(samples[s], [&](const std::string& name, const runtime::Tensor& value) {
-      auto it = want.find(name);
-      if (it == want.end()) return;
-      d.Add(name, runtime::CompareTensors(it->second, value, options_.rtol, options_.atol));
-      want.erase(it);
+      if (auto reference = want.Take(name)) {
+        d.Add(name, runtime::CompareTensors(*reference, value, options_.rtol, options_.atol));
+      }
     });
     CheckVerdict v = d.Verdict(values_.sample_ids()[s]);
     if (v.failing) return v;

@@ -82,6 +82,9 @@ struct NumericCheckOptions {
   // same inputs (tensor names shared); null: with itself in float32, the candidate run in float16.
   const io::Model* against = nullptr;
   bool float16 = false;
+  // Where the reference's values of a run wait for the candidate's (an unlinked scratch file);
+  // empty: the system's temporary directory.
+  std::filesystem::path spill_dir{};
 };
 
 // The candidate and its reference both get the same values at the candidate's inputs (the

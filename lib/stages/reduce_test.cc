@@ -210,7 +210,9 @@ TEST(Reduce, NumericAgainstASecondModelFindsTheNodeWithTheChangedWeight) {
   // w2 is read by the Add and by the last Mul: both diverge locally, each alone suffices.
   BoundaryValues values(good, {"s0"},
                         {{{"x", runtime::RandomInputs(runtime::InputSpecsOf(good), 1)["x"]}}});
-  NumericCheck check({1e-3, 1e-4, &good, false}, values);
+  NumericCheckOptions numeric;
+  numeric.against = &good;
+  NumericCheck check(numeric, values);
   ReduceOptions options;
   options.work_dir = dir / "work";
   ReduceResult result = Reduce(bad, check, options);
@@ -231,7 +233,9 @@ g (float[1,4] x) => (float[1,4] y) <float[1] big = {100000.0}, float[1] small = 
   runtime::Tensor x(onnx::TensorProto::FLOAT, {1, 4});
   for (int i = 0; i < 4; ++i) x.mutable_data<float>()[i] = 0.5f + i;
   BoundaryValues values(model, {"s0"}, {{{"x", x}}});
-  NumericCheck check({1e-3, 1e-4, nullptr, true}, values);
+  NumericCheckOptions numeric;
+  numeric.float16 = true;
+  NumericCheck check(numeric, values);
   ReduceOptions options;
   options.work_dir = dir / "work";
   ReduceResult result = Reduce(model, check, options);

@@ -201,7 +201,12 @@ int RunReduce(const ReduceOptions& o) {
   auto values = MakeValues(o, against && !model_is_reference ? *against : model);
   std::unique_ptr<stages::CandidateCheck> check;
   if (o.numeric) {
-    stages::NumericCheckOptions n{o.rtol, o.atol, against ? &*against : nullptr, !against};
+    stages::NumericCheckOptions n;
+    n.rtol = o.rtol;
+    n.atol = o.atol;
+    n.against = against ? &*against : nullptr;
+    n.float16 = !against;
+    n.spill_dir = work;
     check = std::make_unique<stages::NumericCheck>(n, *values);
   } else {
     stages::CommandCheckOptions c;
