@@ -45,7 +45,7 @@ struct RunnerRequest {
   std::map<std::string, runtime::Tensor> inputs;  // for that run; random (seeded) where missing
   uint64_t seed = 0;
   uint64_t alignment = 64;
-  std::filesystem::path custom_op_dir;  // a scaffolded kernel (see README "emit-runner")
+  std::filesystem::path custom_op_dir;  // a scaffolded kernel (see docs/cli/emit-runner.md)
   int threads = 0;                      // kernel threads per segment session (0: all cores)
   // What the generated comments and README call the pipeline (empty: the pipeline.json path)
   // and where the runner loads segment files from unless told otherwise (empty: the pipeline's

@@ -58,7 +58,7 @@ WriteSplitResult WriteSplitFiles(ir::SplitResult& result, const io::Model& sourc
                                  const std::filesystem::path& dir,
                                  const WriteSplitOptions& options = {});
 
-// The pipeline.json document (see README "split"): source, segments, bridges, outputs, advice,
+// The pipeline.json document (see docs/cli/split.md): source, segments, bridges, outputs, advice,
 // then `annotations`.
 nlohmann::json PipelineManifest(const ir::SplitResult& result, const io::Model& source,
                                 const std::string& source_sha256, const std::string& weights_mode,

@@ -35,7 +35,7 @@ class Error : public std::runtime_error {
   std::string tensor_;
 };
 
-// Exit code for an error category, as documented in README.md.
+// Exit code for an error category, as documented in README.md and docs/exit-codes.md.
 int ExitCodeFor(ErrorKind kind);
 
 // Shorthands that keep throw sites to one line.
