@@ -35,4 +35,8 @@ std::string FormatBytes(uint64_t bytes);
 // "1.25 ms", "42.1 ms", "1234 ms". Two fixed decimals read 0.01 ms for 12 us and hid the figure.
 std::string FormatMs(double ms);
 
+// `text` safe to print on a terminal: control bytes (below 0x20, and 0x7f) as \xNN, so a model's
+// names cannot move the cursor, clear the screen or forge lines of output.
+std::string Printable(std::string_view text);
+
 }  // namespace porttool::util

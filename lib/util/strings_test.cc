@@ -28,5 +28,11 @@ TEST(JoinFirst, TheFirstFewAndACount) {
   EXPECT_EQ(JoinFirst({"a", "b", "c"}, 1), "a and 2 more");
 }
 
+TEST(Printable, ControlBytesBecomeEscapesAndTheRestStays) {
+  EXPECT_EQ(Printable("conv_1/Relu:0 \xc3\xa9"), "conv_1/Relu:0 \xc3\xa9");
+  EXPECT_EQ(Printable("a\x1b[2Jb\nc\rd\x7f"), "a\\x1b[2Jb\\x0ac\\x0dd\\x7f");
+  EXPECT_EQ(Printable(std::string("nul\0x", 5)), "nul\\x00x");
+}
+
 }  // namespace
 }  // namespace porttool::util

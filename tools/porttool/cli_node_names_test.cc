@@ -175,5 +175,28 @@ TEST(CliNodeNames, AnEmptyNodeNameSaysHowToAddressUnnamedNodes) {
   EXPECT_TRUE(Has(r.err, "e.g. '#0'")) << r.err;
 }
 
+// Names are the model author's: inspect prints control bytes in them as \xNN, so a name cannot
+// clear the terminal or forge a line of the report.
+TEST(CliNodeNames, InspectPrintsControlBytesInNamesAsEscapes) {
+  TempDir dir;
+  io::Model model = io::Load(testing::DemoModelPath());
+  const std::string hostile = "img\x1b[2J\nmodel      forged.onnx";
+  auto* g = model.proto.mutable_graph();
+  g->mutable_input(0)->set_name(hostile);
+  for (auto& node : *g->mutable_node()) {
+    for (auto& in : *node.mutable_input()) {
+      if (in == "images") in = hostile;
+    }
+  }
+  model.proto.set_producer_name("evil\x07");
+  io::Save(model, dir / "m.onnx");
+  auto r = RunPorttool("inspect " + testing::ShellQuote(dir / "m.onnx"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos);
+  EXPECT_NE(r.out.find("img\\x1b[2J\\x0amodel      forged.onnx"), std::string::npos) << r.out;
+  EXPECT_EQ(testing::CountOf(r.out, "\nmodel "), 0u) << "a forged line: " << r.out;
+}
+
 }  // namespace
 }  // namespace porttool::cli_node_names_test

@@ -59,15 +59,17 @@ constexpr size_t kTextSignatures = 20;
 void PrintText(const std::string& path, const analysis::ModelFacts& f) {
   std::vector<std::string> opsets;
   for (const auto& [d, v] : f.opsets)
-    opsets.push_back(fmt::format("{} {}", d.empty() ? "ai.onnx" : d, v));
-  std::cout << fmt::format("model      {}\nir_version {}\nproducer   {} {}\nopsets     {}\n", path,
-                           f.ir_version, f.producer_name, f.producer_version,
-                           util::Join(opsets, ", "));
+    opsets.push_back(fmt::format("{} {}", d.empty() ? "ai.onnx" : util::Printable(d), v));
+  // Every string from the model is printed through Printable: names are the model author's.
+  std::cout << fmt::format("model      {}\nir_version {}\nproducer   {} {}\nopsets     {}\n",
+                           util::Printable(path), f.ir_version, util::Printable(f.producer_name),
+                           util::Printable(f.producer_version), util::Join(opsets, ", "));
   for (const auto* list : {&f.inputs, &f.outputs}) {
     const char* what = list == &f.inputs ? "inputs" : "outputs";
     std::cout << what << "\n";
     PrintBounded(*list, kTextSignatures, "  ", what, "--json lists them all", [](const auto& s) {
-      std::cout << fmt::format("  {:<24} {:<8} {}\n", s.name, s.dtype, s.shape);
+      std::cout << fmt::format("  {:<24} {:<8} {}\n", util::Printable(s.name), s.dtype,
+                               util::Printable(s.shape));
     });
   }
   // "16 (16 with subgraphs)" read as 16 nodes holding subgraphs: say what the second count is.
@@ -79,7 +81,9 @@ void PrintText(const std::string& path, const analysis::ModelFacts& f) {
         f.node_count_total, f.subgraph_count);
   }
   std::cout << "ops\n";
-  for (const auto& [op, n] : f.op_histogram) std::cout << fmt::format("  {:<28} {}\n", op, n);
+  for (const auto& [op, n] : f.op_histogram) {
+    std::cout << fmt::format("  {:<28} {}\n", util::Printable(op), n);
+  }
   std::cout << fmt::format("parameters {} in {} tensors, {} ({} external)\n", f.params.count,
                            f.params.tensors, util::FormatBytes(f.params.bytes),
                            util::FormatBytes(f.external_bytes));
@@ -87,9 +91,9 @@ void PrintText(const std::string& path, const analysis::ModelFacts& f) {
     std::cout << fmt::format("  {:<10} {} in {} tensors, {}\n", dtype, p.count, p.tensors,
                              util::FormatBytes(p.bytes));
   }
-  std::cout << fmt::format("custom domains {}\n", f.custom_domains.empty()
-                                                      ? "(none)"
-                                                      : util::Join(f.custom_domains, ", "));
+  std::cout << fmt::format(
+      "custom domains {}\n",
+      f.custom_domains.empty() ? "(none)" : util::Printable(util::Join(f.custom_domains, ", ")));
 }
 
 int RunInspect(const InspectOptions& o) {
