@@ -166,13 +166,13 @@ class Evaluator {
 
   // Verdicts for `sets`, checked up to `jobs` at a time.
   std::vector<bool> Evaluate(const std::vector<std::vector<int>>& sets, const std::string& phase,
-                             bool use_cache = true) {
+                             bool use_cache = true, const io::Model* given = nullptr) {
     std::vector<bool> verdicts;
     size_t jobs = static_cast<size_t>(std::max(1, options_.jobs));
     for (size_t start = 0; start < sets.size(); start += jobs) {
       size_t end = std::min(sets.size(), start + jobs);
       std::vector<std::vector<int>> round(sets.begin() + start, sets.begin() + end);
-      auto part = EvaluateRound(round, phase, use_cache);
+      auto part = EvaluateRound(round, phase, use_cache, given);
       verdicts.insert(verdicts.end(), part.begin(), part.end());
     }
     return verdicts;
@@ -192,10 +192,10 @@ class Evaluator {
     return -1;
   }
 
-  // The source itself (not a candidate built from all of its nodes), `runs` times in one round,
-  // never from the cache: a check that fails only sometimes shows here.
+  // The source itself (not a candidate built from all of its nodes), `runs` times, `jobs` at a
+  // time, never from the cache: a check that fails only sometimes shows here.
   std::vector<bool> EvaluateSource(const io::Model& source, const std::vector<int>& all, int runs) {
-    return EvaluateRound(std::vector<std::vector<int>>(runs, all), "original", false, &source);
+    return Evaluate(std::vector<std::vector<int>>(runs, all), "original", false, &source);
   }
 
   // The known-good model, checked as the user gave it.
