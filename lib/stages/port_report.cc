@@ -55,6 +55,9 @@ nlohmann::json QuantizationJson(const PortState& s) {
   for (const auto& [segment, file] : q.qdq_files) files[std::to_string(segment)] = file;
   return {{"table", "calibration.json"},
           {"method", q.table.method},
+          {"per_channel", q.whole.final_qdq.per_channel},
+          {"equalized", s.equalized},
+          {"bias_correction", q.whole.final_qdq.bias_correction != nullptr},
           {"calibration_samples", q.whole.calibration_samples},
           {"tensors", q.table.tensors.size()},
           {"kept_float", q.kept_float},

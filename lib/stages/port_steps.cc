@@ -238,6 +238,36 @@ void RewriteStep(PortState& s, PortStep& step) {
   NoteChangedStep(s, step, {"rewrite", "the target's rewrites", std::move(before)});
 }
 
+// ---- 4 equalize -------------------------------------------------------------------------------
+
+// Before the split: every segment is then cut from the equalized model and carries its weights
+// (a conv pair across a cut is rescaled on both sides), the table is computed on that model, and
+// the one end-to-end check at the split compares the chain with the original model.
+void EqualizeStep(PortState& s, PortStep& step) {
+  if (!s.quantize || !s.quantize->equalize) {
+    step.outcome = "skipped";
+    step.details.push_back(s.quantize ? "channel equalization not asked for"
+                                      : "nothing is quantized: no calibration data");
+    return;
+  }
+  quant::QuantizeCalibrateRequest request = *s.quantize;
+  request.calibration.threads = s.options.threads;
+  quant::RequestSamples samples = quant::ListRequestSamples(s.model, request);
+  io::Model before = s.model;
+  std::optional<quant::EqualizeResult> r =
+      quant::EqualizeForRequest(s.model, request, *samples.calibration, step.details);
+  // The quantize step calibrates the model as it now is; equalizing it again would measure the
+  // rescaled channels as if they were the original ones.
+  s.quantize->equalize = false;
+  if (!r || r->tensors.empty()) {
+    step.outcome = "skipped";
+    if (r) step.details.push_back("no conv pair to equalize: the model is unchanged");
+    return;
+  }
+  for (const auto& t : r->tensors) s.equalized.push_back(t.tensor);
+  NoteChangedStep(s, step, {"equalize", "channel equalization", std::move(before)});
+}
+
 // ---- 4 split ----------------------------------------------------------------------------------
 
 namespace {
@@ -452,6 +482,10 @@ void QuantizeStep(PortState& s, PortStep& step) {
     part.request.evaluate = false;
     part.request.target.reset();
     part.request.sensitivity = false;
+    // The whole model's conv input means, so a segment's biases are corrected as the whole
+    // model's were (the segment has no samples of its own inputs to average).
+    part.request.bias_correction = false;
+    part.request.qdq.bias_correction = q.whole.final_qdq.bias_correction;
     // Nodes of other segments are not in this one: keep only this segment's names.
     std::set<std::string> names;
     for (const auto& n : s.segments[i].proto.graph().node()) names.insert(n.name());
@@ -621,6 +655,10 @@ void EmitStep(PortState& s, PortStep& step) {
 // ---- dry run ----------------------------------------------------------------------------------
 
 std::vector<std::string> PlannedDetails(const PortState& s, const std::string& step) {
+  if (step == "equalize") {
+    if (!s.options.quantize || !s.options.quantize->equalize) return {"would skip: not asked for"};
+    return {"would rescale conv pairs measured on the calibration samples, before the split"};
+  }
   if (step == "quantize") {
     if (!s.options.quantize) return {"would skip: no calibration data"};
     return {

@@ -126,6 +126,7 @@ struct PortState {
   emit::WriteSplitResult written;
   std::vector<io::Model> segments;  // as written
   std::optional<PortQuantization> quant;
+  std::vector<std::string> equalized;  // conv outputs the equalize step rescaled
   std::optional<Float16Check> fp16;
   std::vector<LeftItem> left;
   std::optional<decide::DecisionReport> decision;
@@ -139,6 +140,7 @@ struct PortState {
 void CheckAndPinStep(PortState& s, PortStep& step);
 void SimplifyStep(PortState& s, PortStep& step);
 void RewriteStep(PortState& s, PortStep& step);
+void EqualizeStep(PortState& s, PortStep& step);
 void SplitStep(PortState& s, PortStep& step);
 void QuantizeStep(PortState& s, PortStep& step);
 void EmitStep(PortState& s, PortStep& step);

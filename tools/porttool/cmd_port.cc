@@ -149,8 +149,9 @@ void RegisterPort(CLI::App& app, RunFn& run) {
   auto* cmd = app.add_subcommand(
       "port", "From a PC model to a verified, target-ready bundle (every stage, in one command)");
   cmd->footer(
-      "Steps: check and pin, simplify, the target's rewrites, scan and split, quantize (with "
-      "--data), emit (headers, runners, custom-op packages), report. Each is verified before the "
+      "Steps: check and pin, simplify, the target's rewrites, channel equalization (with "
+      "--equalize), scan and split, quantize (with --data), emit (headers, runners, custom-op "
+      "packages), report. Each is verified before the "
       "next; the bundle appears only when all pass.\nExamples:\n"
       "  porttool port testdata/demo_detector.onnx --target rknn-rk3588 --input-shape "
       "images:1x3x64x64\n"
