@@ -246,7 +246,7 @@ void RewriteStep(PortState& s, PortStep& step) {
 void EqualizeStep(PortState& s, PortStep& step) {
   if (!s.quantize || !s.quantize->equalize) {
     step.outcome = "skipped";
-    step.details.push_back(s.quantize ? "channel equalization not asked for"
+    step.details.push_back(s.quantize ? "channel equalization is off for this run"
                                       : "nothing is quantized: no calibration data");
     return;
   }
@@ -656,7 +656,8 @@ void EmitStep(PortState& s, PortStep& step) {
 
 std::vector<std::string> PlannedDetails(const PortState& s, const std::string& step) {
   if (step == "equalize") {
-    if (!s.options.quantize || !s.options.quantize->equalize) return {"would skip: not asked for"};
+    if (!s.options.quantize || !s.options.quantize->equalize)
+      return {"would skip: equalization is off for this run"};
     return {"would rescale conv pairs measured on the calibration samples, before the split"};
   }
   if (step == "quantize") {

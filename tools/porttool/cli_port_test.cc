@@ -435,9 +435,9 @@ double OutputSqnr(const fs::path& bundle) {
       .get<double>();
 }
 
-// Both weight remedies of quantize-calibrate in the one-command path: equalization before the
-// split (the segments are cut from the rescaled model and verified end to end against the
-// original), bias correction applied to each quantized segment with the whole model's means.
+// Both weight remedies of quantize-calibrate in the one-command path, on by default: equalization
+// before the split (the segments are cut from the rescaled model and verified end to end against
+// the original), bias correction applied to each quantized segment with the whole model's means.
 TEST(CliPort, EqualizeAndBiasCorrectionReachTheQuantizedSegments) {
   TempDir tmp;
   io::Model pair = io::ParseText(kConvPairModel);
@@ -451,11 +451,11 @@ TEST(CliPort, EqualizeAndBiasCorrectionReachTheQuantizedSegments) {
     runtime::WriteNpy(samples / fmt::format("{:04d}.x.npy", i), Random({1, 2, 6, 6}, i));
   }
   const std::string args = "port " + (tmp / "pair.onnx").string() +
-                           " --target rknn-rk3588 --per-channel --data " + samples.string();
-  auto plain = RunPorttool(args + " --json -o " + (tmp / "plain").string());
+                           " --target rknn-rk3588 --method percentile --data " + samples.string();
+  const std::string neither = " --no-equalize --no-bias-correction";
+  auto plain = RunPorttool(args + neither + " --json -o " + (tmp / "plain").string());
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  auto both = RunPorttool(args + " --equalize --bias-correction --threads 1 --json -o " +
-                          (tmp / "both").string());
+  auto both = RunPorttool(args + " --threads 1 --json -o " + (tmp / "both").string());
   ASSERT_EQ(both.exit_code, 0) << both.err;
   const nlohmann::json doc = nlohmann::json::parse(both.out);
   const nlohmann::json equalize = StepById(doc, "equalize");
@@ -477,7 +477,7 @@ TEST(CliPort, EqualizeAndBiasCorrectionReachTheQuantizedSegments) {
   EXPECT_EQ(q["bias_correction"], true) << q;
   EXPECT_EQ(ReadJson(tmp / "plain" / "report.json")["quantization"]["bias_correction"], false);
   // Bias correction alone changes the biases of the quantized convs.
-  auto bc = RunPorttool(args + " --bias-correction -o " + (tmp / "bc").string());
+  auto bc = RunPorttool(args + " --no-equalize -o " + (tmp / "bc").string());
   ASSERT_EQ(bc.exit_code, 0) << bc.err;
   EXPECT_NE(InitializerBytes(tmp / "bc" / qdq), a);
   // The same bundle for any thread count.
@@ -509,7 +509,7 @@ TEST(CliPort, EqualizeOnTheDemoSaysWhenNothingIsRescaled) {
   EXPECT_EQ(StepById(doc, "quantize")["outcome"], "ok") << doc["steps"];
   // Without per-channel weights equalization would cost precision: skipped, with the reason.
   r = RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " --data " +
-                  samples.string() + " --equalize --json -o " + (tmp / "c").string());
+                  samples.string() + " --per-tensor --json -o " + (tmp / "c").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(
       StepById(nlohmann::json::parse(r.out), "equalize")["details"].dump().find("per-channel"),
