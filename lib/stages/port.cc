@@ -117,6 +117,13 @@ PortResult PortStage(const PortOptions& options, const PortObserver& observer) {
   runtime::ScopedExecution single_threaded({.threads = 1});
   PortState s(options);
   s.target = LoadTargetProfile(options.rules_dir, options.target);
+  if (options.float16_eval && (options.quantize || s.target.float_arithmetic != "fp16")) {
+    ThrowUsage(
+        "evaluation samples without calibration data judge a float port in float16, and target "
+        "{} computes {}{}: give calibration samples to judge a quantized port",
+        s.target.name, s.target.float_arithmetic.empty() ? "no float" : s.target.float_arithmetic,
+        options.quantize ? " (and this port is quantized)" : "");
+  }
   PortResult r;
   r.bundle = options.output_dir.empty() ? DefaultPortDir(options.model) : options.output_dir;
   CheckOutputDir(r.bundle, options);

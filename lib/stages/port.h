@@ -47,6 +47,10 @@ struct PortOptions {
   // With calibration data (request.data_dir): quantize. The request's table, thresholds and
   // progress are port's own business; the rest (method, QDQ options, target) is the user's.
   std::optional<quant::QuantizeCalibrateRequest> quantize;
+  // Without calibration data, on a target that computes float in float16: the evaluation samples
+  // (the request's eval_dir, preprocessing, tasks and labels) on which the float16 segments are
+  // judged against the float model, task figures included.
+  std::optional<quant::QuantizeCalibrateRequest> float16_eval;
   std::filesystem::path facts_file;  // the decision report's project facts
   std::vector<decide::FlagFact> flag_facts;
   std::filesystem::path output_dir;  // empty: DefaultPortDir(model)

@@ -318,6 +318,26 @@ std::string SegmentsText(const SplitPlan& plan) {
 
 namespace {
 
+std::string AccuracyLine(const quant::OutputAccuracy& o) {
+  return fmt::format("output '{}': sqnr {:.1f} dB, cosine {:.6f}, max abs {:.4g}", o.name,
+                     o.sqnr_db, o.cosine, o.max_abs);
+}
+
+// The float16 chain against the float model on the user's evaluation samples, with their tasks
+// and labels: what the device's float16 does to the figures the user judges the model by.
+quant::AccuracyReport EvaluateFloat16(const PortState& s,
+                                      const std::vector<const io::Model*>& chain,
+                                      const std::vector<runtime::SessionOptions>& per_segment) {
+  const quant::QuantizeCalibrateRequest& eval = *s.options.float16_eval;
+  quant::SampleSet samples =
+      quant::ListSamples(eval.eval_dir, runtime::Session(s.model).inputs(), eval.preprocess);
+  quant::AccuracyOptions acc;
+  acc.threads = s.options.threads;
+  acc.tasks = eval.tasks;
+  acc.labels = eval.labels;
+  return quant::EvaluateChainAccuracy(s.model, chain, samples, acc, per_segment);
+}
+
 // Float16 as the device computes an unquantized accelerator segment (runtime/float16.h): the chain
 // with those segments in float16 and the host ones in float32, against the float model, on the
 // verification's random inputs.
@@ -358,6 +378,15 @@ void CheckFloat16(PortState& s, PortStep& step) {
   for (const auto& o : check.overflows) {
     step.details.push_back(fmt::format("float16 overflow: '{}' (node '{}') reaches {:.4g} > 65504",
                                        o.tensor, o.node, o.max_abs));
+  }
+  if (s.options.float16_eval) {
+    check.evaluation = EvaluateFloat16(s, chain, options);
+    step.details.push_back(fmt::format(
+        "float16 on {} evaluation sample(s), against the float model:", check.evaluation->samples));
+    for (const auto& o : check.evaluation->outputs) step.details.push_back(AccuracyLine(o));
+    for (const auto& t : check.evaluation->tasks) {
+      step.details.push_back(fmt::format("output '{}' ({}): {}", t.output, t.task, t.Describe()));
+    }
   }
   s.fp16 = std::move(check);
 }
@@ -424,11 +453,6 @@ std::string CalibrationNeeds(const PortState& s) {
       "not calibrated: target {} runs {} activations; calibrating needs sample data for {} "
       "(<id>.<input>.npy files, or images with a preprocessing spec)",
       s.target.name, s.target.activation_dtype, util::Join(inputs, ", "));
-}
-
-std::string AccuracyLine(const quant::OutputAccuracy& o) {
-  return fmt::format("output '{}': sqnr {:.1f} dB, cosine {:.6f}, max abs {:.4g}", o.name,
-                     o.sqnr_db, o.cosine, o.max_abs);
 }
 
 }  // namespace

@@ -73,6 +73,9 @@ struct Float16Check {
   size_t samples = 0;
   std::vector<Output> outputs;
   std::vector<runtime::Float16Overflow> overflows;
+  // On the evaluation samples (PortOptions::float16_eval): the chain in float16 against the
+  // float model, task figures included.
+  std::optional<quant::AccuracyReport> evaluation;
 };
 
 // The verdict: the gates and what they add up to.

@@ -516,6 +516,45 @@ TEST(CliPort, EqualizeOnTheDemoSaysWhenNothingIsRescaled) {
       std::string::npos);
 }
 
+// A float port to a target that computes float in float16 is judged on the user's samples too:
+// the chain with its accelerator segments in float16 against the float model, in the step's
+// lines, report.json and the arithmetic gate. On a float32 target there is nothing to judge.
+TEST(CliPort, AFloatPortIsJudgedInFloat16OnTheEvaluationSamples) {
+  TempDir tmp;
+  fs::path samples = tmp / "samples";
+  fs::create_directories(samples);
+  for (int i = 0; i < 3; ++i) {
+    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
+  }
+  const std::string port = "port " + testing::DemoArg() + " " + kDemoPin + " --eval-data " +
+                           samples.string() + " --json --target ";
+  auto r = RunPorttool(port + "rknn-rk3588 -o " + (tmp / "b").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const std::string split = StepById(doc, "split")["details"].dump();
+  EXPECT_NE(split.find("float16 on 3 evaluation sample(s), against the float model"),
+            std::string::npos)
+      << split;
+  EXPECT_EQ(StepById(doc, "quantize")["outcome"], "skipped");
+  const nlohmann::json fp16 = ReadJson(tmp / "b" / "report.json")["float16"];
+  ASSERT_TRUE(fp16["evaluation"].is_object()) << fp16;
+  EXPECT_EQ(fp16["evaluation"]["samples"], 3);
+  const double sqnr = fp16["evaluation"]["outputs"][0]["sqnr_db"].get<double>();
+  // float16 keeps about 11 bits: far from exact, far from broken.
+  EXPECT_GT(sqnr, 40) << fp16;
+  EXPECT_LT(sqnr, 140) << fp16;
+  EXPECT_EQ(fp16["overflows"].size(), 0u);
+  r = RunPorttool(port + "onnxruntime-cpu -o " + (tmp / "c").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("computes fp32"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "c"));
+  r = RunPorttool("port " + testing::DemoArg() + " " + kDemoPin +
+                  " --target rknn-rk3588 --accuracy-target sqnr:30 -o " + (tmp / "d").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--data"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "d"));
+}
+
 // A missed target fails the accuracy gate: exit 1 with the whole bundle written, for the user to
 // read why.
 TEST(CliPort, AccuracyTargetMissedIsExitOneWithTheBundleWritten) {

@@ -93,9 +93,12 @@ int RunPort(const PortCliOptions& o) {
   options.input_values = ParseInputValueFlags(o.input_values);
   options.input_ranges = ParseInputRangeFlags(o.input_ranges);
   if (!o.quant.data.empty()) options.quantize = QuantizeRequestFromFlags(o.quant, o.threads);
-  if (o.quant.data.empty() &&
-      (!o.quant.eval_data.empty() || !o.quant.accuracy_target.empty() || o.quant.target_sqnr)) {
-    ThrowUsage("--eval-data and --accuracy-target need --data DIR (calibration samples)");
+  if (o.quant.data.empty() && (!o.quant.accuracy_target.empty() || o.quant.target_sqnr)) {
+    ThrowUsage("--accuracy-target needs --data DIR (calibration samples)");
+  }
+  // A float port judged on the user's samples: the float16 segments of an fp16 target.
+  if (o.quant.data.empty() && !o.quant.eval_data.empty()) {
+    options.float16_eval = QuantizeRequestFromFlags(o.quant, o.threads);
   }
   // Without calibration nothing is quantized: a precision choice would be silently ignored, and
   // the nodes it names never checked.
