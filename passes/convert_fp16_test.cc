@@ -262,6 +262,11 @@ struct SharedModel {
   // pass keeps that node in float32; folded into the Conv first, as a deployment would, the two
   // compute the same thing.
   const char* prepare;
+  // The executor running the converted model gives the float16 mode's (unfused) output bit for
+  // bit: every rounding is where the float16 mode puts it. Not on det, where one Conv's weights
+  // arrive through a Cast instead of as a constant, another kernel path sums in another order, and
+  // 73 of its values round to the neighbouring float16 (40 of det's 409600 output values move).
+  bool bitwise;
 };
 
 // A text-like image: dark strokes in rows on white, the kind of input PP-OCR's models are for (on
@@ -361,12 +366,25 @@ TEST_P(ConvertFp16Shared, OnnxRuntimeOnTheConvertedModelAgreesWithTheFloat16Exec
     max_diff = std::max(max_diff, d);
     spread = std::max(spread, std::fabs(double(g[i]) - u[i]));
   }
+  // The converted model in the executor (float16 computed as float32, fusion off like above).
+  runtime::SessionOptions plain_options;
+  plain_options.no_fusion = true;
+  runtime::Session plain(converted, plain_options);
+  runtime::Tensor same = plain.Run({{"x", x}})[0].value;
+  int64_t not_same = 0;
+  for (int64_t i = 0; i < got.size(); ++i) not_same += same.data<float>()[i] != u[i];
+  if (sm.bitwise) {
+    EXPECT_EQ(not_same, 0) << sm.file;
+  } else {
+    EXPECT_LE(not_same * 100, got.size()) << sm.file;  // det: 40 of 409600
+  }
   const double ulp = Fp16Ulp(scale);
   std::printf(
       "%s: ORT vs executor fp16: max |diff| %.3g = %.2f fp16 ulps at the output scale %.3g, %lld "
-      "of %lld values differ; executor fused vs unfused: %.3g = %.2f ulps\n",
+      "of %lld values differ; executor fused vs unfused: %.3g = %.2f ulps; executor on the "
+      "converted model vs its float16 mode: %lld values differ\n",
       sm.file, max_diff, max_diff / ulp, scale, static_cast<long long>(differ),
-      static_cast<long long>(got.size()), spread, spread / ulp);
+      static_cast<long long>(got.size()), spread, spread / ulp, static_cast<long long>(not_same));
   // Within fp16 rounding: ORT's float32 kernels sum in another order than the executor's, so some
   // results land on the other side of a float16 rounding boundary, one ulp apart, and the
   // network carries that on as moving a rounding does. Two such sources (summation order, and
@@ -381,9 +399,9 @@ TEST_P(ConvertFp16Shared, OnnxRuntimeOnTheConvertedModelAgreesWithTheFloat16Exec
 INSTANTIATE_TEST_SUITE_P(
     SharedModels, ConvertFp16Shared,
     ::testing::Values(
-        SharedModel{"ch_PP-OCRv4_det_infer.onnx", {1, 3, 640, 640}, true, "fuse-conv-bn"},
-        SharedModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", {1, 3, 48, 192}, false, ""},
-        SharedModel{"ch_PP-OCRv4_rec_infer.onnx", {1, 3, 48, 320}, false, ""}),
+        SharedModel{"ch_PP-OCRv4_det_infer.onnx", {1, 3, 640, 640}, true, "fuse-conv-bn", false},
+        SharedModel{"ch_ppocr_mobile_v2.0_cls_infer.onnx", {1, 3, 48, 192}, false, "", true},
+        SharedModel{"ch_PP-OCRv4_rec_infer.onnx", {1, 3, 48, 320}, false, "", true}),
     SharedName);
 
 }  // namespace
