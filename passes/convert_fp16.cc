@@ -281,6 +281,14 @@ class Converter {
     }
   }
 
+  bool ReadByNothing(const std::string& tensor) const {
+    if (consumers_.count(tensor)) return false;
+    for (const auto& o : graph_.output()) {
+      if (o.name() == tensor) return false;
+    }
+    return true;
+  }
+
   // Whether every reader of `tensor` is a kept node (and there is at least one).
   bool OnlyKeptRead(const std::string& tensor) const {
     auto it = consumers_.find(tensor);
@@ -297,8 +305,10 @@ class Converter {
                        [&](const onnx::NodeProto* n) { return Kept(*n); });
   }
 
+  // Only for a weight something reads (a reader would have been kept): a graph output, or one
+  // left unread by an earlier pass (fuse-conv-bn leaves the folded BatchNormalization's).
   void NoteOverflow(const std::string& tensor, float max_abs) {
-    if (max_abs > 65504.0f) {
+    if (max_abs > 65504.0f && !ReadByNothing(tensor)) {
       result_.notes.push_back(fmt::format(
           "weight '{}' has |x| up to {:g} > 65504, the float16 maximum: those values are inf",
           tensor, max_abs));

@@ -218,6 +218,29 @@ TEST(ConvertFp16, ConstantsCastsAndFloat16KernelsByOpset) {
   ExpectCheckerClean(m11);
 }
 
+TEST(ConvertFp16, AnIfRunsInFloat32AndItsBodiesReadFloat32Casts) {
+  const io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, bool c) => (float[2,3] y) {
+      r = Relu(x)
+      y = If (c) <
+        then_branch = then_g () => (float[2,3] t) {
+          three = Constant <value = float {3.0}> ()
+          t = Add(r, three) },
+        else_branch = else_g () => (float[2,3] e) { e = Sigmoid(r) } > })");
+  io::Model m = model;
+  RunOne(m, "convert-fp16");
+  const auto& iff = Producer(m, "y_fp32");
+  EXPECT_EQ(iff.op_type(), "If");
+  // The bodies read the float32 Cast of r (float16; Relu's own float32 output is r_fp32, which
+  // they must not read: that would skip the rounding), and keep their own float32 constant.
+  EXPECT_EQ(iff.attribute(0).g().node(1).input(0), "r_fp32_1");
+  EXPECT_EQ(Producer(m, "r_fp32_1").op_type(), "Cast");
+  EXPECT_EQ(Producer(m, "r_fp32_1").input(0), "r");
+  EXPECT_EQ(iff.attribute(0).g().node(0).attribute(0).t().data_type(), TP::FLOAT);
+  ExpectCheckerClean(m);
+  EXPECT_LE(testing_util::MaxOutputDiff(model, m), 1e-2);
+}
+
 TEST(ConvertFp16, Float64IsLeftAloneAndSaidSo) {
   io::Model m = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (double[2] x, float[2] f) => (double[2] y, float[2] z) {
