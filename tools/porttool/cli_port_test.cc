@@ -107,6 +107,16 @@ double MaxAbs(const runtime::Tensor& a, const runtime::Tensor& b) {
   return m;
 }
 
+// `count` random demo inputs as calibration samples (<id>.images.npy) in tmp/samples.
+fs::path WriteDemoSamples(const TempDir& tmp, int count) {
+  fs::path samples = tmp / "samples";
+  fs::create_directories(samples);
+  for (int i = 0; i < count; ++i) {
+    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
+  }
+  return samples;
+}
+
 // Builds the reference runner with one compiler call (-Werror), runs it from the bundle root on
 // `input`, and compares every output with porttool's executor on the original model.
 void ExpectRunnerReproduces(const fs::path& bundle, const std::string& model,
@@ -368,11 +378,7 @@ TEST(CliPort, TargetWithoutTheOpGetsACustomOperatorPackage) {
 // that is byte-identical for any --threads and any -o name (port.log, with its timings, aside).
 TEST(CliPort, CalibratedBundleIsTheSameForAnyThreadsAndOutputName) {
   TempDir tmp;
-  fs::path samples = tmp / "samples";
-  fs::create_directories(samples);
-  for (int i = 0; i < 8; ++i) {
-    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
-  }
+  const fs::path samples = WriteDemoSamples(tmp, 8);
   std::string args = "port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
                      " --data " + samples.string() + " --per-channel";
   std::string model_bytes = testing::ReadFile(testing::DemoModelPath());
@@ -492,11 +498,7 @@ TEST(CliPort, EqualizeAndBiasCorrectionReachTheQuantizedSegments) {
 // The demo has no conv pair to equalize: the step says so and the port goes on.
 TEST(CliPort, EqualizeOnTheDemoSaysWhenNothingIsRescaled) {
   TempDir tmp;
-  fs::path samples = tmp / "samples";
-  fs::create_directories(samples);
-  for (int i = 0; i < 4; ++i) {
-    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
-  }
+  const fs::path samples = WriteDemoSamples(tmp, 4);
   auto r =
       RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " --data " +
                   samples.string() + " --per-channel --equalize --bias-correction --json -o " +
@@ -521,11 +523,7 @@ TEST(CliPort, EqualizeOnTheDemoSaysWhenNothingIsRescaled) {
 // lines, report.json and the arithmetic gate. On a float32 target there is nothing to judge.
 TEST(CliPort, AFloatPortIsJudgedInFloat16OnTheEvaluationSamples) {
   TempDir tmp;
-  fs::path samples = tmp / "samples";
-  fs::create_directories(samples);
-  for (int i = 0; i < 3; ++i) {
-    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
-  }
+  const fs::path samples = WriteDemoSamples(tmp, 3);
   const std::string port = "port " + testing::DemoArg() + " " + kDemoPin + " --eval-data " +
                            samples.string() + " --json --target ";
   auto r = RunPorttool(port + "rknn-rk3588 -o " + (tmp / "b").string());
@@ -559,11 +557,7 @@ TEST(CliPort, AFloatPortIsJudgedInFloat16OnTheEvaluationSamples) {
 // read why.
 TEST(CliPort, AccuracyTargetMissedIsExitOneWithTheBundleWritten) {
   TempDir tmp;
-  fs::path samples = tmp / "samples";
-  fs::create_directories(samples);
-  for (int i = 0; i < 4; ++i) {
-    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
-  }
+  const fs::path samples = WriteDemoSamples(tmp, 4);
   std::string args = "port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
                      " --data " + samples.string();
   auto r =
