@@ -303,8 +303,9 @@ struct IsolateComparison::State {
     TensorMap inputs_b = for_session(*run_b);
     auto outs_b = run_b->Run(inputs_b, [&](const std::string& name, const Tensor& v) {
       auto it = errors.find(name);
-      if (it == errors.end()) return;
-      Accumulate(it->second.accumulated, spill, *spill.Find(name), v, name);
+      const SpillFile::Entry* ref = it == errors.end() ? nullptr : spill.Find(name);
+      if (!ref) return;  // not shared, or A did not produce it in this run
+      Accumulate(it->second.accumulated, spill, *ref, v, name);
     });
     for (const auto& name : output_names_a) {
       auto it = std::find_if(outs_b.begin(), outs_b.end(),
@@ -313,7 +314,9 @@ struct IsolateComparison::State {
         unmatched_outputs.insert(name);
         continue;
       }
-      Accumulate(outputs.at(name), spill, *spill.Find(name), it->value, name);
+      if (const SpillFile::Entry* ref = spill.Find(name)) {
+        Accumulate(outputs.at(name), spill, *ref, it->value, name);
+      }
     }
     outs_b.clear();
     // B's run is over: its tensors are freed before the cones run, one at a time.
@@ -330,7 +333,9 @@ struct IsolateComparison::State {
         continue;
       }
       for (const auto& [name, value] : local) {
-        Accumulate(errors.at(name).local, spill, *spill.Find(name), value, name);
+        if (const SpillFile::Entry* ref = spill.Find(name)) {
+          Accumulate(errors.at(name).local, spill, *ref, value, name);
+        }
       }
     }
     ++samples;
