@@ -8,7 +8,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "lib/ir/dtype.h"
 #include "lib/ir/graph_view.h"
