@@ -357,13 +357,28 @@ std::string Float16Problem(const Float16Check& check) {
                                      o.name, o.cosine, o.max_abs, o.finite ? "" : ", not finite"));
     }
   }
-  if (check.evaluation) {
-    for (const auto& o : check.evaluation->outputs) {
-      if (!(o.cosine >= kMinCosine) || !(o.max_abs <= MaxErrorBound(o.float_min, o.float_max))) {
-        problems.push_back(fmt::format(
-            "output '{}' in float16 on the evaluation samples: cosine {:.4f}, max abs {:.3g}",
-            o.name, o.cosine, o.max_abs));
-      }
+  // On the user's samples a task is judged by its figure, as the accuracy gate judges int8 (one
+  // pixel of a probability map off by half its range does not change a box); without one, by
+  // similarity.
+  const quant::AccuracyReport* eval = check.evaluation ? &*check.evaluation : nullptr;
+  for (const auto& t : eval ? eval->tasks : std::vector<quant::TaskResult>{}) {
+    const TaskFloor floor = DefaultTaskFloor(t.kind);
+    // Agreement with the float model (ground truth, with labels, is in the figure beside it).
+    const std::optional<double> value = t.Get(floor.metric);
+    if (!value || *value < floor.value) {
+      problems.push_back(fmt::format(
+          "output '{}' in float16 on the evaluation samples: {} {} against the float model "
+          "(needs >= {:g}, porttool's default for the task)",
+          t.output, floor.metric, value ? fmt::format("{:.4f}", *value) : "undefined",
+          floor.value));
+    }
+  }
+  for (const auto& o :
+       eval && eval->tasks.empty() ? eval->outputs : std::vector<quant::OutputAccuracy>{}) {
+    if (!(o.cosine >= kMinCosine) || !(o.max_abs <= MaxErrorBound(o.float_min, o.float_max))) {
+      problems.push_back(fmt::format(
+          "output '{}' in float16 on the evaluation samples: cosine {:.4f}, max abs {:.3g}", o.name,
+          o.cosine, o.max_abs));
     }
   }
   return util::Join(problems, "; ");
