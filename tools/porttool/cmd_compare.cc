@@ -1,16 +1,19 @@
 // `porttool compare`: runs two models on the same inputs and reports how far apart their outputs
 // (and, with --per-tensor, their shared intermediates) are.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
 #include <functional>
 
 #include "lib/ir/node_names.h"
+#include "lib/runtime/float16.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/compare.h"
 #include "lib/util/error.h"
+#include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -31,6 +34,7 @@ struct CompareCliOptions {
   bool json = false;
   std::vector<std::string> custom_ops;
   std::vector<std::string> tasks;
+  std::vector<std::string> precision;
 };
 
 // "1e-3" sets the default, "score:1e-2" one output's (the last ':' separates: names may hold ':').
@@ -104,6 +108,40 @@ void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& 
   fmt::print("{}\n", result.within_tolerance ? "within tolerance" : "OVER TOLERANCE");
 }
 
+// --precision fp16 computes the candidate in float16 (MODEL_B; the model itself when it is the
+// only one) against the reference in float32: what the device loses, not two devices' drift.
+void PrintFloat16(const runtime::ModelComparison& result) {
+  for (const auto& o : result.float16_overflows) {
+    spdlog::warn(
+        "float16 overflow in the candidate: tensor '{}' ({} node '{}') reaches max |x| "
+        "{:.6g} > {}; --precision fp32:{} computes that node in float32",
+        util::Printable(o.tensor), o.initializer ? "a weight read by" : "from",
+        util::Printable(o.node), o.max_abs, runtime::kFloat16Max, util::Printable(o.node));
+  }
+  if (!result.float16_kept_float64.empty()) {
+    spdlog::warn(
+        "--precision fp16: {} tensor(s) kept in float64 (no float16 device computes it; not "
+        "rounded): {}",
+        result.float16_kept_float64.size(),
+        util::Printable(util::JoinFirst(result.float16_kept_float64)));
+  }
+}
+
+nlohmann::json Float16Json(const runtime::ModelComparison& result) {
+  nlohmann::json overflows = nlohmann::json::array();
+  for (const auto& o : result.float16_overflows) {
+    overflows.push_back({{"tensor", o.tensor},
+                         {"node", o.node},
+                         {"initializer", o.initializer},
+                         {"max_abs", o.max_abs},
+                         {"limit", runtime::kFloat16Max}});
+  }
+  return {{"reference", "fp32"},
+          {"candidate", "fp16"},
+          {"overflows", overflows},
+          {"float64_kept", result.float16_kept_float64}};
+}
+
 int RunCompare(const CompareCliOptions& o) {
   runtime::ApplyProcessSettings({o.threads});
   ApplyOrtCompatibleFlag(o.ort_compatible);
@@ -115,8 +153,14 @@ int RunCompare(const CompareCliOptions& o) {
   auto custom = LoadCustomOps(o.custom_ops, nullptr, /*with_kernels=*/true);
   options.session.registry = custom->FillKernels();
   options.kernels_b = custom->Kernels();
-  if (o.model_b.empty() && o.save_outputs.empty() && o.load_outputs.empty()) {
-    ThrowUsage("give MODEL_B, or --save-outputs DIR (record MODEL_A), or --load-outputs DIR");
+  const PrecisionFlags precision = ParsePrecisionFlags(o.precision, PrecisionUse::kExecute);
+  if (precision.fp16) ApplyPrecisionFlags(precision, options.session_b.emplace(options.session));
+  // fp16 with one model: the model against itself in float32 (its float16 error budget).
+  const bool self = precision.fp16 && o.model_b.empty() && o.load_outputs.empty();
+  if (o.model_b.empty() && o.save_outputs.empty() && o.load_outputs.empty() && !self) {
+    ThrowUsage(
+        "give MODEL_B, or --save-outputs DIR (record MODEL_A), or --load-outputs DIR, or "
+        "--precision fp16 (MODEL_A in float16 against itself in float32)");
   }
   if (!o.load_outputs.empty() &&
       (!o.model_b.empty() || !o.save_outputs.empty() || !o.inputs.empty())) {
@@ -135,24 +179,33 @@ int RunCompare(const CompareCliOptions& o) {
   io::Model a = LoadModel(o.model_a);
   std::optional<io::Model> b;
   if (!o.model_b.empty()) b = LoadModel(o.model_b);
+  if (self) b = a;
   const quant::TaskAssignment tasks = quant::ParseTasks(o.tasks);
   if (!tasks.empty() && !b) ThrowUsage("--task judges MODEL_B against MODEL_A: give both models");
   runtime::ModelComparison result = stages::CompareStage(a, b ? &*b : nullptr, stage);
+  if (precision.fp16) PrintFloat16(result);
   std::vector<quant::TaskResult> task_results;
   if (!tasks.empty()) task_results = stages::CompareTasks(a, *b, stage, tasks);
-  if (o.model_b.empty() && o.load_outputs.empty()) {
+  if (!b && o.load_outputs.empty()) {
     if (o.json) PrintJson({{"saved", o.save_outputs}});
     if (!o.json) fmt::print("saved {}'s tensors to {}/\n", o.model_a, o.save_outputs);
     return kExitOk;
   }
   if (o.json) {
     nlohmann::json doc = stages::CompareJson(result, options, o.per_tensor);
+    if (precision.fp16) doc["float16"] = Float16Json(result);
     if (!tasks.empty()) {
       doc["tasks"] = nlohmann::json::array();
       for (const auto& t : task_results) doc["tasks"].push_back(quant::TaskJson(t));
     }
     PrintJson(doc);
   } else {
+    if (precision.fp16) {
+      fmt::print("precision: {}\n", !o.load_outputs.empty()
+                                        ? "MODEL_A in fp16 against the saved tensors"
+                                    : self ? "the model in fp16 against itself in fp32"
+                                           : "MODEL_B in fp16 against MODEL_A in fp32");
+    }
     PrintText(result, o, options);
     for (const auto& t : task_results) {
       fmt::print("task {} ({}): {}\n", t.output, t.task, t.Describe());
@@ -207,6 +260,13 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
                   "[OUTPUT:]TASK: also judge MODEL_B's outputs by their task against MODEL_A's "
                   "(detect-db[:...] | classify | ctc[:blank=0]; as quantize-calibrate --task); "
                   "repeatable");
+  cmd->add_option(
+         "--precision", opts->precision,
+         std::string(kExecutePrecisionHelp) +
+             ". fp16 applies to the candidate (MODEL_B, or MODEL_A against --load-outputs); "
+             "the reference runs in fp32. With MODEL_A alone: MODEL_A in fp16 against "
+             "itself in fp32")
+      ->type_name("fp32|fp16|fp32:NODES");
   AddThreadsOption(*cmd, opts->threads);
   AddOrtCompatibleFlag(*cmd, opts->ort_compatible);
   AddCustomOpOption(*cmd, opts->custom_ops);

@@ -11,6 +11,7 @@
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/compare.h"
+#include "lib/runtime/float16.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/run.h"
@@ -36,6 +37,8 @@ struct RunOptions {
   bool fail_on_nan = false;
   bool no_fusion = false;
   bool profile = false;
+  std::vector<std::string> precision;
+  bool fail_on_overflow = false;
   size_t top = 10;
   bool json = false;
   std::vector<std::string> custom_ops;
@@ -94,6 +97,32 @@ void PrintProfile(const stages::RunStageResult& r, size_t top) {
   if (by_op.size() > top) fmt::print("  ... and {} more op type(s)\n", by_op.size() - top);
 }
 
+// Where an overflowing tensor comes from, and how to keep it in float32.
+std::string OverflowMessage(const runtime::Float16Overflow& o) {
+  const std::string node = util::Printable(o.node);
+  const std::string from = o.node.empty()  ? "(a graph input)"
+                           : o.initializer ? fmt::format("(a weight read by node '{}')", node)
+                                           : fmt::format("(produced by node '{}')", node);
+  return fmt::format(
+      "float16 overflow: tensor '{}' {} reaches max |x| {:.6g} > {} (float16's largest finite "
+      "value), inf on a float16 device{}",
+      util::Printable(o.tensor), from, o.max_abs, runtime::kFloat16Max,
+      o.node.empty() ? ""
+                     : fmt::format("; --precision fp32:{} computes that node in float32", node));
+}
+
+nlohmann::json Float16Json(const stages::RunStageResult& r) {
+  nlohmann::json overflows = nlohmann::json::array();
+  for (const auto& o : r.float16_overflows) {
+    overflows.push_back({{"tensor", o.tensor},
+                         {"node", o.node},
+                         {"initializer", o.initializer},
+                         {"max_abs", o.max_abs},
+                         {"limit", runtime::kFloat16Max}});
+  }
+  return {{"overflows", overflows}, {"float64_kept", r.float16_kept_float64}};
+}
+
 // All files or none: a folder that cannot take them is bad input, not a half-written result.
 std::vector<std::string> WriteOutputs(const std::vector<runtime::NamedTensor>& outputs,
                                       const RunOptions& o) {
@@ -148,11 +177,34 @@ int RunRun(const RunOptions& o) {
   options.profile = o.profile;
   options.fail_on_nan = o.fail_on_nan;
   options.no_fusion = o.no_fusion;
+  runtime::SessionOptions precision;
+  ApplyPrecisionFlags(ParsePrecisionFlags(o.precision, PrecisionUse::kExecute), precision);
+  options.float16 = precision.float16;
+  options.float32_nodes = precision.float32_nodes;
+  if (o.fail_on_overflow && !options.float16) {
+    ThrowUsage("--fail-on-overflow checks float16 overflows: give --precision fp16 too");
+  }
   io::Model model = LoadModel(o.model);
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
   options.kernels = custom->Kernels();
   stages::RunStageResult r = stages::RunStage(model, options);
   for (const auto& w : r.warnings) spdlog::warn("{}", w);
+  constexpr size_t kShownOverflows = 10;
+  for (size_t i = 0; i < r.float16_overflows.size() && i < kShownOverflows; ++i) {
+    spdlog::warn("{}", OverflowMessage(r.float16_overflows[i]));
+  }
+  if (r.float16_overflows.size() > kShownOverflows) {
+    spdlog::warn("and {} more float16 overflows (--json lists all)",
+                 r.float16_overflows.size() - kShownOverflows);
+  }
+  if (!r.float16_kept_float64.empty()) {
+    spdlog::warn(
+        "--precision fp16: {} tensor(s) kept in float64 (no float16 device computes it; not "
+        "rounded): {}",
+        r.float16_kept_float64.size(), util::Printable(util::JoinFirst(r.float16_kept_float64)));
+  }
+  const int status =
+      o.fail_on_overflow && !r.float16_overflows.empty() ? kExitCheckFailed : kExitOk;
   std::vector<std::string> files = WriteOutputs(r.outputs, o);
   files.resize(r.outputs.size());
   stages::Latency lat = r.latency();
@@ -163,15 +215,24 @@ int RunRun(const RunOptions& o) {
     doc["latency_ms"] = {{"median", lat.median}, {"min", lat.min}, {"max", lat.max}};
     doc["fused_nodes"] = r.fused_nodes;
     if (o.profile) doc["profile"] = ProfileJson(r);
+    doc["precision"] = options.float16 ? "fp16" : "fp32";
+    if (options.float16) doc["float16"] = Float16Json(r);
     PrintJson(doc);
-    return kExitOk;
+    return status;
   }
   for (size_t i = 0; i < r.outputs.size(); ++i) PrintOutput(r.outputs[i], files[i]);
   fmt::print("latency: median {}, min {}, max {} over {} run(s){}\n", util::FormatMs(lat.median),
              util::FormatMs(lat.min), util::FormatMs(lat.max), r.times_ms.size(),
              o.repeat > 0 ? " after 1 warm-up" : "");
+  if (options.float16) {
+    fmt::print("precision: fp16, {}\n",
+               r.float16_overflows.empty()
+                   ? std::string("no tensor overflows")
+                   : fmt::format("{} tensor(s) overflow 65504 (named on stderr and in --json)",
+                                 r.float16_overflows.size()));
+  }
   if (o.profile) PrintProfile(r, o.top);
-  return kExitOk;
+  return status;
 }
 
 }  // namespace
@@ -207,6 +268,11 @@ void RegisterRun(CLI::App& app, RunFn& run) {
                 "ConvTranspose or linear layer before it, or a LayerNormalization written as nodes "
                 "into its ReduceMean "
                 "(to compare fused and unfused runs, or to profile each node)");
+  cmd->add_option("--precision", opts->precision, kExecutePrecisionHelp)
+      ->type_name("fp32|fp16|fp32:NODES");
+  cmd->add_flag("--fail-on-overflow", opts->fail_on_overflow,
+                "With --precision fp16: exit 1 when a tensor overflows float16 (the run's outputs "
+                "are still printed)");
   cmd->add_flag("--fail-on-nan", opts->fail_on_nan,
                 "Fail (exit 3) when an input holds NaN or Inf instead of warning");
   AddCustomOpOption(*cmd, opts->custom_ops);

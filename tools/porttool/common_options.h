@@ -108,6 +108,26 @@ std::unique_ptr<stages::CustomOps> LoadCustomOps(const std::vector<std::string>&
 inline constexpr char kOutputFileType[] = "OUT_FILE";
 inline constexpr char kOutputDirType[] = "OUT_DIR";
 
+// One --precision grammar for every subcommand that takes it (run, compare, quantize-calibrate,
+// port), repeatable: a value without ':' sets the float arithmetic of the whole model (fp32, the
+// default, or fp16 as an NPU computes it); TYPE:NODE[,NODE...] sets those nodes' precision:
+// fp32 (computed in float32 under fp16), float (left unquantized: the target's float), int16
+// (16-bit activations, int8 weights).
+struct PrecisionFlags {
+  bool fp16 = false;  // the whole model's float arithmetic
+  std::vector<std::string> fp32_nodes, float_nodes, int16_nodes;
+};
+// What the subcommand does with the values: kExecute (run, compare) computes the model, so the
+// quantization kinds (float:, int16:, int8:) are usage errors saying where they belong;
+// kQuantize (quantize-calibrate, port) writes a quantized model in float32 arithmetic, so a
+// whole-model fp16 is one. Every error names the flag and the value.
+enum class PrecisionUse { kExecute, kQuantize };
+PrecisionFlags ParsePrecisionFlags(const std::vector<std::string>& specs, PrecisionUse use);
+// run and compare: the session options --precision asks for (float16 and its float32 nodes).
+void ApplyPrecisionFlags(const PrecisionFlags& flags, runtime::SessionOptions& session);
+// --precision's help line for run and compare.
+extern const char kExecutePrecisionHelp[];
+
 // The quantization options quantize-calibrate and port share: one grammar, one parser.
 struct QuantizeFlags {
   std::string data, eval_data, preprocess_file;
