@@ -329,13 +329,13 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   ir::GraphView view(graph);
   plan->order = view.TopoOrder();
   for (const auto& node : graph.node()) node_names_.insert(node.name());
-  if (options_.float16 && !options_.float32_nodes.empty()) MarkFloat32Tensors(view);
+  if (options_.float16) MarkUnroundedTensors(view);
   // Initializers first: prepare steps read constant inputs.
   for (const auto& init : graph.initializer()) {
     plan->constants[init.name()] = AtSessionPrecision(TensorFromProto(model_, init), init.name(),
                                                       FirstReader(view, init.name()));
     if (!overflows_.empty() && overflows_.back().tensor == init.name()) {
-      overflows_.back().initializer = true;
+      overflows_.back().weight = true;
     }
   }
   const auto& registry = options_.registry ? *options_.registry : KernelRegistry::Default();
@@ -385,7 +385,12 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
       plan->constants.emplace(
           node.output(0),
           AtSessionPrecision(*static_cast<const Tensor*>(plan->prepared.back().get()),
-                             node.output(0), node.name()));
+                             node.output(0), FirstReader(view, node.output(0))));
+      // A weight as much as an initializer (exporters leave these nodes unnamed): named by its
+      // reader.
+      if (!overflows_.empty() && overflows_.back().tensor == node.output(0)) {
+        overflows_.back().weight = true;
+      }
     }
     plan->precomputed.push_back(precomputed);
     bool has_subgraphs = false;
@@ -437,8 +442,28 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   plans_[&graph] = std::move(plan);
 }
 
-void Session::MarkFloat32Tensors(const ir::GraphView& view) {
+void Session::MarkUnroundedTensors(const ir::GraphView& view) {
   const auto& graph = view.graph();
+  // BatchNormalization's scale, bias, mean and variance never reach the device as tensors: NPU
+  // compilers fold them, in float32, into the conv before it or into one per-channel scale and
+  // shift (as the executor's fused conv tail does). Rounded one by one, a running variance of
+  // 9.8e7 (PP-OCRv4 det has one) became inf and zeroed its channels.
+  auto is_bn = [&](int i) {
+    return graph.node(i).op_type() == "BatchNormalization" &&
+           CanonicalDomain(graph.node(i).domain()).empty();
+  };
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (!is_bn(i)) continue;
+    for (int k = 1; k < graph.node(i).input_size(); ++k) {
+      const std::string& name = graph.node(i).input(k);
+      const std::vector<int>& readers = view.Consumers(name);
+      if (std::all_of(readers.begin(), readers.end(),
+                      [&](int r) { return is_bn(r) && graph.node(r).input(0) != name; })) {
+        unrounded_.insert(name);
+      }
+    }
+  }
+  if (options_.float32_nodes.empty()) return;
   auto kept = [&](int i) { return options_.float32_nodes.count(graph.node(i).name()) > 0; };
   // A weight or an input that only float32 nodes read is never on the accelerator: the host keeps
   // it as the file has it.
@@ -451,15 +476,15 @@ void Session::MarkFloat32Tensors(const ir::GraphView& view) {
     const bool constant = node.op_type() == "Constant" && CanonicalDomain(node.domain()).empty();
     for (const auto& out : node.output()) {
       if (!out.empty() && (kept(i) || (constant && only_kept_read(out)))) {
-        float32_tensors_.insert(out);
+        unrounded_.insert(out);
       }
     }
   }
   for (const auto& init : graph.initializer()) {
-    if (only_kept_read(init.name())) float32_tensors_.insert(init.name());
+    if (only_kept_read(init.name())) unrounded_.insert(init.name());
   }
   for (const auto& input : graph.input()) {
-    if (only_kept_read(input.name())) float32_tensors_.insert(input.name());
+    if (only_kept_read(input.name())) unrounded_.insert(input.name());
   }
 }
 
@@ -472,7 +497,7 @@ Tensor Session::AtSessionPrecision(const Tensor& t, const std::string& name,
     if (kept_float64_names_.insert(name).second) kept_float64_.push_back(name);
     return t;
   }
-  if (float32_tensors_.count(name)) return t;
+  if (unrounded_.count(name)) return t;
   float max_abs = 0;
   Tensor rounded = RoundedToFloat16(t, &max_abs);
   if (max_abs > kFloat16Max) {

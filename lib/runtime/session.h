@@ -43,7 +43,8 @@ struct SessionOptions {
   // compare fused against unfused).
   bool no_fusion = false;
   // Compute as an accelerator that keeps float tensors in float16 (float16.h): float weights are
-  // rounded once, graph inputs and every float tensor a node produces at the op boundary; inside
+  // rounded once (BatchNormalization's parameters are not: compilers fold them in float32), graph
+  // inputs and every float tensor a node produces at the op boundary; inside
   // an op the kernel accumulates in float32, as the NPUs do. Fused conv tails stay fused (the
   // NPU fuses them too). Tensors that overflow 65504 are recorded (Session::Float16Overflows).
   // float64 tensors stay float64 (no NPU computes them; Session::float16_kept_float64 names them).
@@ -63,8 +64,10 @@ struct SessionOptions {
 // ±inf on the device. `node` is the producer (for an initializer, the first node reading it).
 struct Float16Overflow {
   std::string tensor, node;
-  float max_abs = 0;         // the largest finite magnitude before rounding
-  bool initializer = false;  // the tensor is a weight and `node` the first node reading it
+  float max_abs = 0;  // the largest finite magnitude before rounding
+  // The tensor is a weight (an initializer or a Constant node's value) and `node` the first node
+  // reading it.
+  bool weight = false;
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -161,14 +164,15 @@ class Session {
   std::vector<Float16Overflow> overflows_;
   std::vector<std::string> kept_float64_;
   std::unordered_set<std::string> kept_float64_names_;
-  // Under float16: the tensors computed in float32 (SessionOptions::float32_nodes): the kept nodes'
-  // outputs and the initializers, Constant values and graph inputs that only kept nodes read.
-  std::unordered_set<std::string> float32_tensors_;
+  // Under float16: the float tensors not rounded: BatchNormalization's parameters (folded by the
+  // device's compiler), and what SessionOptions::float32_nodes computes in float32 (the kept
+  // nodes' outputs; the initializers, Constant values and graph inputs only kept nodes read).
+  std::unordered_set<std::string> unrounded_;
   std::unordered_set<std::string> node_names_;  // every graph's, to check float32_nodes
   // The value as this session computes: under float16, rounded (and an overflow recorded).
   Tensor AtSessionPrecision(const Tensor& t, const std::string& name, const std::string& node);
-  // Adds to float32_tensors_ what SessionOptions::float32_nodes keeps in float32 in this graph.
-  void MarkFloat32Tensors(const ir::GraphView& view);
+  // Adds this graph's tensors to unrounded_.
+  void MarkUnroundedTensors(const ir::GraphView& view);
   const std::map<std::string, OutputBuffer>* output_buffers_ = nullptr;      // during RunInto
   const std::function<void(const onnx::NodeProto&)>* after_node_ = nullptr;  // during RunTimed
 };

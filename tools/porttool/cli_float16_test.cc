@@ -104,7 +104,7 @@ TEST(CliFloat16, RunWarnsOfTheOverflowNamingTensorAndNode) {
   const auto& o = doc["float16"]["overflows"][0];
   EXPECT_EQ(o["tensor"], "y");
   EXPECT_EQ(o["node"], "Mul_0");
-  EXPECT_FALSE(o["initializer"].get<bool>());
+  EXPECT_FALSE(o["weight"].get<bool>());
   EXPECT_EQ(o["max_abs"].get<double>(), 100000.0);
   EXPECT_EQ(o["limit"].get<double>(), 65504.0);
   EXPECT_EQ(doc["outputs"][0]["inf_count"], 1);
@@ -122,7 +122,7 @@ TEST(CliFloat16, AnOverflowingWeightIsNamedWithItsReader) {
   ASSERT_EQ(doc["float16"]["overflows"].size(), 1u) << doc.dump();
   EXPECT_EQ(doc["float16"]["overflows"][0]["tensor"], "w");
   EXPECT_EQ(doc["float16"]["overflows"][0]["node"], "Add_0");
-  EXPECT_TRUE(doc["float16"]["overflows"][0]["initializer"].get<bool>());
+  EXPECT_TRUE(doc["float16"]["overflows"][0]["weight"].get<bool>());
   // Keeping the reader in float32 keeps its weight too: nothing overflows.
   auto kept = RunPorttool("run " + model + " --input x=" + x +
                           " --precision fp16 --precision fp32:Add_0 --fail-on-overflow --json");

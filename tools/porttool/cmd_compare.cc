@@ -115,8 +115,8 @@ void PrintFloat16(const runtime::ModelComparison& result) {
     spdlog::warn(
         "float16 overflow in the candidate: tensor '{}' ({} node '{}') reaches max |x| "
         "{:.6g} > {}; --precision fp32:{} computes that node in float32",
-        util::Printable(o.tensor), o.initializer ? "a weight read by" : "from",
-        util::Printable(o.node), o.max_abs, runtime::kFloat16Max, util::Printable(o.node));
+        util::Printable(o.tensor), o.weight ? "a weight read by" : "from", util::Printable(o.node),
+        o.max_abs, runtime::kFloat16Max, util::Printable(o.node));
   }
   if (!result.float16_kept_float64.empty()) {
     spdlog::warn(
@@ -132,7 +132,7 @@ nlohmann::json Float16Json(const runtime::ModelComparison& result) {
   for (const auto& o : result.float16_overflows) {
     overflows.push_back({{"tensor", o.tensor},
                          {"node", o.node},
-                         {"initializer", o.initializer},
+                         {"weight", o.weight},
                          {"max_abs", o.max_abs},
                          {"limit", runtime::kFloat16Max}});
   }

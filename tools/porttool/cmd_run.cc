@@ -100,9 +100,9 @@ void PrintProfile(const stages::RunStageResult& r, size_t top) {
 // Where an overflowing tensor comes from, and how to keep it in float32.
 std::string OverflowMessage(const runtime::Float16Overflow& o) {
   const std::string node = util::Printable(o.node);
-  const std::string from = o.node.empty()  ? "(a graph input)"
-                           : o.initializer ? fmt::format("(a weight read by node '{}')", node)
-                                           : fmt::format("(produced by node '{}')", node);
+  const std::string from = o.node.empty() ? "(a graph input)"
+                           : o.weight     ? fmt::format("(a weight read by node '{}')", node)
+                                          : fmt::format("(produced by node '{}')", node);
   return fmt::format(
       "float16 overflow: tensor '{}' {} reaches max |x| {:.6g} > {} (float16's largest finite "
       "value), inf on a float16 device{}",
@@ -116,7 +116,7 @@ nlohmann::json Float16Json(const stages::RunStageResult& r) {
   for (const auto& o : r.float16_overflows) {
     overflows.push_back({{"tensor", o.tensor},
                          {"node", o.node},
-                         {"initializer", o.initializer},
+                         {"weight", o.weight},
                          {"max_abs", o.max_abs},
                          {"limit", runtime::kFloat16Max}});
   }
