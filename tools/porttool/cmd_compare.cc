@@ -8,12 +8,10 @@
 #include <functional>
 
 #include "lib/ir/node_names.h"
-#include "lib/runtime/float16.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/compare.h"
 #include "lib/util/error.h"
-#include "lib/util/strings.h"
 #include "tools/porttool/commands.h"
 #include "tools/porttool/common_options.h"
 
@@ -110,36 +108,13 @@ void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& 
 
 // --precision fp16 computes the candidate in float16 (MODEL_B; the model itself when it is the
 // only one) against the reference in float32: what the device loses, not two devices' drift.
-void PrintFloat16(const runtime::ModelComparison& result) {
+void WarnFloat16(const runtime::ModelComparison& result) {
   for (const auto& o : result.float16_overflows) {
-    spdlog::warn(
-        "float16 overflow in the candidate: tensor '{}' ({} node '{}') reaches max |x| "
-        "{:.6g} > {}; --precision fp32:{} computes that node in float32",
-        util::Printable(o.tensor), o.weight ? "a weight read by" : "from", util::Printable(o.node),
-        o.max_abs, runtime::kFloat16Max, util::Printable(o.node));
+    spdlog::warn("in the candidate: {}", Float16OverflowMessage(o));
   }
   if (!result.float16_kept_float64.empty()) {
-    spdlog::warn(
-        "--precision fp16: {} tensor(s) kept in float64 (no float16 device computes it; not "
-        "rounded): {}",
-        result.float16_kept_float64.size(),
-        util::Printable(util::JoinFirst(result.float16_kept_float64)));
+    spdlog::warn("{}", Float64KeptMessage(result.float16_kept_float64));
   }
-}
-
-nlohmann::json Float16Json(const runtime::ModelComparison& result) {
-  nlohmann::json overflows = nlohmann::json::array();
-  for (const auto& o : result.float16_overflows) {
-    overflows.push_back({{"tensor", o.tensor},
-                         {"node", o.node},
-                         {"weight", o.weight},
-                         {"max_abs", o.max_abs},
-                         {"limit", runtime::kFloat16Max}});
-  }
-  return {{"reference", "fp32"},
-          {"candidate", "fp16"},
-          {"overflows", overflows},
-          {"float64_kept", result.float16_kept_float64}};
 }
 
 int RunCompare(const CompareCliOptions& o) {
@@ -183,7 +158,7 @@ int RunCompare(const CompareCliOptions& o) {
   const quant::TaskAssignment tasks = quant::ParseTasks(o.tasks);
   if (!tasks.empty() && !b) ThrowUsage("--task judges MODEL_B against MODEL_A: give both models");
   runtime::ModelComparison result = stages::CompareStage(a, b ? &*b : nullptr, stage);
-  if (precision.fp16) PrintFloat16(result);
+  if (precision.fp16) WarnFloat16(result);
   std::vector<quant::TaskResult> task_results;
   if (!tasks.empty()) task_results = stages::CompareTasks(a, *b, stage, tasks);
   if (!b && o.load_outputs.empty()) {
@@ -193,7 +168,12 @@ int RunCompare(const CompareCliOptions& o) {
   }
   if (o.json) {
     nlohmann::json doc = stages::CompareJson(result, options, o.per_tensor);
-    if (precision.fp16) doc["float16"] = Float16Json(result);
+    if (precision.fp16) {
+      doc["float16"] = {{"reference", "fp32"},
+                        {"candidate", "fp16"},
+                        {"overflows", Float16OverflowsJson(result.float16_overflows)},
+                        {"float64_kept", result.float16_kept_float64}};
+    }
     if (!tasks.empty()) {
       doc["tasks"] = nlohmann::json::array();
       for (const auto& t : task_results) doc["tasks"].push_back(quant::TaskJson(t));

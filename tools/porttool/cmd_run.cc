@@ -11,7 +11,6 @@
 
 #include "lib/ir/dtype.h"
 #include "lib/runtime/compare.h"
-#include "lib/runtime/float16.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/run.h"
@@ -97,32 +96,6 @@ void PrintProfile(const stages::RunStageResult& r, size_t top) {
   if (by_op.size() > top) fmt::print("  ... and {} more op type(s)\n", by_op.size() - top);
 }
 
-// Where an overflowing tensor comes from, and how to keep it in float32.
-std::string OverflowMessage(const runtime::Float16Overflow& o) {
-  const std::string node = util::Printable(o.node);
-  const std::string from = o.node.empty() ? "(a graph input)"
-                           : o.weight     ? fmt::format("(a weight read by node '{}')", node)
-                                          : fmt::format("(produced by node '{}')", node);
-  return fmt::format(
-      "float16 overflow: tensor '{}' {} reaches max |x| {:.6g} > {} (float16's largest finite "
-      "value), inf on a float16 device{}",
-      util::Printable(o.tensor), from, o.max_abs, runtime::kFloat16Max,
-      o.node.empty() ? ""
-                     : fmt::format("; --precision fp32:{} computes that node in float32", node));
-}
-
-nlohmann::json Float16Json(const stages::RunStageResult& r) {
-  nlohmann::json overflows = nlohmann::json::array();
-  for (const auto& o : r.float16_overflows) {
-    overflows.push_back({{"tensor", o.tensor},
-                         {"node", o.node},
-                         {"weight", o.weight},
-                         {"max_abs", o.max_abs},
-                         {"limit", runtime::kFloat16Max}});
-  }
-  return {{"overflows", overflows}, {"float64_kept", r.float16_kept_float64}};
-}
-
 // All files or none: a folder that cannot take them is bad input, not a half-written result.
 std::vector<std::string> WriteOutputs(const std::vector<runtime::NamedTensor>& outputs,
                                       const RunOptions& o) {
@@ -191,17 +164,14 @@ int RunRun(const RunOptions& o) {
   for (const auto& w : r.warnings) spdlog::warn("{}", w);
   constexpr size_t kShownOverflows = 10;
   for (size_t i = 0; i < r.float16_overflows.size() && i < kShownOverflows; ++i) {
-    spdlog::warn("{}", OverflowMessage(r.float16_overflows[i]));
+    spdlog::warn("{}", Float16OverflowMessage(r.float16_overflows[i]));
   }
   if (r.float16_overflows.size() > kShownOverflows) {
     spdlog::warn("and {} more float16 overflows (--json lists all)",
                  r.float16_overflows.size() - kShownOverflows);
   }
   if (!r.float16_kept_float64.empty()) {
-    spdlog::warn(
-        "--precision fp16: {} tensor(s) kept in float64 (no float16 device computes it; not "
-        "rounded): {}",
-        r.float16_kept_float64.size(), util::Printable(util::JoinFirst(r.float16_kept_float64)));
+    spdlog::warn("{}", Float64KeptMessage(r.float16_kept_float64));
   }
   const int status =
       o.fail_on_overflow && !r.float16_overflows.empty() ? kExitCheckFailed : kExitOk;
@@ -216,7 +186,10 @@ int RunRun(const RunOptions& o) {
     doc["fused_nodes"] = r.fused_nodes;
     if (o.profile) doc["profile"] = ProfileJson(r);
     doc["precision"] = options.float16 ? "fp16" : "fp32";
-    if (options.float16) doc["float16"] = Float16Json(r);
+    if (options.float16) {
+      doc["float16"] = {{"overflows", Float16OverflowsJson(r.float16_overflows)},
+                        {"float64_kept", r.float16_kept_float64}};
+    }
     PrintJson(doc);
     return status;
   }

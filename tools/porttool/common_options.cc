@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "lib/decide/target.h"
+#include "lib/runtime/float16.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/quantize.h"
@@ -477,6 +478,38 @@ const char kExecutePrecisionHelp[] =
     "boundary as an NPU keeps it (accumulation inside Conv/MatMul/Gemm in float32; float64 "
     "tensors stay float64); fp32:NODE[,NODE...] computes those nodes in float32 under fp16. "
     "Repeatable";
+
+std::string Float16OverflowMessage(const runtime::Float16Overflow& o) {
+  const std::string node = util::Printable(o.node);
+  const std::string from = o.node.empty() ? "(a graph input)"
+                           : o.weight     ? fmt::format("(a weight read by node '{}')", node)
+                                          : fmt::format("(produced by node '{}')", node);
+  return fmt::format(
+      "float16 overflow: tensor '{}' {} reaches max |x| {:.6g} > {} (float16's largest finite "
+      "value), inf on a float16 device{}",
+      util::Printable(o.tensor), from, o.max_abs, runtime::kFloat16Max,
+      o.node.empty() ? ""
+                     : fmt::format("; --precision fp32:{} computes that node in float32", node));
+}
+
+nlohmann::json Float16OverflowsJson(const std::vector<runtime::Float16Overflow>& overflows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& o : overflows) {
+    list.push_back({{"tensor", o.tensor},
+                    {"node", o.node},
+                    {"weight", o.weight},
+                    {"max_abs", o.max_abs},
+                    {"limit", runtime::kFloat16Max}});
+  }
+  return list;
+}
+
+std::string Float64KeptMessage(const std::vector<std::string>& names) {
+  return fmt::format(
+      "--precision fp16: {} tensor(s) kept in float64 (no float16 device computes it; not "
+      "rounded): {}",
+      names.size(), util::Printable(util::JoinFirst(names)));
+}
 
 PrecisionFlags ParsePrecisionFlags(const std::vector<std::string>& specs, PrecisionUse use) {
   PrecisionFlags flags;

@@ -127,6 +127,14 @@ PrecisionFlags ParsePrecisionFlags(const std::vector<std::string>& specs, Precis
 void ApplyPrecisionFlags(const PrecisionFlags& flags, runtime::SessionOptions& session);
 // --precision's help line for run and compare.
 extern const char kExecutePrecisionHelp[];
+// A float16 overflow as run and compare warn of it: the tensor, the node that produces it (a
+// weight: the node that reads it; a graph input: none), max |x| against 65504, and the
+// --precision fp32:NODE that keeps the node in float32.
+std::string Float16OverflowMessage(const runtime::Float16Overflow& overflow);
+// [{tensor, node, weight, max_abs, limit}]: the `float16.overflows` of run's and compare's --json.
+nlohmann::json Float16OverflowsJson(const std::vector<runtime::Float16Overflow>& overflows);
+// The one line saying which float64 tensors --precision fp16 left in float64.
+std::string Float64KeptMessage(const std::vector<std::string>& names);
 
 // The quantization options quantize-calibrate and port share: one grammar, one parser.
 struct QuantizeFlags {
