@@ -30,7 +30,12 @@ bool Executable(const Pass& pass) { return pass.id() != "replace-with-custom-op"
 // Passes whose job changes any model: annotate it, relabel its opset, name the nodes the text
 // parser leaves unnamed.
 const std::set<std::string> kChangesEveryModel = {"infer-shapes", "check", "convert-opset",
-                                                  "name-nodes"};
+                                                  "name-nodes", "convert-fp16"};
+
+// The largest output difference a pass may make: none, but convert-fp16 rounds every tensor to
+// float16 (these models' outputs are below 4, whose float16 spacing is 2^-9: a few roundings of
+// that size, accumulated over two or three nodes, stay under 1e-2).
+double AllowedDiff(const Pass& pass) { return pass.id() == "convert-fp16" ? 1e-2 : 0.0; }
 
 TEST(PassContract, NothingToMatchChangesNothing) {
   const io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
@@ -44,7 +49,7 @@ TEST(PassContract, NothingToMatchChangesNothing) {
     auto result = RunOne(m, Invocation(*pass));
     EXPECT_FALSE(result.failed) << Notes(result);
     EXPECT_EQ(m.proto.graph().output(0).name(), "y");
-    EXPECT_EQ(MaxOutputDiff(model, m), 0.0);
+    EXPECT_LE(MaxOutputDiff(model, m), AllowedDiff(*pass));
     if (kChangesEveryModel.count(pass->id())) continue;
     EXPECT_EQ(result.changes, 0) << Notes(result);
     m.proto.mutable_graph()->clear_value_info();  // shape annotations may be added
@@ -67,7 +72,7 @@ TEST(PassContract, IfBodiesAreVisitedOrNamedInANote) {
     auto result = RunOne(m, Invocation(*pass));
     EXPECT_FALSE(result.failed) << Notes(result);
     EXPECT_EQ(m.proto.graph().output(0).name(), "y");
-    EXPECT_EQ(MaxOutputDiff(model, m), 0.0);
+    EXPECT_LE(MaxOutputDiff(model, m), AllowedDiff(*pass));
     if (pass->visits_subgraph_bodies()) continue;
     EXPECT_NE(Notes(result).find("left the bodies of If"), std::string::npos) << Notes(result);
   }

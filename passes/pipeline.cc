@@ -37,6 +37,11 @@ class Parser {
       std::map<std::string, std::string> values;
       while (true) {
         SkipSpaces();
+        // Options are separated by spaces, or by ';' (`convert-fp16{keep=a,b; io=fp16}`).
+        if (!values.empty() && !AtEnd() && text_[pos_] == ';') {
+          ++pos_;
+          SkipSpaces();
+        }
         if (AtEnd()) Fail("missing '}'");
         if (text_[pos_] == '}') {
           ++pos_;
@@ -75,7 +80,7 @@ class Parser {
     }
     size_t start = pos_;
     while (!AtEnd() && !std::isspace(static_cast<unsigned char>(text_[pos_])) &&
-           text_[pos_] != '}' && text_[pos_] != '{') {
+           text_[pos_] != '}' && text_[pos_] != '{' && text_[pos_] != ';') {
       ++pos_;
     }
     if (start == pos_) Fail("expected an option value");

@@ -1,6 +1,8 @@
 // Pipeline strings, LLVM/MLIR style: a comma-separated list of pass ids, each with optional
 // options in braces, e.g. `infer-shapes{input-shape=x:1x3x640x640},eliminate-identity,check`.
-// Values may be quoted ('...' or "...") to contain spaces, commas or braces. A malformed string is
+// Options are separated by spaces or ';' (`convert-fp16{keep=a,b; io=fp16}`); an unquoted value
+// runs to the next space, ';' or brace, so it may hold commas (a list). Values may be quoted ('...'
+// or "...") to contain spaces, ';' or braces. A malformed string is
 // an Error(kUsage) that quotes the string and marks the column, never an abort.
 #pragma once
 

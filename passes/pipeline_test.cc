@@ -24,6 +24,15 @@ TEST(PipelineParse, QuotedValuesMayHoldCommasAndSpaces) {
   EXPECT_EQ(steps[0].options.Get("input-shape"), "x:1x3, y:2");
 }
 
+TEST(PipelineParse, SemicolonsSeparateOptionsAndListValuesKeepTheirCommas) {
+  auto steps = ParsePipeline("convert-fp16{keep=a,b; io=fp16},topo-sort");
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].options.Get("keep"), "a,b");
+  EXPECT_EQ(steps[0].options.Get("io"), "fp16");
+  EXPECT_EQ(ParsePipeline("convert-fp16{keep=a;io=fp16}")[0].options.Get("keep"), "a");
+  EXPECT_EQ(ParsePipeline("convert-fp16{keep='a;b'}")[0].options.Get("keep"), "a;b");
+}
+
 void ExpectUsageError(const std::string& text, const std::string& fragment) {
   try {
     ParsePipeline(text);

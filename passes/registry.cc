@@ -5,6 +5,7 @@
 #include "lib/util/strings.h"
 #include "passes/check.h"
 #include "passes/constant_to_initializer.h"
+#include "passes/convert_fp16.h"
 #include "passes/convert_opset.h"
 #include "passes/decompose_gelu.h"
 #include "passes/eliminate_dead_code.h"
@@ -51,6 +52,7 @@ const std::vector<std::unique_ptr<Pass>>& Registry() {
     r->push_back(std::make_unique<DecomposeHardSwishPass>());
     r->push_back(std::make_unique<ReplaceWithCustomOpPass>());
     r->push_back(std::make_unique<ConvertOpsetPass>());
+    r->push_back(std::make_unique<ConvertFp16Pass>());
     return r;
   }();
   return *registry;

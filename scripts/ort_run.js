@@ -29,13 +29,14 @@ function loadOrt() {
 
 const NPY = {
   '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '|i1': ['int8', Int8Array],
+  '<f2': ['float16', Uint16Array],  // ORT's float16 tensors hold the raw binary16 bits
   '|u1': ['uint8', Uint8Array], '<i2': ['int16', Int16Array], '<u2': ['uint16', Uint16Array],
   '<i4': ['int32', Int32Array], '<u4': ['uint32', Uint32Array], '<i8': ['int64', BigInt64Array],
   '<u8': ['uint64', BigUint64Array], '|b1': ['bool', Uint8Array],
 };
 // ONNX TensorProto.DataType -> npy descr
 const ONNX_TYPES = {1: '<f4', 2: '|u1', 3: '|i1', 4: '<u2', 5: '<i2', 6: '<i4', 7: '<i8',
-                    9: '|b1', 11: '<f8', 12: '<u4', 13: '<u8'};
+                    9: '|b1', 10: '<f2', 11: '<f8', 12: '<u4', 13: '<u8'};
 
 function typedFrom(buf, Ctor) {
   const copy = Buffer.from(buf);  // aligned copy

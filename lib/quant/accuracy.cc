@@ -262,8 +262,8 @@ AccuracyReport Evaluate(const io::Model& float_model,
     auto it = outputs.find(name);
     if (it == outputs.end()) continue;
     Accumulator& acc = it->second;
-    OutputAccuracy o{name, acc.Sqnr(), acc.Cosine(), acc.max_abs, acc.float_min, acc.float_max,
-                     {}, {}};
+    OutputAccuracy o{name,          acc.Sqnr(),    acc.Cosine(), acc.max_abs,
+                     acc.float_min, acc.float_max, {},           {}};
     if (auto t = options.thresholds.find(name); t != options.thresholds.end()) {
       ThresholdMapping m = MapThreshold(acc.a, acc.b, t->second);
       m.output = name;
@@ -318,10 +318,15 @@ AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& q
 
 AccuracyReport EvaluateChainAccuracy(const io::Model& float_model,
                                      const std::vector<const io::Model*>& chain,
-                                     const SampleSet& eval, const AccuracyOptions& options) {
+                                     const SampleSet& eval, const AccuracyOptions& options,
+                                     const std::vector<runtime::SessionOptions>& per_segment) {
   return Evaluate<runtime::ChainSession>(
       float_model, chain, eval, options, [&](const runtime::SessionOptions& so) {
-        return std::make_unique<runtime::ChainSession>(float_model, chain, so);
+        if (per_segment.empty())
+          return std::make_unique<runtime::ChainSession>(float_model, chain, so);
+        std::vector<runtime::SessionOptions> each = per_segment;
+        for (auto& o : each) o.fail_on_nan = so.fail_on_nan;
+        return std::make_unique<runtime::ChainSession>(float_model, chain, each);
       });
 }
 

@@ -22,7 +22,7 @@ inline constexpr double kQuantileLevels[] = {1, 5, 25, 50, 75, 95, 99};
 struct OutputAccuracy {
   std::string name;
   double sqnr_db = 0, cosine = 1, max_abs = 0;
-  double float_min = 0, float_max = 0;  // the float model's values over every sample
+  double float_min = 0, float_max = 0;                 // the float model's values over every sample
   std::vector<double> float_quantiles, qdq_quantiles;  // at kQuantileLevels
 };
 
@@ -53,8 +53,8 @@ struct AccuracyReport {
   std::vector<TaskResult> tasks;  // per output with a task other than regress, in output order
   std::vector<std::string> notes;
   // The value of a task metric (top1, hmean, seq, ...; sqnr in dB) on the output that does worst
-  // by it; nullopt when no output reports it or every output's figure is undefined. With labels, hmean and top1 are the quantized
-  // model's against the ground truth (qdq_gt_hmean, qdq_accuracy).
+  // by it; nullopt when no output reports it or every output's figure is undefined. With labels,
+  // hmean and top1 are the quantized model's against the ground truth (qdq_gt_hmean, qdq_accuracy).
   std::optional<double> Metric(const std::string& metric) const;
 };
 
@@ -81,9 +81,11 @@ AccuracyReport EvaluateAccuracy(const io::Model& float_model, const io::Model& q
 
 // The same with the QDQ side a chain of segments (quantized accelerator segments and float host
 // segments of a split, run as runtime::ChainSession): accuracy end to end through the pipeline.
+// `per_segment` (one per segment, or empty) computes segments as a device does: float16 ones.
 AccuracyReport EvaluateChainAccuracy(const io::Model& float_model,
                                      const std::vector<const io::Model*>& chain,
-                                     const SampleSet& eval, const AccuracyOptions& options);
+                                     const SampleSet& eval, const AccuracyOptions& options,
+                                     const std::vector<runtime::SessionOptions>& per_segment = {});
 
 // The threshold on `qdq` values keeping the fraction of elements above `threshold` in `ref`.
 ThresholdMapping MapThreshold(std::vector<float> ref, std::vector<float> qdq, double threshold);

@@ -204,15 +204,11 @@ AccuracyTarget ParseAccuracyTarget(const std::string& text) {
 
 std::string AccuracyTarget::Text() const { return fmt::format("{}:{:g}", metric, value); }
 
-QuantizeCalibrateResult QuantizeCalibrate(const io::Model& input,
-                                          const QuantizeCalibrateRequest& request) {
-  QuantizeCalibrateResult result;
+RequestSamples ListRequestSamples(const io::Model& model, const QuantizeCalibrateRequest& request) {
   // Planning a session reports an op the executor lacks before any sample is read.
-  std::vector<runtime::InputSpec> inputs = runtime::Session(input).inputs();
-  std::optional<SampleSet> eval;
-  std::set<std::string> calibration_ids;  // ids labels may name besides the evaluation samples'
-  if (!request.eval_dir.empty()) eval = ListSamples(request.eval_dir, inputs, request.preprocess);
-  std::optional<SampleSet> calibration;  // what the table and bias correction are computed on
+  std::vector<runtime::InputSpec> inputs = runtime::Session(model).inputs();
+  RequestSamples r;
+  if (!request.eval_dir.empty()) r.eval = ListSamples(request.eval_dir, inputs, request.preprocess);
   if (!request.table && request.data_dir.empty()) {
     ThrowUsage("calibration needs a sample directory or a table");
   }
@@ -222,28 +218,56 @@ QuantizeCalibrateResult QuantizeCalibrate(const io::Model& input,
         "the same run (give the samples, not a table)");
   }
   if (!request.data_dir.empty() && (!request.table || request.bias_correction)) {
-    calibration = ListSamples(request.data_dir, inputs, request.preprocess);
-    if (!request.table) calibration_ids.insert(calibration->ids.begin(), calibration->ids.end());
-    if (!request.table && !eval && request.evaluate && calibration->size() >= 2) {
-      eval = TakeLast(*calibration, std::max<size_t>(1, calibration->size() / 4));
-      result.notes.push_back(fmt::format(
+    r.calibration = ListSamples(request.data_dir, inputs, request.preprocess);
+    if (!request.table) {
+      r.calibration_ids.insert(r.calibration->ids.begin(), r.calibration->ids.end());
+    }
+    if (!request.table && !r.eval && request.evaluate && r.calibration->size() >= 2) {
+      r.eval = TakeLast(*r.calibration, std::max<size_t>(1, r.calibration->size() / 4));
+      r.notes.push_back(fmt::format(
           "held out the last {} of {} samples for evaluation (give an evaluation directory to "
           "calibrate on all of them)",
-          eval->size(), calibration->size() + eval->size()));
+          r.eval->size(), r.calibration->size() + r.eval->size()));
     }
   }
+  return r;
+}
+
+std::optional<EqualizeResult> EqualizeForRequest(io::Model& model,
+                                                 const QuantizeCalibrateRequest& request,
+                                                 const SampleSet& calibration,
+                                                 std::vector<std::string>& notes) {
+  if (!request.equalize) return std::nullopt;
+  if (!request.qdq.per_channel) {
+    notes.push_back(
+        "channel equalization skipped: with per-tensor weights the rescaled channels would "
+        "cost weight precision (use per-channel weights)");
+    return std::nullopt;
+  }
+  EqualizeResult r = EqualizeChannels(
+      model, CollectConvInputMeans(model, calibration, request.calibration.threads));
+  if (std::string note = r.Note(); !note.empty()) notes.push_back(note);
+  return r;
+}
+
+QuantizeCalibrateResult QuantizeCalibrate(const io::Model& input,
+                                          const QuantizeCalibrateRequest& request) {
+  QuantizeCalibrateResult result;
+  RequestSamples samples = ListRequestSamples(input, request);
+  std::optional<SampleSet>& eval = samples.eval;
+  std::optional<SampleSet>& calibration = samples.calibration;
+  const std::set<std::string>& calibration_ids = samples.calibration_ids;
+  result.notes = samples.notes;
   // Equalization changes the float weights (exactly): the table, the QDQ model and the float
   // reference of the evaluation are all of the equalized model.
   std::optional<io::Model> equalized;
-  if (request.equalize && !request.qdq.per_channel) {
-    result.notes.push_back(
-        "channel equalization skipped: with per-tensor weights the rescaled channels would "
-        "cost weight precision (use per-channel weights)");
-  } else if (request.equalize) {
+  if (request.equalize) {
     equalized = input;
-    result.equalized = EqualizeChannels(
-        *equalized, CollectConvInputMeans(input, *calibration, request.calibration.threads));
-    if (std::string note = result.equalized.Note(); !note.empty()) result.notes.push_back(note);
+    if (auto r = EqualizeForRequest(*equalized, request, *calibration, result.notes)) {
+      result.equalized = *r;
+    } else {
+      equalized.reset();
+    }
   }
   const io::Model& model = equalized ? *equalized : input;
   if (request.table) {

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "lib/quant/accuracy.h"
 #include "lib/quant/calibrate.h"
@@ -90,6 +93,24 @@ struct QuantizeCalibrateResult {
   std::string sensitivity_metric;            // what the ranking measures
   std::vector<NodeSensitivity> sensitivity;  // most sensitive first; empty unless computed
 };
+
+// The samples a request calibrates and evaluates on: `eval` from eval_dir, else the last quarter
+// of data_dir held out (said in `notes`); `calibration_ids` are the ids labels may name besides
+// the evaluation's. Error(kUsage) for a request without data or table, or equalization with a
+// table.
+struct RequestSamples {
+  std::optional<SampleSet> calibration, eval;
+  std::set<std::string> calibration_ids;
+  std::vector<std::string> notes;
+};
+RequestSamples ListRequestSamples(const io::Model& model, const QuantizeCalibrateRequest& request);
+
+// Channel equalization of `model` in place as the request asks (per-channel weights only; a
+// note says why not otherwise), measured on `calibration`. nullopt: not applied.
+std::optional<EqualizeResult> EqualizeForRequest(io::Model& model,
+                                                 const QuantizeCalibrateRequest& request,
+                                                 const SampleSet& calibration,
+                                                 std::vector<std::string>& notes);
 
 QuantizeCalibrateResult QuantizeCalibrate(const io::Model& model,
                                           const QuantizeCalibrateRequest& request);

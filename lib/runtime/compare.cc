@@ -1,13 +1,7 @@
 #include "lib/runtime/compare.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-// sys/mman.h defines MAP_TYPE, an enumerator name in onnx/defs/parser.h; unused here, and in a
-// unity batch it would break every later file that includes the parser.
-#undef MAP_TYPE
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -20,6 +14,7 @@
 
 #include "lib/ir/dtype.h"
 #include "lib/ir/node_names.h"
+#include "lib/runtime/spill_file.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -80,46 +75,6 @@ void ChunkAsDoubles(const Tensor& t, int64_t begin, int64_t count, double* v) {
   ToDoubles(t.dtype(), base + begin * static_cast<int64_t>(ir::DtypeSize(t.dtype())), count, v);
 }
 
-// The median of non-negative errors without keeping them: exact zeros apart, the rest in
-// log-spaced bins (kPerDecade per decade from 1e-30 to 1e30), so the median is exact for zero and
-// within 0.6% otherwise, in constant memory.
-class ErrorHistogram {
- public:
-  ErrorHistogram() : bins_(kDecades * kPerDecade, 0) {}
-  void Add(double v) {
-    ++count_;
-    if (v == 0) {
-      ++zeros_;
-      return;
-    }
-    double pos = (std::log10(v) + kDecades / 2.0) * kPerDecade;
-    bins_[static_cast<size_t>(std::clamp(pos, 0.0, double(bins_.size() - 1)))]++;
-  }
-  void Clear() {
-    std::fill(bins_.begin(), bins_.end(), 0);
-    count_ = zeros_ = 0;
-  }
-  // The element at index count/2 of the sorted errors (as std::nth_element would pick).
-  double Median() const {
-    if (count_ == 0) return 0;
-    int64_t rank = count_ / 2;
-    if (rank < zeros_) return 0;
-    rank -= zeros_;
-    for (size_t b = 0; b < bins_.size(); ++b) {
-      if (rank < bins_[b]) return std::pow(10.0, (b + 0.5) / kPerDecade - kDecades / 2.0);
-      rank -= bins_[b];
-    }
-    return 0;
-  }
-
- private:
-  static constexpr int kDecades = 60;
-  static constexpr int kPerDecade = 400;
-  std::vector<int64_t> bins_;
-  int64_t count_ = 0;
-  int64_t zeros_ = 0;
-};
-
 // What comparing one tensor needs besides the two tensors: two chunks of values, two error
 // histograms and a chunk of raw bytes (a reference read back from disk). A per-tensor comparison
 // makes them once, before anything runs, and reuses them for every tensor: made per tensor in
@@ -128,7 +83,7 @@ class ErrorHistogram {
 struct CompareScratch {
   static constexpr int64_t kChunk = 1 << 14;
   std::vector<double> a = std::vector<double>(kChunk), b = std::vector<double>(kChunk);
-  ErrorHistogram abs_hist, rel_hist;
+  StatsAccumulator stats;
   std::vector<char> bytes = std::vector<char>(kChunk * sizeof(double));  // widest comparable dtype
 };
 
@@ -166,168 +121,6 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
-// The reference run's tensors while the candidate runs: one temporary file in `dir`, unlinked as
-// soon as it is created so that it goes away with the process however that ends, written
-// sequentially as the reference produces tensors and read back a block at a time. Memory is then
-// one run's live tensors whatever the model; the disk holds what the two runs share.
-// The file is written and read with direct I/O where the file system allows it, through one
-// aligned block: buffered, the tensors would fill the page cache (memory for the machine, if not
-// in this process's RSS), and on the VM we measured, buffered writes of 1.5 GB crawled at 50-120
-// MB/s while direct ones ran at 950 MB/s.
-class SpillFile {
- public:
-  struct Entry {
-    int32_t dtype = 0;
-    std::vector<int64_t> shape;
-    std::string text;  // the tensor's DebugString, for notes
-    uint64_t offset = 0;
-  };
-
-  // `expected` tensors: the index is sized up front so that it does not grow between the
-  // tensors of the run it records.
-  SpillFile(const std::filesystem::path& dir, size_t expected)
-      : dir_(dir.empty() ? std::filesystem::path(".") : dir), block_(MapBlock()) {
-    entries_.reserve(expected);
-    std::string pattern = (dir_ / "porttool-compare-XXXXXX").string();
-    fd_ = ::mkostemp(pattern.data(), O_CLOEXEC);
-    if (fd_ < 0) {
-      int error = errno;
-      ::munmap(block_, kBlock);
-      ThrowBadInput("cannot create a temporary file in '{}': {}", dir_.string(),
-                    std::strerror(error));
-    }
-    ::unlink(pattern.c_str());
-    SetDirect(true);  // best effort: file systems without direct I/O refuse, and stay buffered
-  }
-  ~SpillFile() {
-    ::close(fd_);
-    ::munmap(block_, kBlock);
-  }
-  SpillFile(const SpillFile&) = delete;
-  SpillFile& operator=(const SpillFile&) = delete;
-
-  // Appends `value` unless a tensor of that name is already there (a tensor is produced once).
-  void Put(const std::string& name, const Tensor& value) {
-    if (entries_.count(name)) return;
-    const uint64_t offset = written_ + filled_;
-    const char* p = static_cast<const char*>(value.raw());
-    for (size_t left = value.bytes(); left > 0;) {
-      size_t n = std::min(left, kBlock - filled_);
-      std::memcpy(block_ + filled_, p, n);
-      filled_ += n;
-      p += n;
-      left -= n;
-      if (filled_ == kBlock) WriteBlock(kBlock);
-    }
-    entries_[name] = {value.dtype(), value.shape(), value.DebugString(), offset};
-  }
-
-  // Writes what is still buffered (padded to the alignment direct I/O needs); call once, after
-  // the last Put and before the first ReadAt.
-  void Finish() {
-    size_t padded = (filled_ + kAlign - 1) / kAlign * kAlign;
-    std::memset(block_ + filled_, 0, padded - filled_);
-    if (padded > 0) WriteBlock(padded);
-  }
-
-  const Entry* Find(const std::string& name) const {
-    auto it = entries_.find(name);
-    return it == entries_.end() ? nullptr : &it->second;
-  }
-
-  // `bytes` bytes at `offset`, through the block (tensors are read in order, a chunk at a time).
-  void ReadAt(uint64_t offset, char* out, size_t bytes) {
-    while (bytes > 0) {
-      if (offset < window_ || offset >= window_ + window_size_) LoadWindow(offset);
-      size_t n = std::min<uint64_t>(bytes, window_ + window_size_ - offset);
-      std::memcpy(out, block_ + (offset - window_), n);
-      out += n;
-      offset += n;
-      bytes -= n;
-    }
-  }
-
- private:
-  static constexpr size_t kAlign = 4096;  // what direct I/O needs of offsets and sizes
-  static constexpr size_t kBlock = size_t{1} << 20;
-
-  // The block is mapped, not taken from the heap: in the heap it sat where the run's first
-  // tensors would go, and the never-trimmed heap grew around it (+1.6 MB RSS on det at 320).
-  static char* MapBlock() {
-    void* p = ::mmap(nullptr, kBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      ThrowBadInput("cannot map a {} buffer: {}", util::FormatBytes(kBlock), std::strerror(errno));
-    }
-    return static_cast<char*>(p);
-  }
-
-  void SetDirect(bool on) {
-    int flags = ::fcntl(fd_, F_GETFL);
-    direct_ = on && flags >= 0 && ::fcntl(fd_, F_SETFL, flags | O_DIRECT) == 0;
-    if (!direct_ && flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT);
-  }
-
-  // A full disk is the likely failure: say where and how much was written, so the user can make
-  // room or point the temporary directory elsewhere.
-  void WriteBlock(size_t bytes) {
-    for (size_t done = 0; done < bytes;) {
-      ssize_t n = ::pwrite(fd_, block_ + done, bytes - done, static_cast<off_t>(written_ + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EINVAL && direct_) {  // direct I/O accepted, then refused
-        SetDirect(false);
-        continue;
-      }
-      if (n <= 0) {
-        ThrowBadInput(
-            "cannot write the reference run's tensors to a temporary file in '{}' after {}: {}; "
-            "free space there or use another temporary directory",
-            dir_.string(), util::FormatBytes(written_ + done),
-            n < 0 ? std::strerror(errno) : "nothing written");
-      }
-      done += static_cast<size_t>(n);
-    }
-    written_ += bytes;
-    filled_ = 0;
-  }
-
-  // Reads the block that starts at `offset` rounded down to the alignment.
-  void LoadWindow(uint64_t offset) {
-    window_ = offset / kAlign * kAlign;
-    window_size_ = 0;
-    while (window_size_ < kBlock) {
-      ssize_t n = ::pread(fd_, block_ + window_size_, kBlock - window_size_,
-                          static_cast<off_t>(window_ + window_size_));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EINVAL && direct_) {
-        SetDirect(false);
-        continue;
-      }
-      if (n < 0) {
-        ThrowBadInput(
-            "cannot read back the reference run's tensors from a temporary file in "
-            "'{}': {}",
-            dir_.string(), std::strerror(errno));
-      }
-      if (n == 0) break;  // the end of the file
-      window_size_ += static_cast<size_t>(n);
-    }
-    if (offset >= window_ + window_size_) {
-      ThrowInternal("the temporary file in '{}' ends at {} bytes, before offset {}", dir_.string(),
-                    window_ + window_size_, offset);
-    }
-  }
-
-  std::filesystem::path dir_;
-  char* block_;  // kBlock bytes, page-aligned
-  int fd_ = -1;
-  bool direct_ = false;
-  size_t filled_ = 0;     // bytes in block_ not written yet
-  uint64_t written_ = 0;  // bytes in the file
-  uint64_t window_ = 0;   // while reading: the file offset block_ holds, and how many bytes
-  size_t window_size_ = 0;
-  std::unordered_map<std::string, Entry> entries_;
-};
-
 // Tensor name -> (node, op) of the node of `model` that produces it.
 std::map<std::string, std::pair<std::string, std::string>> Producers(const io::Model& model) {
   std::map<std::string, std::pair<std::string, std::string>> producer;
@@ -356,68 +149,22 @@ std::set<std::string> ProducedNames(const io::Model& model) {
 
 namespace {
 
-// Fills `v` with `count` reference values from element `begin` on.
-using ChunkSource = std::function<void(int64_t begin, int64_t count, double* v)>;
-
 // The statistics of `candidate` against a reference of `shape` (described by `text`) whose
 // values come a chunk at a time from `reference`: it need not be in memory as a whole.
 TensorStats CompareAgainst(const std::vector<int64_t>& shape, const std::string& text,
                            const ChunkSource& reference, const Tensor& candidate, double rtol,
                            double atol, CompareScratch& scratch) {
-  TensorStats s;
+  StatsAccumulator& acc = scratch.stats;
+  acc.Clear();
   if (shape != candidate.shape()) {
-    s.comparable = s.within_tolerance = false;
-    s.note = fmt::format("shape differs: {} vs {}", text, candidate.DebugString());
-    return s;
+    acc.MarkIncomparable(fmt::format("shape differs: {} vs {}", text, candidate.DebugString()));
+    return acc.Stats();
   }
-  s.count = candidate.size();
-  double dot = 0, na = 0, nb = 0, noise = 0, sum_abs = 0, sum_rel = 0;
-  int64_t finite = 0;
-  ErrorHistogram &abs_hist = scratch.abs_hist, &rel_hist = scratch.rel_hist;
-  abs_hist.Clear();
-  rel_hist.Clear();
-  constexpr int64_t kChunk = CompareScratch::kChunk;
-  std::vector<double>& a = scratch.a;
-  std::vector<double>& b = scratch.b;
-  for (int64_t i = 0; i < s.count; ++i) {
-    if (i % kChunk == 0) {
-      int64_t n = std::min(kChunk, s.count - i);
-      reference(i, n, a.data());
-      ChunkAsDoubles(candidate, i, n, b.data());
-    }
-    double x = a[i % kChunk], y = b[i % kChunk];
-    if (std::isnan(x) || std::isnan(y)) {
-      if (std::isnan(x) != std::isnan(y)) {
-        s.within_tolerance = false;
-        s.max_abs = s.max_rel = std::numeric_limits<double>::infinity();
-      }
-      continue;
-    }
-    double d = x == y ? 0 : std::abs(y - x);  // inf == inf counts as equal
-    double r = d / std::max(std::abs(x), 1e-6);
-    s.max_abs = std::max(s.max_abs, d);
-    s.max_rel = std::max(s.max_rel, r);
-    if (!(d <= atol + rtol * std::abs(x))) s.within_tolerance = false;
-    if (std::isfinite(d)) {
-      dot += x * y;
-      na += x * x;
-      nb += y * y;
-      noise += d * d;
-      sum_abs += d;
-      sum_rel += r;
-      ++finite;
-      abs_hist.Add(d);
-      rel_hist.Add(r);
-    }
-  }
-  s.cosine = (na == 0 && nb == 0) ? 1.0 : (na == 0 || nb == 0) ? 0.0 : dot / std::sqrt(na * nb);
-  s.sqnr_db = noise == 0 ? std::numeric_limits<double>::infinity()
-                         : 10.0 * std::log10(std::max(na, 1e-300) / noise);
-  s.mean_abs = finite ? sum_abs / double(finite) : 0;
-  s.mean_rel = finite ? sum_rel / double(finite) : 0;
-  s.median_abs = abs_hist.Median();
-  s.median_rel = rel_hist.Median();
-  return s;
+  Tolerance tolerance;
+  tolerance.rtol = rtol;
+  tolerance.atol = atol;
+  acc.Add(candidate.size(), reference, ChunksOf(candidate), tolerance, scratch.a, scratch.b);
+  return acc.Stats();
 }
 
 // `candidate` against the reference's copy in `spill`, read back a chunk at a time.
@@ -436,6 +183,125 @@ TensorStats CompareWithSpilled(SpillFile& spill, const SpillFile::Entry& referen
 }
 
 }  // namespace
+
+ChunkSource ChunksOf(const Tensor& t) {
+  return [&t](int64_t begin, int64_t count, double* v) { ChunkAsDoubles(t, begin, count, v); };
+}
+
+ErrorHistogram::ErrorHistogram(int per_decade, bool preallocate) : per_decade_(per_decade) {
+  if (preallocate) bins_.assign(static_cast<size_t>(kDecades) * per_decade_, 0);
+}
+
+void ErrorHistogram::Add(double v) {
+  ++count_;
+  if (v == 0) {
+    ++zeros_;
+    return;
+  }
+  const double top = double(kDecades) * per_decade_ - 1;
+  const auto bin =
+      static_cast<int64_t>(std::clamp((std::log10(v) + kDecades / 2.0) * per_decade_, 0.0, top));
+  if (bins_.empty()) {
+    lo_ = bin;
+    bins_.assign(1, 0);
+  } else if (bin < lo_) {
+    bins_.insert(bins_.begin(), static_cast<size_t>(lo_ - bin), 0);
+    lo_ = bin;
+  } else if (bin >= lo_ + static_cast<int64_t>(bins_.size())) {
+    bins_.resize(static_cast<size_t>(bin - lo_ + 1), 0);
+  }
+  bins_[static_cast<size_t>(bin - lo_)]++;
+}
+
+void ErrorHistogram::Clear() {
+  std::fill(bins_.begin(), bins_.end(), 0);
+  count_ = zeros_ = 0;
+}
+
+double ErrorHistogram::Median() const {
+  if (count_ == 0) return 0;
+  int64_t rank = count_ / 2;
+  if (rank < zeros_) return 0;
+  rank -= zeros_;
+  for (size_t b = 0; b < bins_.size(); ++b) {
+    if (rank < bins_[b]) {
+      return std::pow(10.0, (double(lo_ + int64_t(b)) + 0.5) / per_decade_ - kDecades / 2.0);
+    }
+    rank -= bins_[b];
+  }
+  return 0;
+}
+
+StatsAccumulator::StatsAccumulator(int per_decade, bool preallocate)
+    : abs_hist_(per_decade, preallocate), rel_hist_(per_decade, preallocate) {}
+
+void StatsAccumulator::Clear() {
+  s_ = TensorStats();
+  dot_ = na_ = nb_ = noise_ = sum_abs_ = sum_rel_ = 0;
+  finite_ = 0;
+  abs_hist_.Clear();
+  rel_hist_.Clear();
+}
+
+void StatsAccumulator::MarkIncomparable(const std::string& note) {
+  if (!s_.comparable) return;
+  s_.comparable = s_.within_tolerance = false;
+  s_.note = note;
+}
+
+void StatsAccumulator::Add(int64_t count, const ChunkSource& reference,
+                           const ChunkSource& candidate, const Tolerance& tolerance,
+                           std::vector<double>& a, std::vector<double>& b) {
+  const double rtol = tolerance.rtol, atol = tolerance.atol;
+  const auto chunk = static_cast<int64_t>(std::min(a.size(), b.size()));
+  s_.count += count;
+  for (int64_t i = 0; i < count; ++i) {
+    if (i % chunk == 0) {
+      int64_t n = std::min(chunk, count - i);
+      reference(i, n, a.data());
+      candidate(i, n, b.data());
+    }
+    double x = a[i % chunk], y = b[i % chunk];
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) {
+        s_.within_tolerance = false;
+        s_.max_abs = s_.max_rel = std::numeric_limits<double>::infinity();
+      }
+      continue;
+    }
+    double d = x == y ? 0 : std::abs(y - x);  // inf == inf counts as equal
+    double r = d / std::max(std::abs(x), 1e-6);
+    s_.max_abs = std::max(s_.max_abs, d);
+    s_.max_rel = std::max(s_.max_rel, r);
+    if (!(d <= atol + rtol * std::abs(x))) s_.within_tolerance = false;
+    if (std::isfinite(d)) {
+      dot_ += x * y;
+      na_ += x * x;
+      nb_ += y * y;
+      noise_ += d * d;
+      sum_abs_ += d;
+      sum_rel_ += r;
+      ++finite_;
+      abs_hist_.Add(d);
+      rel_hist_.Add(r);
+    }
+  }
+}
+
+TensorStats StatsAccumulator::Stats() const {
+  TensorStats s = s_;
+  if (!s.comparable) return s;
+  s.cosine = (na_ == 0 && nb_ == 0)   ? 1.0
+             : (na_ == 0 || nb_ == 0) ? 0.0
+                                      : dot_ / std::sqrt(na_ * nb_);
+  s.sqnr_db = noise_ == 0 ? std::numeric_limits<double>::infinity()
+                          : 10.0 * std::log10(std::max(na_, 1e-300) / noise_);
+  s.mean_abs = finite_ ? sum_abs_ / double(finite_) : 0;
+  s.mean_rel = finite_ ? sum_rel_ / double(finite_) : 0;
+  s.median_abs = abs_hist_.Median();
+  s.median_rel = rel_hist_.Median();
+  return s;
+}
 
 TensorStats CompareTensors(const Tensor& reference, const Tensor& candidate, double rtol,
                            double atol) {

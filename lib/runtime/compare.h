@@ -64,6 +64,59 @@ struct Tolerance {
   double atol = 1e-4;
 };
 
+// Fills `v` with `count` values of a tensor as doubles, from element `begin` on: where the values
+// live (memory, a temporary file) is the source's business, so a comparison never needs a whole
+// tensor it does not already hold.
+using ChunkSource = std::function<void(int64_t begin, int64_t count, double* v)>;
+// `t`'s values (any numeric or bool dtype; Error(kBadInput) for others when read).
+ChunkSource ChunksOf(const Tensor& t);
+
+// The median of non-negative errors without keeping them: exact zeros apart, the rest in
+// log-spaced bins (`per_decade` per decade from 1e-30 to 1e30), so the median is exact for zero
+// and within half a bin otherwise (0.6% at 400 per decade), in constant memory. Preallocated, the
+// bins cover the whole range at once; otherwise they grow to cover the errors seen (a few decades
+// in practice), which keeps one histogram per tensor of a large model small.
+class ErrorHistogram {
+ public:
+  explicit ErrorHistogram(int per_decade = 400, bool preallocate = true);
+  void Add(double v);
+  void Clear();
+  // The element at index count/2 of the sorted errors (as std::nth_element would pick).
+  double Median() const;
+
+ private:
+  static constexpr int kDecades = 60;
+  int per_decade_;
+  std::vector<int64_t> bins_;  // bins lo_ .. lo_ + bins_.size() - 1
+  int64_t lo_ = 0;
+  int64_t count_ = 0;
+  int64_t zeros_ = 0;
+};
+
+// TensorStats over pairs of values that come in pieces (one tensor a chunk at a time, or one
+// tensor over many samples), in memory independent of their number: running sums for the
+// means, cosine and SQNR, and two ErrorHistograms for the medians. The single implementation of
+// the statistics: CompareTensors and the per-tensor and isolated comparisons all use it.
+class StatsAccumulator {
+ public:
+  explicit StatsAccumulator(int per_decade = 400, bool preallocate = true);
+  void Clear();
+  // `count` pairs: the reference's and the candidate's values, read from the sources a chunk at
+  // a time into `a` and `b` (same size, at least 1).
+  void Add(int64_t count, const ChunkSource& reference, const ChunkSource& candidate,
+           const Tolerance& tolerance, std::vector<double>& a, std::vector<double>& b);
+  // A pair that cannot be compared (shape or dtype differ): the statistics say so from now on,
+  // with the first note.
+  void MarkIncomparable(const std::string& note);
+  TensorStats Stats() const;
+
+ private:
+  TensorStats s_;
+  double dot_ = 0, na_ = 0, nb_ = 0, noise_ = 0, sum_abs_ = 0, sum_rel_ = 0;
+  int64_t finite_ = 0;
+  ErrorHistogram abs_hist_, rel_hist_;
+};
+
 struct CompareOptions {
   Tolerance tolerance;
   std::map<std::string, Tolerance> per_output;  // overrides for named outputs

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "lib/quant/samples.h"
 #include "lib/runtime/tensor_store.h"
 #include "lib/util/error.h"
 #include "lib/util/strings.h"
@@ -56,6 +57,27 @@ runtime::ModelComparison CompareStage(const io::Model& a_in, const io::Model* b_
   runtime::RecordRun(a, inputs, options.session, keep, store);
   if (!b_in) return {};
   return runtime::CompareWithStore(Pinned(*b_in, o.input_shapes), inputs, store, options);
+}
+
+runtime::IsolateResult IsolateStage(const io::Model& a_in, const io::Model& b_in,
+                                    const CompareStageOptions& o,
+                                    const std::filesystem::path& data_dir) {
+  if (!data_dir.empty() && !o.inputs.empty()) {
+    ThrowUsage("give the inputs as a data directory or one by one, not both");
+  }
+  io::Model a = Pinned(a_in, o.input_shapes), b = Pinned(b_in, o.input_shapes);
+  runtime::IsolateComparison isolate(a, b, o.compare);
+  const std::vector<runtime::InputSpec> specs = runtime::InputSpecsOf(a);
+  if (data_dir.empty()) {
+    shape::CheckInputRanges(a, o.input_ranges);
+    isolate.AddSample(runtime::CompleteWithRandom(specs, o.inputs, o.seed, o.input_ranges));
+    return isolate.Result();
+  }
+  quant::SampleSet set = quant::ListSamples(data_dir, specs, std::nullopt);
+  if (set.size() == 0) ThrowBadInput("'{}' holds no sample", data_dir.string());
+  // One sample in memory at a time: the statistics accumulate, the tensors do not.
+  for (size_t i = 0; i < set.size(); ++i) isolate.AddSample(quant::LoadSample(set, i, specs));
+  return isolate.Result();
 }
 
 std::vector<quant::TaskResult> CompareTasks(const io::Model& a_in, const io::Model& b_in,
@@ -111,6 +133,43 @@ nlohmann::json StatsJson(const runtime::TensorComparison& c, const runtime::Comp
 }
 
 }  // namespace
+
+nlohmann::json IsolateJson(const runtime::IsolateResult& result,
+                           const runtime::CompareOptions& options) {
+  nlohmann::json doc = {
+      {"samples", result.samples},          {"rtol", options.tolerance.rtol},
+      {"atol", options.tolerance.atol},     {"within_tolerance", result.within_tolerance},
+      {"outputs", nlohmann::json::array()}, {"unmatched_outputs", result.unmatched_outputs},
+      {"isolate", nlohmann::json::array()}, {"not_comparable", nlohmann::json::array()}};
+  for (const auto& c : result.outputs) doc["outputs"].push_back(StatsJson(c, options));
+  auto stats = [&](const std::string& tensor, const runtime::TensorStats& s) {
+    runtime::TensorComparison c;
+    c.name = tensor;
+    c.stats = s;
+    nlohmann::json j = StatsJson(c, options);
+    j.erase("name");
+    return j;
+  };
+  for (size_t i = 0; i < result.tensors.size(); ++i) {
+    const auto& t = result.tensors[i];
+    doc["isolate"].push_back({{"rank", i + 1},
+                              {"node", t.node},
+                              {"op", t.op},
+                              {"tensor", t.tensor},
+                              {"from_a", t.from_a},
+                              {"cone_nodes", t.cone_nodes},
+                              {"local_error", stats(t.tensor, t.local)},
+                              {"accumulated_error", stats(t.tensor, t.accumulated)}});
+  }
+  for (const auto& n : result.not_comparable) {
+    doc["not_comparable"].push_back({{"model", n.model},
+                                     {"node", n.node},
+                                     {"op", n.op},
+                                     {"tensor", n.tensor},
+                                     {"reason", n.reason}});
+  }
+  return doc;
+}
 
 nlohmann::json CompareJson(const runtime::ModelComparison& result,
                            const runtime::CompareOptions& options, bool per_tensor) {

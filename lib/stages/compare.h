@@ -10,6 +10,7 @@
 #include "lib/io/model.h"
 #include "lib/quant/task_metrics.h"
 #include "lib/runtime/compare.h"
+#include "lib/runtime/isolate.h"
 #include "lib/shape/input_shapes.h"
 #include "lib/shape/input_values.h"
 
@@ -36,6 +37,20 @@ runtime::ModelComparison CompareStage(const io::Model& a, const io::Model* b,
 std::vector<quant::TaskResult> CompareTasks(const io::Model& a, const io::Model& b,
                                             const CompareStageOptions& options,
                                             const quant::TaskAssignment& tasks);
+
+// Per-layer local and accumulated error of B against A (lib/runtime/isolate.h), over the samples
+// of `data_dir` (`<id>.<input>.npy`, port's layout) when given, else over one sample: the given
+// inputs, the rest random from the seed. Error(kUsage) for given inputs with a data directory.
+runtime::IsolateResult IsolateStage(const io::Model& a, const io::Model& b,
+                                    const CompareStageOptions& options,
+                                    const std::filesystem::path& data_dir);
+
+// {"samples", "rtol", "atol", "within_tolerance", "outputs", "unmatched_outputs", "isolate":
+// [{"rank", "node", "op", "tensor", "from_a", "cone_nodes", "local_error": {stats},
+// "accumulated_error": {stats}}] worst local error first, "not_comparable": [{"model", "node",
+// "op", "tensor", "reason"}]}: the `compare --isolate --json` shape.
+nlohmann::json IsolateJson(const runtime::IsolateResult& result,
+                           const runtime::CompareOptions& options);
 
 // {"rtol", "atol", "within_tolerance", "outputs": [stats], "unmatched_outputs", "per_tensor"?,
 // "first_divergent"?}: the `compare --json` shape.

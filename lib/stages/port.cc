@@ -30,6 +30,8 @@ constexpr StepDef kSteps[] = {
     {"check", "check the model and pin its inputs", CheckAndPinStep, true},
     {"simplify", "fold, fuse and clean up; ONNX checker", SimplifyStep, true},
     {"rewrite", "the target's exact rewrites; ONNX checker", RewriteStep, true},
+    {"equalize", "rescale conv pairs for per-channel int8 (exact); verified at the split",
+     EqualizeStep, false},
     {"split", "scan the target, cut what it cannot run; verify end to end", SplitStep, true},
     {"quantize", "calibrate once, quantize every accelerator segment", QuantizeStep, false},
     {"emit", "headers, runners, custom-operator packages", EmitStep, false},
@@ -114,15 +116,14 @@ PortResult PortStage(const PortOptions& options, const PortObserver& observer) {
   // same for any thread count, every number in it coming from the same single-threaded kernels.
   runtime::ScopedExecution single_threaded({.threads = 1});
   PortState s(options);
-  // Both rewrite the float weights from the calibration samples, and port applies the whole
-  // model's table to the split segments, which would still hold the original weights.
-  if (options.quantize && (options.quantize->equalize || options.quantize->bias_correction)) {
-    ThrowUsage(
-        "port does not apply {} to the split segments yet; use quantize-calibrate on the "
-        "model, or port without it",
-        options.quantize->equalize ? "--equalize" : "--bias-correction");
-  }
   s.target = LoadTargetProfile(options.rules_dir, options.target);
+  if (options.float16_eval && (options.quantize || s.target.float_arithmetic != "fp16")) {
+    ThrowUsage(
+        "evaluation samples without calibration data judge a float port in float16, and target "
+        "{} computes {}{}: give calibration samples to judge a quantized port",
+        s.target.name, s.target.float_arithmetic.empty() ? "no float" : s.target.float_arithmetic,
+        options.quantize ? " (and this port is quantized)" : "");
+  }
   PortResult r;
   r.bundle = options.output_dir.empty() ? DefaultPortDir(options.model) : options.output_dir;
   CheckOutputDir(r.bundle, options);

@@ -4,15 +4,18 @@
 //   1 check     CheckStage; then pin the inputs (given pins, else the target's default shape)
 //   2 simplify  SimplifyStage; the result passes the ONNX checker
 //   3 rewrite   RewriteStage with the target profile's `rewrites`; checked the same way
-//   4 split     the compatibility scan and PlanSplit/WriteSplit on the target; every segment
+//   4 equalize  with calibration data and equalization asked for: the conv pairs rescaled
+//               (quant::EqualizeForRequest) before the split, so every segment carries them
+//   5 split     the compatibility scan and PlanSplit/WriteSplit on the target; every segment
 //               passes the ONNX checker, and the chained segments reproduce the original model
 //               (within tolerance, bit for bit when no step changed it): one end-to-end check,
 //               and only when it misses each step on its own, to name the one that broke it
-//   5 quantize  with calibration data: QuantizeStage once on the whole model, the same table on
-//               every accelerator segment, accuracy end to end through the chained segments
-//   6 emit      EmitHeaderStage per segment, EmitRunnerStage (reference, and the target's own
+//   6 quantize  with calibration data: QuantizeStage once on the whole model, the same table (and
+//               bias correction's conv input means) on every accelerator segment, accuracy end
+//               to end through the chained segments
+//   7 emit      EmitHeaderStage per segment, EmitRunnerStage (reference, and the target's own
 //               backend where there is one), ScaffoldStage for every op the target cannot run
-//   7 report    DecideStage on the ported model, extended with what port did and what is left
+//   8 report    DecideStage on the ported model, extended with what port did and what is left
 // The bundle is built in a staging directory beside its destination and renamed into place
 // only when every step passed; its files (port.log aside) are byte-identical for the same inputs,
 // whatever the thread count or the output directory's name.
@@ -44,10 +47,14 @@ struct PortOptions {
   // With calibration data (request.data_dir): quantize. The request's table, thresholds and
   // progress are port's own business; the rest (method, QDQ options, target) is the user's.
   std::optional<quant::QuantizeCalibrateRequest> quantize;
+  // Without calibration data, on a target that computes float in float16: the evaluation samples
+  // (the request's eval_dir, preprocessing, tasks and labels) on which the float16 segments are
+  // judged against the float model, task figures included.
+  std::optional<quant::QuantizeCalibrateRequest> float16_eval;
   std::filesystem::path facts_file;  // the decision report's project facts
   std::vector<decide::FlagFact> flag_facts;
   std::filesystem::path output_dir;  // empty: DefaultPortDir(model)
-  bool dry_run = false;              // plan only: run steps 1-4 in memory, write nothing
+  bool dry_run = false;              // plan only: run the steps to split in memory, write nothing
   bool force = false;                // replace an existing output directory
   bool keep_failed = false;          // keep the staging directory when a step fails
   int threads = 1;                   // samples calibrated and evaluated at once
@@ -56,7 +63,7 @@ struct PortOptions {
 };
 
 struct PortStep {
-  std::string id;  // check, simplify, rewrite, split, quantize, emit, report
+  std::string id;  // check, simplify, rewrite, equalize, split, quantize, emit, report
   std::string title;
   std::string outcome;               // ok | skipped | failed | planned (dry run)
   std::vector<std::string> details;  // what it did, deterministic (no timings, no paths)

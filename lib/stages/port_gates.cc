@@ -357,6 +357,15 @@ std::string Float16Problem(const Float16Check& check) {
                                      o.name, o.cosine, o.max_abs, o.finite ? "" : ", not finite"));
     }
   }
+  if (check.evaluation) {
+    for (const auto& o : check.evaluation->outputs) {
+      if (!(o.cosine >= kMinCosine) || !(o.max_abs <= MaxErrorBound(o.float_min, o.float_max))) {
+        problems.push_back(fmt::format(
+            "output '{}' in float16 on the evaluation samples: cosine {:.4f}, max abs {:.3g}",
+            o.name, o.cosine, o.max_abs));
+      }
+    }
+  }
   return util::Join(problems, "; ");
 }
 
@@ -380,9 +389,16 @@ std::string UnrangedInputsHint(const PortState& s) {
 std::string Float16Figure(const Float16Check& check) {
   double worst = INFINITY;
   for (const auto& o : check.outputs) worst = std::min(worst, o.sqnr_db);
-  return fmt::format("float16 worst output {}, {} overflow(s)",
-                     std::isfinite(worst) ? fmt::format("{:.1f} dB", worst) : "exact",
-                     check.overflows.size());
+  std::string figure = fmt::format("float16 worst output {}, {} overflow(s)",
+                                   std::isfinite(worst) ? fmt::format("{:.1f} dB", worst) : "exact",
+                                   check.overflows.size());
+  if (check.evaluation) {
+    for (const auto& t : check.evaluation->tasks) {
+      figure += fmt::format("; '{}' on {} evaluation sample(s): {}", t.output,
+                            check.evaluation->samples, t.Describe());
+    }
+  }
+  return figure;
 }
 
 Gate ArithmeticGate(const PortState& s) {

@@ -16,10 +16,11 @@ io::OutputDirRequest PortOutputDirRequest(const std::filesystem::path& dir,
   if (options.target.find('/') != std::string::npos || util::EndsWith(options.target, ".json")) {
     add(options.target);
   }
-  if (options.quantize) {
-    add(options.quantize->data_dir);
-    add(options.quantize->eval_dir);
-    if (options.quantize->preprocess) add(options.quantize->preprocess->boxes);
+  for (const auto* request : {&options.quantize, &options.float16_eval}) {
+    if (!*request) continue;
+    add((*request)->data_dir);
+    add((*request)->eval_dir);
+    if ((*request)->preprocess) add((*request)->preprocess->boxes);
   }
   return request;
 }

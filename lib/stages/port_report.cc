@@ -45,7 +45,30 @@ nlohmann::json AccuracyJson(const quant::AccuracyReport& a) {
                        {"cosine", Num(o.cosine)},
                        {"max_abs", Num(o.max_abs)}});
   }
-  return {{"samples", a.samples}, {"outputs", outputs}};
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& t : a.tasks) tasks.push_back(quant::TaskJson(t));
+  return {{"samples", a.samples}, {"outputs", outputs}, {"tasks", tasks}};
+}
+
+// The float16 check of a float port on an fp16 target: random inputs, and the evaluation samples
+// when given.
+nlohmann::json Float16Json(const PortState& s) {
+  if (!s.fp16) return nullptr;
+  nlohmann::json outputs = nlohmann::json::array(), overflows = nlohmann::json::array();
+  for (const auto& o : s.fp16->outputs) {
+    outputs.push_back({{"name", o.name},
+                       {"sqnr_db", Num(o.sqnr_db)},
+                       {"cosine", Num(o.cosine)},
+                       {"max_abs", Num(o.max_abs)},
+                       {"finite", o.finite}});
+  }
+  for (const auto& o : s.fp16->overflows) {
+    overflows.push_back({{"tensor", o.tensor}, {"node", o.node}, {"max_abs", Num(o.max_abs)}});
+  }
+  return {{"random_inputs", s.fp16->samples},
+          {"outputs", outputs},
+          {"overflows", overflows},
+          {"evaluation", s.fp16->evaluation ? AccuracyJson(*s.fp16->evaluation) : nullptr}};
 }
 
 nlohmann::json QuantizationJson(const PortState& s) {
@@ -55,6 +78,9 @@ nlohmann::json QuantizationJson(const PortState& s) {
   for (const auto& [segment, file] : q.qdq_files) files[std::to_string(segment)] = file;
   return {{"table", "calibration.json"},
           {"method", q.table.method},
+          {"per_channel", q.whole.final_qdq.per_channel},
+          {"equalized", s.equalized},
+          {"bias_correction", q.whole.final_qdq.bias_correction != nullptr},
           {"calibration_samples", q.whole.calibration_samples},
           {"tensors", q.table.tensors.size()},
           {"kept_float", q.kept_float},
@@ -213,7 +239,8 @@ emit::HtmlTable AccuracyTable(const PortState& s) {
   return t;
 }
 
-// ---- the gates -----------------------------------------------------------------------------------
+// ---- the gates
+// -----------------------------------------------------------------------------------
 
 nlohmann::json GatesJson(const std::vector<Gate>& gates) {
   nlohmann::json out = nlohmann::json::array();
@@ -307,10 +334,12 @@ emit::HtmlSection MemorySection(const PortState& s) {
     if (g.id != "fit") continue;
     const nlohmann::json& f = g.figures;
     if (!f.contains("usable_ram_bytes")) {
-      section.paragraphs.push_back(g.measured.empty() ? g.finding : g.measured + ". " + g.notes.front());
+      section.paragraphs.push_back(g.measured.empty() ? g.finding
+                                                      : g.measured + ". " + g.notes.front());
       return section;
     }
-    const double flash = f["usable_flash_bytes"].get<double>(), ram = f["usable_ram_bytes"].get<double>();
+    const double flash = f["usable_flash_bytes"].get<double>(),
+                 ram = f["usable_ram_bytes"].get<double>();
     auto bar = [&](const std::string& label, double value, double limit, const char* budget) {
       section.bars.push_back({label, value, limit,
                               fmt::format("{} of {} usable {}", util::FormatBytes(uint64_t(value)),
@@ -353,6 +382,7 @@ nlohmann::json PortReportJson(const PortState& s, const std::vector<PortStep>& s
           {"estimate", EstimateLines(s)},
           {"lowerings", LoweringLines(s)},
           {"quantization", QuantizationJson(s)},
+          {"float16", Float16Json(s)},
           {"headers", s.headers},
           {"runners", s.runners},
           {"left", LeftJson(s.left)},

@@ -238,6 +238,36 @@ void RewriteStep(PortState& s, PortStep& step) {
   NoteChangedStep(s, step, {"rewrite", "the target's rewrites", std::move(before)});
 }
 
+// ---- 4 equalize -------------------------------------------------------------------------------
+
+// Before the split: every segment is then cut from the equalized model and carries its weights
+// (a conv pair across a cut is rescaled on both sides), the table is computed on that model, and
+// the one end-to-end check at the split compares the chain with the original model.
+void EqualizeStep(PortState& s, PortStep& step) {
+  if (!s.quantize || !s.quantize->equalize) {
+    step.outcome = "skipped";
+    step.details.push_back(s.quantize ? "channel equalization is off for this run"
+                                      : "nothing is quantized: no calibration data");
+    return;
+  }
+  quant::QuantizeCalibrateRequest request = *s.quantize;
+  request.calibration.threads = s.options.threads;
+  quant::RequestSamples samples = quant::ListRequestSamples(s.model, request);
+  io::Model before = s.model;
+  std::optional<quant::EqualizeResult> r =
+      quant::EqualizeForRequest(s.model, request, *samples.calibration, step.details);
+  // The quantize step calibrates the model as it now is; equalizing it again would measure the
+  // rescaled channels as if they were the original ones.
+  s.quantize->equalize = false;
+  if (!r || r->tensors.empty()) {
+    step.outcome = "skipped";
+    if (r) step.details.push_back("no conv pair to equalize: the model is unchanged");
+    return;
+  }
+  for (const auto& t : r->tensors) s.equalized.push_back(t.tensor);
+  NoteChangedStep(s, step, {"equalize", "channel equalization", std::move(before)});
+}
+
 // ---- 4 split ----------------------------------------------------------------------------------
 
 namespace {
@@ -288,6 +318,26 @@ std::string SegmentsText(const SplitPlan& plan) {
 
 namespace {
 
+std::string AccuracyLine(const quant::OutputAccuracy& o) {
+  return fmt::format("output '{}': sqnr {:.1f} dB, cosine {:.6f}, max abs {:.4g}", o.name,
+                     o.sqnr_db, o.cosine, o.max_abs);
+}
+
+// The float16 chain against the float model on the user's evaluation samples, with their tasks
+// and labels: what the device's float16 does to the figures the user judges the model by.
+quant::AccuracyReport EvaluateFloat16(const PortState& s,
+                                      const std::vector<const io::Model*>& chain,
+                                      const std::vector<runtime::SessionOptions>& per_segment) {
+  const quant::QuantizeCalibrateRequest& eval = *s.options.float16_eval;
+  quant::SampleSet samples =
+      quant::ListSamples(eval.eval_dir, runtime::Session(s.model).inputs(), eval.preprocess);
+  quant::AccuracyOptions acc;
+  acc.threads = s.options.threads;
+  acc.tasks = eval.tasks;
+  acc.labels = eval.labels;
+  return quant::EvaluateChainAccuracy(s.model, chain, samples, acc, per_segment);
+}
+
 // Float16 as the device computes an unquantized accelerator segment (runtime/float16.h): the chain
 // with those segments in float16 and the host ones in float32, against the float model, on the
 // verification's random inputs.
@@ -328,6 +378,15 @@ void CheckFloat16(PortState& s, PortStep& step) {
   for (const auto& o : check.overflows) {
     step.details.push_back(fmt::format("float16 overflow: '{}' (node '{}') reaches {:.4g} > 65504",
                                        o.tensor, o.node, o.max_abs));
+  }
+  if (s.options.float16_eval) {
+    check.evaluation = EvaluateFloat16(s, chain, options);
+    step.details.push_back(fmt::format(
+        "float16 on {} evaluation sample(s), against the float model:", check.evaluation->samples));
+    for (const auto& o : check.evaluation->outputs) step.details.push_back(AccuracyLine(o));
+    for (const auto& t : check.evaluation->tasks) {
+      step.details.push_back(fmt::format("output '{}' ({}): {}", t.output, t.task, t.Describe()));
+    }
   }
   s.fp16 = std::move(check);
 }
@@ -396,11 +455,6 @@ std::string CalibrationNeeds(const PortState& s) {
       s.target.name, s.target.activation_dtype, util::Join(inputs, ", "));
 }
 
-std::string AccuracyLine(const quant::OutputAccuracy& o) {
-  return fmt::format("output '{}': sqnr {:.1f} dB, cosine {:.6f}, max abs {:.4g}", o.name,
-                     o.sqnr_db, o.cosine, o.max_abs);
-}
-
 }  // namespace
 
 void QuantizeStep(PortState& s, PortStep& step) {
@@ -452,6 +506,10 @@ void QuantizeStep(PortState& s, PortStep& step) {
     part.request.evaluate = false;
     part.request.target.reset();
     part.request.sensitivity = false;
+    // The whole model's conv input means, so a segment's biases are corrected as the whole
+    // model's were (the segment has no samples of its own inputs to average).
+    part.request.bias_correction = false;
+    part.request.qdq.bias_correction = q.whole.final_qdq.bias_correction;
     // Nodes of other segments are not in this one: keep only this segment's names.
     std::set<std::string> names;
     for (const auto& n : s.segments[i].proto.graph().node()) names.insert(n.name());
@@ -621,6 +679,11 @@ void EmitStep(PortState& s, PortStep& step) {
 // ---- dry run ----------------------------------------------------------------------------------
 
 std::vector<std::string> PlannedDetails(const PortState& s, const std::string& step) {
+  if (step == "equalize") {
+    if (!s.options.quantize || !s.options.quantize->equalize)
+      return {"would skip: equalization is off for this run"};
+    return {"would rescale conv pairs measured on the calibration samples, before the split"};
+  }
   if (step == "quantize") {
     if (!s.options.quantize) return {"would skip: no calibration data"};
     return {

@@ -73,6 +73,9 @@ struct Float16Check {
   size_t samples = 0;
   std::vector<Output> outputs;
   std::vector<runtime::Float16Overflow> overflows;
+  // On the evaluation samples (PortOptions::float16_eval): the chain in float16 against the
+  // float model, task figures included.
+  std::optional<quant::AccuracyReport> evaluation;
 };
 
 // The verdict: the gates and what they add up to.
@@ -126,6 +129,7 @@ struct PortState {
   emit::WriteSplitResult written;
   std::vector<io::Model> segments;  // as written
   std::optional<PortQuantization> quant;
+  std::vector<std::string> equalized;  // conv outputs the equalize step rescaled
   std::optional<Float16Check> fp16;
   std::vector<LeftItem> left;
   std::optional<decide::DecisionReport> decision;
@@ -139,6 +143,7 @@ struct PortState {
 void CheckAndPinStep(PortState& s, PortStep& step);
 void SimplifyStep(PortState& s, PortStep& step);
 void RewriteStep(PortState& s, PortStep& step);
+void EqualizeStep(PortState& s, PortStep& step);
 void SplitStep(PortState& s, PortStep& step);
 void QuantizeStep(PortState& s, PortStep& step);
 void EmitStep(PortState& s, PortStep& step);

@@ -4,13 +4,16 @@
 // model) and numerically (the onnxruntime-cpu bundle's segments chained in ONNX Runtime match the
 // original model in ONNX Runtime). Also: byte-identical bundles for any --threads and -o name,
 // a dry run that writes nothing, the existing-directory rule, and bad input that leaves no bundle.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
+#include "lib/io/model.h"
 #include "lib/runtime/session.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/util/testing.h"
@@ -74,7 +77,7 @@ nlohmann::json ExpectBundle(const fs::path& bundle) {
   nlohmann::json report = ReadJson(bundle / "report.json");
   EXPECT_EQ(report["format"], "porttool-port-report/1");
   EXPECT_FALSE(report["verdict"]["text"].get<std::string>().empty());
-  EXPECT_EQ(report["steps"].size(), 6u) << report["steps"];
+  EXPECT_EQ(report["steps"].size(), 7u) << report["steps"];
   return m;
 }
 
@@ -102,6 +105,16 @@ double MaxAbs(const runtime::Tensor& a, const runtime::Tensor& b) {
     m = std::max(m, std::fabs(double(a.data<float>()[i]) - b.data<float>()[i]));
   }
   return m;
+}
+
+// `count` random demo inputs as calibration samples (<id>.images.npy) in tmp/samples.
+fs::path WriteDemoSamples(const TempDir& tmp, int count) {
+  fs::path samples = tmp / "samples";
+  fs::create_directories(samples);
+  for (int i = 0; i < count; ++i) {
+    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
+  }
+  return samples;
 }
 
 // Builds the reference runner with one compiler call (-Werror), runs it from the bundle root on
@@ -163,7 +176,7 @@ TEST(CliPort, DemoOnRknnRewritesResizeAndGeluAndListsWhatRunsOnTheCpu) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_TRUE(doc["ok"]);
-  ASSERT_EQ(doc["steps"].size(), 7u);
+  ASSERT_EQ(doc["steps"].size(), 8u);
   for (const auto& s : doc["steps"]) EXPECT_TRUE(s["ms"].is_number()) << s;
   std::string rewrite = doc["steps"][2]["details"].dump();
   EXPECT_NE(rewrite.find("resize-nearest-half-pixel 1"), std::string::npos) << rewrite;
@@ -175,6 +188,14 @@ TEST(CliPort, DemoOnRknnRewritesResizeAndGeluAndListsWhatRunsOnTheCpu) {
   nlohmann::json report = ReadJson(bundle / "report.json");
   EXPECT_EQ(report["steps"][0].count("ms"), 0u);
   EXPECT_EQ(report["source"]["file"], "demo_detector.onnx");
+}
+
+// The step of port's --json output with this id (null when it did not run).
+nlohmann::json StepById(const nlohmann::json& doc, const std::string& id) {
+  for (const auto& step : doc["steps"]) {
+    if (step["id"] == id) return step;
+  }
+  return nullptr;
 }
 
 // A model no pass changes (named nodes, an opset the target takes, nothing to fold or fuse):
@@ -201,13 +222,14 @@ g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
     EXPECT_EQ(doc["steps"][i]["verify_ms"], 0.0) << doc["steps"][i];
   }
   // Verification time is reported apart from each step's time, and is part of it.
-  EXPECT_GT(doc["steps"][3]["verify_ms"].get<double>(), 0.0) << doc["steps"][3];
+  const nlohmann::json split = StepById(doc, "split");
+  EXPECT_GT(split["verify_ms"].get<double>(), 0.0) << split;
   for (const auto& step : doc["steps"]) {
     EXPECT_LE(step["verify_ms"].get<double>(), step["ms"].get<double>()) << step;
   }
-  EXPECT_NE(doc["steps"][3]["details"].dump().find("reproduce the model's 1 output(s) bit for bit"),
+  EXPECT_NE(split["details"].dump().find("reproduce the model's 1 output(s) bit for bit"),
             std::string::npos)
-      << doc["steps"][3];
+      << split;
 }
 
 int EquivalenceChecks(const nlohmann::json& doc) {
@@ -239,7 +261,7 @@ TEST(CliPort, AnEquivalentPortComparesTheOutputsOnceEndToEnd) {
     EXPECT_EQ(step["equivalence_checks"], 0) << step;
     EXPECT_GT(step["verify_ms"].get<double>(), 0.0) << step;  // the checker's time
   }
-  const nlohmann::json& split = doc["steps"][3];
+  const nlohmann::json split = StepById(doc, "split");
   EXPECT_EQ(split["equivalence_checks"], 1) << split;
   EXPECT_EQ(EquivalenceChecks(doc), 1) << doc["steps"];
   const std::string details = split["details"].dump();
@@ -278,10 +300,10 @@ g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
       << r.err;
   const nlohmann::json doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["error"]["step"], "rewrite") << doc["error"];
-  ASSERT_EQ(doc["steps"].size(), 4u) << doc["steps"];
+  ASSERT_EQ(doc["steps"].size(), 5u) << doc["steps"];
   EXPECT_EQ(doc["steps"][1]["outcome"], "ok");
   EXPECT_EQ(doc["steps"][2]["outcome"], "failed");
-  const std::string split = doc["steps"][3]["details"].dump();
+  const std::string split = StepById(doc, "split")["details"].dump();
   for (const char* line : {"verify: end to end: the chained segments changed output 'y' beyond",
                            "verifying each step against the model before it",
                            "verify: simplify alone: within rtol 0.0001 atol 1e-05 of the model "
@@ -356,11 +378,7 @@ TEST(CliPort, TargetWithoutTheOpGetsACustomOperatorPackage) {
 // that is byte-identical for any --threads and any -o name (port.log, with its timings, aside).
 TEST(CliPort, CalibratedBundleIsTheSameForAnyThreadsAndOutputName) {
   TempDir tmp;
-  fs::path samples = tmp / "samples";
-  fs::create_directories(samples);
-  for (int i = 0; i < 8; ++i) {
-    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
-  }
+  const fs::path samples = WriteDemoSamples(tmp, 8);
   std::string args = "port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
                      " --data " + samples.string() + " --per-channel";
   std::string model_bytes = testing::ReadFile(testing::DemoModelPath());
@@ -397,15 +415,149 @@ TEST(CliPort, CalibratedBundleIsTheSameForAnyThreadsAndOutputName) {
   EXPECT_EQ(m["quantization"]["table"], "calibration.json");
 }
 
+// Conv A (2 -> 3 channels) whose output channels differ 40x in range, read only by a depthwise
+// Conv B: the pair channel equalization rescales (lib/quant/equalize.h).
+const char* kConvPairModel = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+net (float[1,2,6,6] x) => (float[1,3,6,6] z) {
+  wa = Constant <value = float[3,2,1,1] {4.0, -2.0, 0.1, 0.05, -1.0, 0.5}> ()
+  ba = Constant <value = float[3] {0.5, 0.01, -0.1}> ()
+  y = Conv (x, wa, ba)
+  wb = Constant <value = float[3,1,3,3] {0.1, 0.2, 0.1, 0.0, 0.5, -0.3, 0.2, 0.1, 0.1,
+      0.3, -0.2, 0.1, 0.4, 0.5, 0.3, -0.1, 0.2, 0.1, 0.1, 0.1, 0.1, 0.2, 0.9, 0.2, 0.1, 0.1, 0.1}> ()
+  z = Conv <group = 3, pads = [1, 1, 1, 1]> (y, wb)
+})";
+
+// The raw bytes of each initializer of a bundle's file, by name.
+std::map<std::string, std::string> InitializerBytes(const fs::path& file) {
+  std::map<std::string, std::string> out;
+  const io::Model model = io::Load(file);
+  for (const auto& t : model.proto.graph().initializer()) out[t.name()] = t.raw_data();
+  return out;
+}
+
+double OutputSqnr(const fs::path& bundle) {
+  return ReadJson(bundle / "report.json")["quantization"]["accuracy"]["outputs"][0]["sqnr_db"]
+      .get<double>();
+}
+
+// Both weight remedies of quantize-calibrate in the one-command path, on by default: equalization
+// before the split (the segments are cut from the rescaled model and verified end to end against
+// the original), bias correction applied to each quantized segment with the whole model's means.
+TEST(CliPort, EqualizeAndBiasCorrectionReachTheQuantizedSegments) {
+  TempDir tmp;
+  io::Model pair = io::ParseText(kConvPairModel);
+  for (int i = 0; auto& n : *pair.proto.mutable_graph()->mutable_node()) {
+    n.set_name(fmt::format("n{}", i++));
+  }
+  io::Save(pair, tmp / "pair.onnx");
+  fs::path samples = tmp / "samples";
+  fs::create_directories(samples);
+  for (int i = 0; i < 8; ++i) {
+    runtime::WriteNpy(samples / fmt::format("{:04d}.x.npy", i), Random({1, 2, 6, 6}, i));
+  }
+  const std::string args = "port " + (tmp / "pair.onnx").string() +
+                           " --target rknn-rk3588 --method percentile --data " + samples.string();
+  const std::string neither = " --no-equalize --no-bias-correction";
+  auto plain = RunPorttool(args + neither + " --json -o " + (tmp / "plain").string());
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto both = RunPorttool(args + " --threads 1 --json -o " + (tmp / "both").string());
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  const nlohmann::json doc = nlohmann::json::parse(both.out);
+  const nlohmann::json equalize = StepById(doc, "equalize");
+  EXPECT_EQ(equalize["outcome"], "ok") << doc["steps"];
+  EXPECT_NE(equalize["details"].dump().find("rescaled per channel"), std::string::npos) << equalize;
+  EXPECT_NE(StepById(doc, "split")["details"].dump().find("verified end to end"), std::string::npos)
+      << doc["steps"];
+  EXPECT_EQ(StepById(nlohmann::json::parse(plain.out), "equalize")["outcome"], "skipped");
+  // The equalized channels gain resolution: the quantized segment is measurably closer.
+  EXPECT_GT(OutputSqnr(tmp / "both"), OutputSqnr(tmp / "plain") + 6);
+  // Rescaled weights and corrected biases are in the segment the bundle ships.
+  const fs::path qdq = "segments/00_accelerator.qdq.onnx";
+  auto a = InitializerBytes(tmp / "plain" / qdq), b = InitializerBytes(tmp / "both" / qdq);
+  int differ = 0;
+  for (const auto& [name, bytes] : a) differ += b.count(name) && b.at(name) != bytes;
+  EXPECT_GE(differ, 2);
+  const nlohmann::json q = ReadJson(tmp / "both" / "report.json")["quantization"];
+  EXPECT_EQ(q["equalized"], nlohmann::json::array({"y"})) << q;
+  EXPECT_EQ(q["bias_correction"], true) << q;
+  EXPECT_EQ(ReadJson(tmp / "plain" / "report.json")["quantization"]["bias_correction"], false);
+  // Bias correction alone changes the biases of the quantized convs.
+  auto bc = RunPorttool(args + " --no-equalize -o " + (tmp / "bc").string());
+  ASSERT_EQ(bc.exit_code, 0) << bc.err;
+  EXPECT_NE(InitializerBytes(tmp / "bc" / qdq), a);
+  // The same bundle for any thread count.
+  auto two =
+      RunPorttool(args + " --equalize --bias-correction --threads 2 -o " + (tmp / "two").string());
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  for (const char* f : {"segments/00_accelerator.qdq.onnx", "calibration.json", "report.json"}) {
+    EXPECT_EQ(testing::ReadFile(tmp / "both" / f), testing::ReadFile(tmp / "two" / f)) << f;
+  }
+}
+
+// The demo has no conv pair to equalize: the step says so and the port goes on.
+TEST(CliPort, EqualizeOnTheDemoSaysWhenNothingIsRescaled) {
+  TempDir tmp;
+  const fs::path samples = WriteDemoSamples(tmp, 4);
+  auto r =
+      RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " --data " +
+                  samples.string() + " --per-channel --equalize --bias-correction --json -o " +
+                  (tmp / "b").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const nlohmann::json equalize = StepById(doc, "equalize");
+  EXPECT_EQ(equalize["outcome"], "skipped") << equalize;
+  EXPECT_NE(equalize["details"].dump().find("no conv pair to equalize"), std::string::npos);
+  EXPECT_EQ(StepById(doc, "quantize")["outcome"], "ok") << doc["steps"];
+  // Without per-channel weights equalization would cost precision: skipped, with the reason.
+  r = RunPorttool("port " + testing::DemoArg() + " --target rknn-rk3588 " + kDemoPin + " --data " +
+                  samples.string() + " --per-tensor --json -o " + (tmp / "c").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      StepById(nlohmann::json::parse(r.out), "equalize")["details"].dump().find("per-channel"),
+      std::string::npos);
+}
+
+// A float port to a target that computes float in float16 is judged on the user's samples too:
+// the chain with its accelerator segments in float16 against the float model, in the step's
+// lines, report.json and the arithmetic gate. On a float32 target there is nothing to judge.
+TEST(CliPort, AFloatPortIsJudgedInFloat16OnTheEvaluationSamples) {
+  TempDir tmp;
+  const fs::path samples = WriteDemoSamples(tmp, 3);
+  const std::string port = "port " + testing::DemoArg() + " " + kDemoPin + " --eval-data " +
+                           samples.string() + " --json --target ";
+  auto r = RunPorttool(port + "rknn-rk3588 -o " + (tmp / "b").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const std::string split = StepById(doc, "split")["details"].dump();
+  EXPECT_NE(split.find("float16 on 3 evaluation sample(s), against the float model"),
+            std::string::npos)
+      << split;
+  EXPECT_EQ(StepById(doc, "quantize")["outcome"], "skipped");
+  const nlohmann::json fp16 = ReadJson(tmp / "b" / "report.json")["float16"];
+  ASSERT_TRUE(fp16["evaluation"].is_object()) << fp16;
+  EXPECT_EQ(fp16["evaluation"]["samples"], 3);
+  const double sqnr = fp16["evaluation"]["outputs"][0]["sqnr_db"].get<double>();
+  // float16 keeps about 11 bits: far from exact, far from broken.
+  EXPECT_GT(sqnr, 40) << fp16;
+  EXPECT_LT(sqnr, 140) << fp16;
+  EXPECT_EQ(fp16["overflows"].size(), 0u);
+  r = RunPorttool(port + "onnxruntime-cpu -o " + (tmp / "c").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("computes fp32"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "c"));
+  r = RunPorttool("port " + testing::DemoArg() + " " + kDemoPin +
+                  " --target rknn-rk3588 --accuracy-target sqnr:30 -o " + (tmp / "d").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--data"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "d"));
+}
+
 // A missed target fails the accuracy gate: exit 1 with the whole bundle written, for the user to
 // read why.
 TEST(CliPort, AccuracyTargetMissedIsExitOneWithTheBundleWritten) {
   TempDir tmp;
-  fs::path samples = tmp / "samples";
-  fs::create_directories(samples);
-  for (int i = 0; i < 4; ++i) {
-    runtime::WriteNpy(samples / fmt::format("{:04d}.images.npy", i), Random({1, 3, 64, 64}, i));
-  }
+  const fs::path samples = WriteDemoSamples(tmp, 4);
   std::string args = "port " + testing::DemoArg() + " --target onnxruntime-cpu " + kDemoPin +
                      " --data " + samples.string();
   auto r =
@@ -432,11 +584,6 @@ TEST(CliPort, AccuracyTargetMissedIsExitOneWithTheBundleWritten) {
   r = RunPorttool(args + " --precision float:head/Konv -o " + (tmp / "c").string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("head/Konv"), std::string::npos) << r.err;
-  // The weight rewrites of quantize-calibrate are refused before anything is written.
-  r = RunPorttool(args + " --per-channel --equalize -o " + (tmp / "d").string());
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("--equalize"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(tmp / "d"));
   r = RunPorttool(args + " --precision float:head/Conv -o " + (tmp / "c").string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadJson(tmp / "c" / "report.json")["quantization"]["kept_float"],

@@ -514,8 +514,8 @@ TEST(CliPortVendor, Rv1106HasNoFloatConversionAndRaisesKeptFloatToInt16) {
   for (const auto& c : CallsNamed(run.calls, "config")) {
     EXPECT_EQ(c["target_platform"], "rv1106");
     EXPECT_EQ(c.count("float_dtype"), 0u) << c;
-    EXPECT_EQ(c["quantized_algorithm"], "mmse");  // porttool's default percentile: see convert.py
-    EXPECT_EQ(c["quantized_method"], "layer");
+    EXPECT_EQ(c["quantized_algorithm"], "mmse");  // porttool's default mse: see convert.py
+    EXPECT_EQ(c["quantized_method"], "channel");  // porttool's default per-channel weights
   }
   std::vector<json> builds =
       CallsNamed(run.calls, std::set<std::string>{"build", "hybrid_quantization_step1"});

@@ -33,6 +33,8 @@ struct CompareCliOptions {
   std::vector<std::string> custom_ops;
   std::vector<std::string> tasks;
   std::vector<std::string> precision;
+  bool isolate = false;  // --isolate: per-layer local vs accumulated error
+  std::string data;      // --data DIR: the samples --isolate runs
 };
 
 // "1e-3" sets the default, "score:1e-2" one output's (the last ':' separates: names may hold ':').
@@ -117,6 +119,73 @@ void WarnFloat16(const runtime::ModelComparison& result) {
   }
 }
 
+std::string Sqnr(const runtime::TensorStats& s) {
+  if (!s.comparable) return "n/a";
+  return std::isinf(s.sqnr_db) ? "inf" : fmt::format("{:.1f}", s.sqnr_db);
+}
+
+void PrintIsolate(const runtime::IsolateResult& r, const CompareCliOptions& o,
+                  const runtime::CompareOptions& options) {
+  fmt::print("outputs over {} sample{} (rtol {}, atol {}):\n", r.samples, r.samples == 1 ? "" : "s",
+             options.tolerance.rtol, options.tolerance.atol);
+  for (const auto& c : r.outputs) PrintRow(c);
+  for (const auto& name : r.unmatched_outputs) fmt::print("  {}  MISSING\n", name);
+  fmt::print(
+      "per-layer error, worst local first ({} shared tensors, top {}): local = the layer on "
+      "MODEL_A's inputs, accumulated = MODEL_B's own run\n",
+      r.tensors.size(), std::min(o.top, r.tensors.size()));
+  fmt::print("  {:>4}  {:>10}  {:>10}  {:>12}  {:>12}  {}\n", "rank", "local dB", "accum dB",
+             "local maxabs", "accum maxabs", "tensor (node)");
+  for (size_t i = 0; i < r.tensors.size() && i < o.top; ++i) {
+    const auto& t = r.tensors[i];
+    fmt::print("  {:>4}  {:>10}  {:>10}  {:>12.4g}  {:>12.4g}  {} ({})\n", i + 1, Sqnr(t.local),
+               Sqnr(t.accumulated), t.local.max_abs, t.accumulated.max_abs, t.tensor,
+               ir::QuotedNodeLabel(t.node, t.op));
+    if (!t.local.comparable) fmt::print("        local: {}\n", t.local.note);
+  }
+  if (!r.not_comparable.empty()) {
+    fmt::print("not comparable ({} nodes):\n", r.not_comparable.size());
+    for (size_t i = 0; i < r.not_comparable.size() && i < o.top; ++i) {
+      const auto& n = r.not_comparable[i];
+      fmt::print("  {} of {}: {}\n", ir::QuotedNodeLabel(n.node, n.op),
+                 n.model == "a" ? "MODEL_A" : "MODEL_B", n.reason);
+    }
+    if (r.not_comparable.size() > o.top) {
+      fmt::print("  ... and {} more (--top, --json)\n", r.not_comparable.size() - o.top);
+    }
+  }
+  fmt::print("{}\n", r.within_tolerance ? "within tolerance" : "OVER TOLERANCE");
+}
+
+// --isolate: its own pass over the samples (lib/runtime/isolate.h); exit status as compare's.
+int RunIsolate(const CompareCliOptions& o, stages::CompareStageOptions& stage) {
+  if (o.model_b.empty())
+    ThrowUsage("--isolate compares MODEL_B's layers with MODEL_A's: give both");
+  if (o.per_tensor || !o.save_outputs.empty() || !o.load_outputs.empty() || !o.tasks.empty()) {
+    ThrowUsage(
+        "--isolate reports every shared tensor already: drop --per-tensor, --save-outputs, "
+        "--load-outputs and --task");
+  }
+  if (!o.data.empty() && !o.inputs.empty()) {
+    ThrowUsage("--isolate takes --data DIR or --input NAME=FILE, not both");
+  }
+  io::Model a = LoadModel(o.model_a);
+  io::Model b = LoadModel(o.model_b);
+  runtime::IsolateResult result;
+  try {
+    result = stages::IsolateStage(a, b, stage, o.data);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUsage) throw;
+    throw Error(ErrorKind::kUsage, fmt::format("--isolate: {}", e.what()));
+  }
+  if (o.json) {
+    PrintJson(stages::IsolateJson(result, stage.compare));
+  } else {
+    PrintIsolate(result, o, stage.compare);
+  }
+  return result.within_tolerance ? kExitOk : kExitCheckFailed;
+}
+
 int RunCompare(const CompareCliOptions& o) {
   runtime::ApplyProcessSettings({o.threads});
   ApplyOrtCompatibleFlag(o.ort_compatible);
@@ -151,6 +220,14 @@ int RunCompare(const CompareCliOptions& o) {
   stage.input_shapes = ParseShapeFlags(o.input_shapes);
   stage.save_outputs = o.save_outputs;
   stage.load_outputs = o.load_outputs;
+  if (o.isolate && precision.fp16) {
+    ThrowUsage(
+        "--isolate runs MODEL_B's layers in float32: for float16's per-layer error, isolate MODEL "
+        "against its float16 rewrite (porttool rewrite MODEL --rule convert-fp16), without "
+        "--precision fp16");
+  }
+  if (o.isolate) return RunIsolate(o, stage);
+  if (!o.data.empty()) ThrowUsage("--data DIR gives the samples of --isolate: add --isolate");
   io::Model a = LoadModel(o.model_a);
   std::optional<io::Model> b;
   if (!o.model_b.empty()) b = LoadModel(o.model_b);
@@ -247,6 +324,15 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
              "the reference runs in fp32. With MODEL_A alone: MODEL_A in fp16 against "
              "itself in fp32")
       ->type_name("fp32|fp16|fp32:NODES");
+  cmd->add_flag("--isolate", opts->isolate,
+                "Per-layer error: for every tensor both models' nodes produce, its local error "
+                "(MODEL_B's nodes that compute it, fed MODEL_A's values of the shared tensors "
+                "they read) beside its accumulated error (MODEL_B's own run), worst local first; "
+                "over every sample of --data (docs/cli/compare.md)");
+  cmd->add_option("--data", opts->data,
+                  "With --isolate: a directory of samples, <id>.<input>.npy (port's and "
+                  "quantize-calibrate's layout); the statistics accumulate over all of them")
+      ->type_name("DIR");
   AddThreadsOption(*cmd, opts->threads);
   AddOrtCompatibleFlag(*cmd, opts->ort_compatible);
   AddCustomOpOption(*cmd, opts->custom_ops);

@@ -93,9 +93,12 @@ int RunPort(const PortCliOptions& o) {
   options.input_values = ParseInputValueFlags(o.input_values);
   options.input_ranges = ParseInputRangeFlags(o.input_ranges);
   if (!o.quant.data.empty()) options.quantize = QuantizeRequestFromFlags(o.quant, o.threads);
-  if (o.quant.data.empty() &&
-      (!o.quant.eval_data.empty() || !o.quant.accuracy_target.empty() || o.quant.target_sqnr)) {
-    ThrowUsage("--eval-data and --accuracy-target need --data DIR (calibration samples)");
+  if (o.quant.data.empty() && (!o.quant.accuracy_target.empty() || o.quant.target_sqnr)) {
+    ThrowUsage("--accuracy-target needs --data DIR (calibration samples)");
+  }
+  // A float port judged on the user's samples: the float16 segments of an fp16 target.
+  if (o.quant.data.empty() && !o.quant.eval_data.empty()) {
+    options.float16_eval = QuantizeRequestFromFlags(o.quant, o.threads);
   }
   // Without calibration nothing is quantized: a precision choice would be silently ignored, and
   // the nodes it names never checked.
@@ -149,8 +152,9 @@ void RegisterPort(CLI::App& app, RunFn& run) {
   auto* cmd = app.add_subcommand(
       "port", "From a PC model to a verified, target-ready bundle (every stage, in one command)");
   cmd->footer(
-      "Steps: check and pin, simplify, the target's rewrites, scan and split, quantize (with "
-      "--data), emit (headers, runners, custom-op packages), report. Each is verified before the "
+      "Steps: check and pin, simplify, the target's rewrites, channel equalization (with "
+      "--equalize), scan and split, quantize (with --data), emit (headers, runners, custom-op "
+      "packages), report. Each is verified before the "
       "next; the bundle appears only when all pass.\nExamples:\n"
       "  porttool port testdata/demo_detector.onnx --target rknn-rk3588 --input-shape "
       "images:1x3x64x64\n"

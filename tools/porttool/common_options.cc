@@ -317,7 +317,7 @@ void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& q) {
                  "Evaluation samples (default: the last quarter of --data is held out)")
       ->check(CLI::ExistingPath);
   cmd.add_option("--method", q.method,
-                 "minmax | percentile | entropy | mse (the range with the least squared error)")
+                 "mse (the range with the least squared error) | minmax | percentile | entropy")
       ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}))
       ->capture_default_str();
   cmd.add_option("--percentile", q.percentile, "Percentile of |x| kept (percentile method)")
@@ -328,16 +328,25 @@ void AddQuantizeOptions(CLI::App& cmd, QuantizeFlags& q) {
                  "(min/max stay exact); 0 bins every value, about 2x slower on PP-OCRv4 det")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd.add_flag("--per-channel", q.per_channel,
-               "Per-output-channel weight scales (axis 0 Conv, 1 ConvTranspose/MatMul)");
-  cmd.add_flag("--bias-correction", q.bias_correction,
-               "Lower each conv's bias by the mean output shift its int8 weights introduce, "
-               "measured on the calibration samples (Nagel et al. 2019); helps where rounding "
-               "errors do not average out (depthwise convs, thresholds on a map)");
-  cmd.add_flag("--equalize", q.equalize,
-               "Rescale the channels of a conv output that only convs read (exact, the reader's "
-               "weights take the inverse) so one activation scale fits them all; ranges from the "
-               "calibration samples; with --per-channel");
+  auto* per_channel = cmd.add_flag(
+      "--per-channel", q.per_channel,
+      "Per-output-channel weight scales (axis 0 Conv, 1 ConvTranspose/MatMul): the default");
+  cmd.add_flag("--per-tensor", q.per_tensor,
+               "One scale per weight tensor instead (on PP-OCRv4 rec no line decodes alike)")
+      ->excludes(per_channel);
+  auto* bias = cmd.add_flag(
+      "--bias-correction", q.bias_correction,
+      "Lower each conv's bias by the mean output shift its int8 weights introduce, measured on "
+      "the calibration samples (Nagel et al. 2019): the default when calibrating from --data; "
+      "helps where rounding errors do not average out (depthwise convs, thresholds on a map)");
+  cmd.add_flag("--no-bias-correction", q.no_bias_correction, "Turn bias correction off")
+      ->excludes(bias);
+  auto* equalize = cmd.add_flag(
+      "--equalize", q.equalize,
+      "Rescale the channels of a conv output that only convs read (exact, the reader's weights "
+      "take the inverse) so one activation scale fits them all; ranges from the calibration "
+      "samples: the default when calibrating from --data with per-channel weights");
+  cmd.add_flag("--no-equalize", q.no_equalize, "Turn channel equalization off")->excludes(equalize);
   cmd.add_flag("--symmetric-activations", q.symmetric,
                "int8 activations with zero point 0 (default: uint8 asymmetric)");
   cmd.add_flag("--no-prepare", q.no_prepare,
@@ -589,7 +598,7 @@ quant::QuantizeCalibrateRequest QuantizeRequestFromFlags(const QuantizeFlags& q,
   req.calibration.symmetric_activations = q.symmetric;
   req.calibration.threads = threads;
   req.calibration.histogram_values = q.histogram_values;
-  req.qdq.per_channel = q.per_channel;
+  req.qdq.per_channel = !q.per_tensor;
   req.qdq.exclude_ops = q.exclude_ops;
   PrecisionFromFlags(q, req.qdq);
   req.int16_first = q.raise_to == "int16";
@@ -598,8 +607,11 @@ quant::QuantizeCalibrateRequest QuantizeRequestFromFlags(const QuantizeFlags& q,
   req.tasks = quant::ParseTasks(q.tasks);
   if (!q.labels.empty()) req.labels = quant::LoadLabels(q.labels);
   req.sensitivity = q.sensitivity;
-  req.bias_correction = q.bias_correction;
-  req.equalize = q.equalize;
+  // The remedies need the calibration samples: by default they are on only when calibrating
+  // (applying a given table has none); asked for explicitly, the library says why not.
+  const bool calibrating = !q.data.empty();
+  req.bias_correction = q.bias_correction || (calibrating && !q.no_bias_correction);
+  req.equalize = q.equalize || (calibrating && !q.no_equalize);
   // Used only when the samples are images; written into the table with it.
   req.preprocess = PreprocessFromFlags(q);
   return req;
