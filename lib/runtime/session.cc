@@ -444,25 +444,6 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
 
 void Session::MarkUnroundedTensors(const ir::GraphView& view) {
   const auto& graph = view.graph();
-  // BatchNormalization's scale, bias, mean and variance never reach the device as tensors: NPU
-  // compilers fold them, in float32, into the conv before it or into one per-channel scale and
-  // shift (as the executor's fused conv tail does). Rounded one by one, a running variance of
-  // 9.8e7 (PP-OCRv4 det has one) became inf and zeroed its channels.
-  auto is_bn = [&](int i) {
-    return graph.node(i).op_type() == "BatchNormalization" &&
-           CanonicalDomain(graph.node(i).domain()).empty();
-  };
-  for (int i = 0; i < graph.node_size(); ++i) {
-    if (!is_bn(i)) continue;
-    for (int k = 1; k < graph.node(i).input_size(); ++k) {
-      const std::string& name = graph.node(i).input(k);
-      const std::vector<int>& readers = view.Consumers(name);
-      if (std::all_of(readers.begin(), readers.end(),
-                      [&](int r) { return is_bn(r) && graph.node(r).input(0) != name; })) {
-        unrounded_.insert(name);
-      }
-    }
-  }
   if (options_.float32_nodes.empty()) return;
   auto kept = [&](int i) { return options_.float32_nodes.count(graph.node(i).name()) > 0; };
   // A weight or an input that only float32 nodes read is never on the accelerator: the host keeps

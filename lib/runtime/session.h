@@ -43,8 +43,7 @@ struct SessionOptions {
   // compare fused against unfused).
   bool no_fusion = false;
   // Compute as an accelerator that keeps float tensors in float16 (float16.h): float weights are
-  // rounded once (BatchNormalization's parameters are not: compilers fold them in float32), graph
-  // inputs and every float tensor a node produces at the op boundary; inside
+  // rounded once, graph inputs and every float tensor a node produces at the op boundary; inside
   // an op the kernel accumulates in float32, as the NPUs do. Fused conv tails stay fused (the
   // NPU fuses them too). Tensors that overflow 65504 are recorded (Session::Float16Overflows).
   // float64 tensors stay float64 (no NPU computes them; Session::float16_kept_float64 names them).
@@ -164,9 +163,9 @@ class Session {
   std::vector<Float16Overflow> overflows_;
   std::vector<std::string> kept_float64_;
   std::unordered_set<std::string> kept_float64_names_;
-  // Under float16: the float tensors not rounded: BatchNormalization's parameters (folded by the
-  // device's compiler), and what SessionOptions::float32_nodes computes in float32 (the kept
-  // nodes' outputs; the initializers, Constant values and graph inputs only kept nodes read).
+  // Under float16: the float tensors not rounded, what SessionOptions::float32_nodes computes in
+  // float32: the kept nodes' outputs; the initializers, Constant values and graph inputs only
+  // kept nodes read.
   std::unordered_set<std::string> unrounded_;
   std::unordered_set<std::string> node_names_;  // every graph's, to check float32_nodes
   // The value as this session computes: under float16, rounded (and an overflow recorded).
