@@ -172,6 +172,10 @@ TEST(CliFloat16, PrecisionUsageErrorsNameTheCulprit) {
   auto compare = RunPorttool("compare " + model + " --precision int16:Mul_0");
   EXPECT_EQ(compare.exit_code, 2) << compare.err;
   EXPECT_NE(compare.err.find("quantize-calibrate"), std::string::npos) << compare.err;
+  // --isolate's cones compute in float32: the combination would be half float16.
+  auto isolate = RunPorttool("compare " + model + " " + model + " --isolate --precision fp16");
+  EXPECT_EQ(isolate.exit_code, 2) << isolate.err;
+  EXPECT_NE(isolate.err.find("convert-fp16"), std::string::npos) << isolate.err;
   auto unknown = RunPorttool("compare " + model + " --precision fp16 --precision fp32:nosuch");
   EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
   EXPECT_NE(unknown.err.find("'nosuch'"), std::string::npos) << unknown.err;
