@@ -318,6 +318,12 @@ const Tolerance& CompareOptions::For(const std::string& name) const {
   return it == per_output.end() ? tolerance : it->second;
 }
 
+SessionOptions CompareOptions::CandidateSession() const {
+  SessionOptions candidate = session_b.value_or(session);
+  if (kernels_b) candidate.registry = kernels_b;
+  return candidate;
+}
+
 void RecordRun(const io::Model& model, const TensorMap& inputs, const SessionOptions& session,
                const std::function<bool(const std::string&)>& keep, TensorStore& store) {
   Session run(model, session);
@@ -360,10 +366,10 @@ ModelComparison CompareWithStore(const io::Model& candidate, const TensorMap& in
       result.first_divergent = result.intermediates.size() - 1;
     }
   };
-  SessionOptions session = options.session;
-  if (options.kernels_b) session.registry = options.kernels_b;
-  Session run(candidate, session);
+  Session run(candidate, options.CandidateSession());
   auto outputs = run.Run(InputsFor(run, inputs), options.per_tensor ? per_tensor : Observer());
+  result.float16_overflows = run.float16_overflows();
+  result.float16_kept_float64 = run.float16_kept_float64();
   for (const auto& ref : reference.entries()) {
     if (ref.role != "output") continue;
     auto it = std::find_if(outputs.begin(), outputs.end(),
@@ -425,9 +431,7 @@ ModelComparison CompareThroughSpill(const io::Model& a, const io::Model& b, cons
   // Both sessions are planned before anything runs, so an op without a kernel is reported
   // (reference first) the way it is without --per-tensor.
   Session run_a(a, options.session);
-  SessionOptions session_b = options.session;
-  if (options.kernels_b) session_b.registry = options.kernels_b;
-  Session run_b(b, session_b);
+  Session run_b(b, options.CandidateSession());
 
   CompareScratch scratch;
   ModelComparison result;
@@ -455,6 +459,8 @@ ModelComparison CompareThroughSpill(const io::Model& a, const io::Model& b, cons
           result.first_divergent = result.intermediates.size() - 1;
         }
       });
+  result.float16_overflows = run_b.float16_overflows();
+  result.float16_kept_float64 = run_b.float16_kept_float64();
   for (const auto& name : outputs_a) {
     const std::string wanted = name_b(name);
     auto it = std::find_if(outputs_b.begin(), outputs_b.end(),

@@ -125,6 +125,9 @@ struct CompareOptions {
   // The candidate's (B's) kernels when they differ from the reference's (custom kernels under
   // test against built-in ones).
   const KernelRegistry* kernels_b = nullptr;
+  // The candidate's (B's) session options when its arithmetic differs from the reference's (B in
+  // float16 against A in float32); unset: `session`. kernels_b still applies.
+  std::optional<SessionOptions> session_b;
   // Where CompareModels streams the reference's outputs (a fresh subdirectory, removed after)
   // and, per tensor, every tensor the two models share (a temporary file, unlinked at once): it
   // needs room for all of them; a full disk is Error(kBadInput) naming the directory.
@@ -138,6 +141,8 @@ struct CompareOptions {
   size_t lockstep_budget = size_t{4} << 20;
 
   const Tolerance& For(const std::string& name) const;
+  // The candidate's session options: session_b (or session) with kernels_b.
+  SessionOptions CandidateSession() const;
 };
 
 struct ModelComparison {
@@ -146,6 +151,9 @@ struct ModelComparison {
   std::optional<size_t> first_divergent;        // index into intermediates
   std::vector<std::string> unmatched_outputs;   // reference outputs the candidate lacks
   bool within_tolerance = true;                 // every output compared and within tolerance
+  // The candidate's session under float16 (Session::float16_overflows, float16_kept_float64).
+  std::vector<Float16Overflow> float16_overflows;
+  std::vector<std::string> float16_kept_float64;
 };
 
 // Runs `model` on `inputs` and streams into `store` its inputs, its outputs and every

@@ -9,11 +9,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "lib/runtime/chain.h"
 #include "lib/runtime/session.h"
 #include "lib/runtime/tensor_io.h"
+#include "lib/util/error.h"
 #include "lib/util/testing.h"
 
 namespace porttool::runtime {
@@ -99,6 +101,107 @@ TEST(Float16, SessionRoundsWeightsAndOpBoundariesAndNamesTheOverflow) {
   EXPECT_EQ(fp16.float16_overflows()[0].node, "scale");
   EXPECT_EQ(fp16.float16_overflows()[0].max_abs, 100000.0f);
   EXPECT_TRUE(fp32.float16_overflows().empty());
+}
+
+// float32_nodes: a kept node's output is not rounded, nor a weight only kept nodes read; the
+// other nodes still compute in float16 around it.
+TEST(Float16, KeptNodesComputeInFloat32WithTheirOwnWeights) {
+  io::Model model = io::ParseText(kScaled);
+  model.proto.mutable_graph()->mutable_node(2)->set_name("weigh");
+  model.proto.mutable_graph()->mutable_node(3)->set_name("scale");
+  Tensor x(onnx::TensorProto::FLOAT, {4});
+  for (int i = 0; i < 4; ++i) x.mutable_data<float>()[i] = 1.0f;
+
+  Session keep_scale(model, {.float16 = true, .float32_nodes = {"scale"}});
+  const Tensor y = keep_scale.Run({{"x", x}})[0].value;
+  EXPECT_TRUE(keep_scale.float16_overflows().empty()) << "the overflowing node runs in float32";
+  EXPECT_EQ(y.data<float>()[3], 100000.0f);
+  // 'weigh' still computes in float16: its weight 1.0001 was rounded to 1 before the product.
+  EXPECT_EQ(y.data<float>()[0], 1000.0f);
+
+  Session keep_weigh(model, {.float16 = true, .float32_nodes = {"weigh"}});
+  std::map<std::string, Tensor> seen;
+  const Tensor y2 =
+      keep_weigh
+          .Run({{"x", x}}, [&](const std::string& name, const Tensor& v) { seen[name] = v; })[0]
+          .value;
+  // The weight only 'weigh' reads stays 1.0001, and so does its product; 'scale' rounds again.
+  EXPECT_EQ(seen.at("t").data<float>()[0], 1.0001f);
+  EXPECT_EQ(y2.data<float>()[0], RoundToFloat16(1.0001f * 1000.0f));
+  ASSERT_EQ(keep_weigh.float16_overflows().size(), 1u);
+  EXPECT_EQ(keep_weigh.float16_overflows()[0].node, "scale");
+}
+
+TEST(Float16, UnknownKeptNodesAreAUsageErrorNamingThem) {
+  io::Model model = io::ParseText(kScaled);
+  model.proto.mutable_graph()->mutable_node(3)->set_name("scale");
+  try {
+    Session s(model, {.float16 = true, .float32_nodes = {"scale", "scal", "nowhere"}});
+    FAIL() << "unknown node names were accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("'nowhere'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'scal'"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("'scale'"), std::string::npos) << e.what();
+  }
+}
+
+// float64 is not an accelerator type: it is neither rounded nor counted as an overflow past
+// 65504, and the session names it.
+TEST(Float16, Float64TensorsStayFloat64) {
+  io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (double[2] x, float[2] f) => (double[2] y, float[2] z) {
+  w = Constant<value = double[2] {1.0001, 1000.0}>()
+  y = Mul(x, w)
+  z = Mul(f, f)
+})");
+  Tensor x(onnx::TensorProto::DOUBLE, {2}), f(onnx::TensorProto::FLOAT, {2});
+  x.mutable_data<double>()[0] = 1.0;
+  x.mutable_data<double>()[1] = 100.0;
+  f.mutable_data<float>()[0] = 1.0f + 0x1p-12f;
+  f.mutable_data<float>()[1] = 2.0f;
+  Session fp16(model, {.float16 = true});
+  auto out = fp16.Run({{"x", x}, {"f", f}});
+  EXPECT_EQ(out[0].value.data<double>()[0], 1.0001);
+  EXPECT_EQ(out[0].value.data<double>()[1], 100000.0);
+  EXPECT_EQ(out[1].value.data<float>()[0], 1.0f) << "float32 tensors are still rounded";
+  EXPECT_TRUE(fp16.float16_overflows().empty());
+  EXPECT_EQ(fp16.float16_kept_float64(), (std::vector<std::string>{"w", "x", "y"}));
+  Session fp32(model);
+  fp32.Run({{"x", x}, {"f", f}});
+  EXPECT_TRUE(fp32.float16_kept_float64().empty());
+}
+
+// PP-OCRv4 det's case: a BatchNormalization variance past 65504 (a Constant, which exporters
+// leave unnamed) is an overflow named by the node reading it, and zeroes the channel; keeping that
+// node in float32 keeps its parameters too and computes the channel.
+TEST(Float16, AnOverflowingConstantWeightIsNamedByItsReaderAndKeepingTheReaderFixesIt) {
+  io::Model model = io::ParseText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 2, 1, 1] x) => (float[1, 2, 1, 1] y) {
+  s = Constant<value = float[2] {10000.0, 1.0}>()
+  b = Constant<value = float[2] {0.0, 0.0}>()
+  m = Constant<value = float[2] {0.0, 0.0}>()
+  v = Constant<value = float[2] {100000000.0, 1.0}>()
+  y = BatchNormalization<epsilon = 0.0>(x, s, b, m, v)
+})");
+  model.proto.mutable_graph()->mutable_node(4)->set_name("bn");
+  Tensor x(onnx::TensorProto::FLOAT, {1, 2, 1, 1});
+  x.mutable_data<float>()[0] = 3.0f;
+  x.mutable_data<float>()[1] = 5.0f;
+
+  Session rounded(model, {.float16 = true});
+  const auto zeroed = rounded.Run({{"x", x}});
+  EXPECT_EQ(zeroed[0].value.data<float>()[0], 0.0f) << "3 * 1e4 / sqrt(inf)";
+  ASSERT_EQ(rounded.float16_overflows().size(), 1u);
+  EXPECT_EQ(rounded.float16_overflows()[0].tensor, "v");
+  EXPECT_EQ(rounded.float16_overflows()[0].node, "bn");
+  EXPECT_TRUE(rounded.float16_overflows()[0].weight);
+
+  Session kept(model, {.float16 = true, .float32_nodes = {"bn"}});
+  const auto out = kept.Run({{"x", x}});
+  EXPECT_FLOAT_EQ(out[0].value.data<float>()[0], 3.0f) << "3 * 1e4 / sqrt(1e8)";
+  EXPECT_FLOAT_EQ(out[0].value.data<float>()[1], 5.0f);
+  EXPECT_TRUE(kept.float16_overflows().empty());
 }
 
 TEST(Float16, ChainComputesEachSegmentInItsOwnPrecision) {

@@ -285,6 +285,23 @@ Session::Session(const io::Model& model, SessionOptions options)
     opsets_[CanonicalDomain(op.domain())] = static_cast<int>(op.version());
   }
   BuildPlan(model.proto.graph());
+  std::vector<std::string> unknown;
+  for (const auto& name : options_.float32_nodes) {
+    if (!node_names_.count(name)) unknown.push_back(name);
+  }
+  if (!unknown.empty()) {
+    // Suggestions only for a single slip: a list of near misses for each would bury the point.
+    std::vector<std::string> pool(node_names_.begin(), node_names_.end());
+    std::sort(pool.begin(), pool.end());
+    auto close =
+        unknown.size() == 1 ? util::ClosestNames(unknown[0], pool) : std::vector<std::string>{};
+    ThrowUsage("{} to compute in float32 {} not in the model: '{}'{}",
+               unknown.size() == 1 ? "the node" : "the nodes", unknown.size() == 1 ? "is" : "are",
+               util::Printable(util::Join(unknown, "', '")),
+               close.empty()
+                   ? ""
+                   : fmt::format(" (close: '{}')", util::Printable(util::Join(close, "', '"))));
+  }
   inputs_ = InputSpecsOf(model);
 }
 
@@ -311,10 +328,15 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   plan->graph = &graph;
   ir::GraphView view(graph);
   plan->order = view.TopoOrder();
+  for (const auto& node : graph.node()) node_names_.insert(node.name());
+  if (options_.float16) MarkUnroundedTensors(view);
   // Initializers first: prepare steps read constant inputs.
   for (const auto& init : graph.initializer()) {
     plan->constants[init.name()] = AtSessionPrecision(TensorFromProto(model_, init), init.name(),
                                                       FirstReader(view, init.name()));
+    if (!overflows_.empty() && overflows_.back().tensor == init.name()) {
+      overflows_.back().weight = true;
+    }
   }
   const auto& registry = options_.registry ? *options_.registry : KernelRegistry::Default();
   std::unordered_set<std::string> produced;
@@ -363,7 +385,12 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
       plan->constants.emplace(
           node.output(0),
           AtSessionPrecision(*static_cast<const Tensor*>(plan->prepared.back().get()),
-                             node.output(0), node.name()));
+                             node.output(0), FirstReader(view, node.output(0))));
+      // A weight as much as an initializer (exporters leave these nodes unnamed): named by its
+      // reader.
+      if (!overflows_.empty() && overflows_.back().tensor == node.output(0)) {
+        overflows_.back().weight = true;
+      }
     }
     plan->precomputed.push_back(precomputed);
     bool has_subgraphs = false;
@@ -415,9 +442,43 @@ void Session::BuildPlan(const onnx::GraphProto& graph) {
   plans_[&graph] = std::move(plan);
 }
 
+void Session::MarkUnroundedTensors(const ir::GraphView& view) {
+  const auto& graph = view.graph();
+  if (options_.float32_nodes.empty()) return;
+  auto kept = [&](int i) { return options_.float32_nodes.count(graph.node(i).name()) > 0; };
+  // A weight or an input that only float32 nodes read is never on the accelerator: the host keeps
+  // it as the file has it.
+  auto only_kept_read = [&](const std::string& name) {
+    const std::vector<int>& readers = view.Consumers(name);
+    return !readers.empty() && std::all_of(readers.begin(), readers.end(), kept);
+  };
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
+    const bool constant = node.op_type() == "Constant" && CanonicalDomain(node.domain()).empty();
+    for (const auto& out : node.output()) {
+      if (!out.empty() && (kept(i) || (constant && only_kept_read(out)))) {
+        unrounded_.insert(out);
+      }
+    }
+  }
+  for (const auto& init : graph.initializer()) {
+    if (only_kept_read(init.name())) unrounded_.insert(init.name());
+  }
+  for (const auto& input : graph.input()) {
+    if (only_kept_read(input.name())) unrounded_.insert(input.name());
+  }
+}
+
 Tensor Session::AtSessionPrecision(const Tensor& t, const std::string& name,
                                    const std::string& node) {
   if (!options_.float16) return t;
+  if (t.dtype() == TP::DOUBLE) {
+    // No accelerator computes float64, and rounding it to binary16 would invent an error the
+    // model's float64 parts do not have on any device: it stays float64, and the caller says so.
+    if (kept_float64_names_.insert(name).second) kept_float64_.push_back(name);
+    return t;
+  }
+  if (unrounded_.count(name)) return t;
   float max_abs = 0;
   Tensor rounded = RoundedToFloat16(t, &max_abs);
   if (max_abs > kFloat16Max) {

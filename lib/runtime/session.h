@@ -13,14 +13,20 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lib/io/model.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/tensor.h"
 #include "lib/shape/input_values.h"
+
+namespace porttool::ir {
+class GraphView;
+}  // namespace porttool::ir
 
 namespace porttool::runtime {
 
@@ -40,7 +46,12 @@ struct SessionOptions {
   // rounded once, graph inputs and every float tensor a node produces at the op boundary; inside
   // an op the kernel accumulates in float32, as the NPUs do. Fused conv tails stay fused (the
   // NPU fuses them too). Tensors that overflow 65504 are recorded (Session::Float16Overflows).
+  // float64 tensors stay float64 (no NPU computes them; Session::float16_kept_float64 names them).
   bool float16 = false;
+  // Under float16: the nodes (by name, in any graph) that compute in float32, as when they run on
+  // the host CPU beside the accelerator: their outputs are not rounded, nor the weights and graph
+  // inputs that only they read. Error(kUsage) naming the names no node of the model has.
+  std::set<std::string> float32_nodes = {};
   // Resize as ONNX Runtime's CPU kernel computes it, bit for bit (ExecutionEnv::
   // ort_compatible_resize): for comparing against ONNX Runtime without one-ulp differences that
   // a quantized model downstream amplifies. Off leaves the program's default (the setting is
@@ -53,6 +64,9 @@ struct SessionOptions {
 struct Float16Overflow {
   std::string tensor, node;
   float max_abs = 0;  // the largest finite magnitude before rounding
+  // The tensor is a weight (an initializer or a Constant node's value) and `node` the first node
+  // reading it.
+  bool weight = false;
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -123,6 +137,9 @@ class Session {
   // initializer at planning), once each, with the largest magnitude seen; in graph order of first
   // overflow.
   const std::vector<Float16Overflow>& float16_overflows() const { return overflows_; }
+  // Under SessionOptions::float16: the float64 tensors met so far (initializers at planning, the
+  // rest as runs produce them), kept float64, once each in the order met.
+  const std::vector<std::string>& float16_kept_float64() const { return kept_float64_; }
 
  private:
   struct Plan;
@@ -144,8 +161,17 @@ class Session {
   std::vector<InputSpec> inputs_;
   std::vector<std::string> warnings_;
   std::vector<Float16Overflow> overflows_;
+  std::vector<std::string> kept_float64_;
+  std::unordered_set<std::string> kept_float64_names_;
+  // Under float16: the float tensors not rounded, what SessionOptions::float32_nodes computes in
+  // float32: the kept nodes' outputs; the initializers, Constant values and graph inputs only
+  // kept nodes read.
+  std::unordered_set<std::string> unrounded_;
+  std::unordered_set<std::string> node_names_;  // every graph's, to check float32_nodes
   // The value as this session computes: under float16, rounded (and an overflow recorded).
   Tensor AtSessionPrecision(const Tensor& t, const std::string& name, const std::string& node);
+  // Adds this graph's tensors to unrounded_.
+  void MarkUnroundedTensors(const ir::GraphView& view);
   const std::map<std::string, OutputBuffer>* output_buffers_ = nullptr;      // during RunInto
   const std::function<void(const onnx::NodeProto&)>* after_node_ = nullptr;  // during RunTimed
 };

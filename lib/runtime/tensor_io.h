@@ -6,7 +6,9 @@
 // precision but keeps float32 storage; outputs are therefore float32 even where the model declares
 // float16. One float path keeps every kernel simple and is exact for everything fp16 can hold.
 // bfloat16 is the upper half of a float32, so it takes the same path: widened on load (exact),
-// and Cast(to=BFLOAT16) drops the low 16 bits.
+// and Cast(to=BFLOAT16) drops the low 16 bits. A float16 device's arithmetic (every float tensor
+// rounded to float16 between ops) is a session option on top of this path (SessionOptions::
+// float16, float16.h; `run`/`compare --precision fp16`).
 #pragma once
 
 #include <onnx/onnx_pb.h>

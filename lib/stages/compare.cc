@@ -85,9 +85,7 @@ std::vector<quant::TaskResult> CompareTasks(const io::Model& a_in, const io::Mod
                                             const quant::TaskAssignment& tasks) {
   io::Model a = Pinned(a_in, o.input_shapes), b = Pinned(b_in, o.input_shapes);
   runtime::Session sa(a, o.compare.session);
-  runtime::SessionOptions sb_options = o.compare.session;
-  if (o.compare.kernels_b) sb_options.registry = o.compare.kernels_b;
-  runtime::Session sb(b, sb_options);
+  runtime::Session sb(b, o.compare.CandidateSession());
   const auto names = sa.output_names();
   for (const auto& [out, _] : tasks.per_output) {
     if (std::find(names.begin(), names.end(), out) == names.end()) {

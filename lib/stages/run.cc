@@ -89,7 +89,9 @@ RunStageResult RunStage(const io::Model& model, const RunStageOptions& options) 
   const std::vector<std::string> fed = runtime::FeedInitializerInputs(pinned, options.inputs);
   runtime::Session session(pinned, {.fail_on_nan = options.fail_on_nan,
                                     .registry = options.kernels,
-                                    .no_fusion = options.no_fusion});
+                                    .no_fusion = options.no_fusion,
+                                    .float16 = options.float16,
+                                    .float32_nodes = options.float32_nodes});
   runtime::TensorMap inputs = options.inputs;
   if (options.random_inputs) {
     shape::CheckInputRanges(pinned, options.input_ranges);
@@ -113,6 +115,8 @@ RunStageResult RunStage(const io::Model& model, const RunStageOptions& options) 
   if (!fed.empty())
     result.warnings.insert(result.warnings.begin(), runtime::FedInitializersNote(fed));
   result.fused_nodes = session.fused_nodes();
+  result.float16_overflows = session.float16_overflows();
+  result.float16_kept_float64 = session.float16_kept_float64();
   if (options.profile) {
     result.profile = profiler.Medians();
     result.op_type_ms = profiler.OpTypeMedians();

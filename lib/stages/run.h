@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct RunStageOptions {
   bool profile = false;
   bool fail_on_nan = false;
   bool no_fusion = false;  // run every node as the model has it (runtime/fusion.h)
+  // Compute as a float16 accelerator (SessionOptions::float16), these nodes in float32.
+  bool float16 = false;
+  std::set<std::string> float32_nodes;
   const runtime::KernelRegistry* kernels = nullptr;
 };
 
@@ -46,6 +50,9 @@ struct RunStageResult {
   int profile_runs = 0;
   int fused_nodes = 0;                // nodes the executor folded into a preceding conv
   std::vector<std::string> warnings;  // the executor's (NaN/Inf in inputs)
+  // Under float16: the tensors past 65504, and the float64 tensors left float64 (Session's).
+  std::vector<runtime::Float16Overflow> float16_overflows;
+  std::vector<std::string> float16_kept_float64;
   Latency latency() const;
 };
 

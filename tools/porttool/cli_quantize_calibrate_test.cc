@@ -152,6 +152,11 @@ TEST(CliQuantizeCalibrate, BadInputExitCodesAndNothingWritten) {
       {"--accuracy-target recall:0.9", {2, "unknown metric 'recall'"}},
       {"--accuracy-target hmean:1.5", {2, "hmean:1.5"}},
       {"--precision float:nosuch", {2, "'nosuch'"}},
+      // The one --precision grammar (run, compare): fp32:NODES is kept float here too; a
+      // whole-model fp16 and int8:NODES are not this command's.
+      {"--precision fp32:nosuch", {2, "'nosuch'"}},
+      {"--precision fp16", {2, "compare MODEL --precision fp16"}},
+      {"--precision int8:head/Conv", {2, "float:NODES, int16:NODES"}},
       {"--task segment", {2, "'segment'"}},
       {"--task score:ctc", {3, "[N, T, C]"}},
       {"--task detect-db --labels " + (tmp / "unknown.json").string(), {3, "'nosuch'"}},

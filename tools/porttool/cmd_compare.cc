@@ -1,6 +1,7 @@
 // `porttool compare`: runs two models on the same inputs and reports how far apart their outputs
 // (and, with --per-tensor, their shared intermediates) are.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
@@ -31,6 +32,7 @@ struct CompareCliOptions {
   bool json = false;
   std::vector<std::string> custom_ops;
   std::vector<std::string> tasks;
+  std::vector<std::string> precision;
   bool isolate = false;  // --isolate: per-layer local vs accumulated error
   std::string data;      // --data DIR: the samples --isolate runs
 };
@@ -104,6 +106,17 @@ void PrintText(const runtime::ModelComparison& result, const CompareCliOptions& 
     }
   }
   fmt::print("{}\n", result.within_tolerance ? "within tolerance" : "OVER TOLERANCE");
+}
+
+// --precision fp16 computes the candidate in float16 (MODEL_B; the model itself when it is the
+// only one) against the reference in float32: what the device loses, not two devices' drift.
+void WarnFloat16(const runtime::ModelComparison& result) {
+  for (const auto& o : result.float16_overflows) {
+    spdlog::warn("in the candidate: {}", Float16OverflowMessage(o));
+  }
+  if (!result.float16_kept_float64.empty()) {
+    spdlog::warn("{}", Float64KeptMessage(result.float16_kept_float64));
+  }
 }
 
 std::string Sqnr(const runtime::TensorStats& s) {
@@ -184,8 +197,14 @@ int RunCompare(const CompareCliOptions& o) {
   auto custom = LoadCustomOps(o.custom_ops, nullptr, /*with_kernels=*/true);
   options.session.registry = custom->FillKernels();
   options.kernels_b = custom->Kernels();
-  if (o.model_b.empty() && o.save_outputs.empty() && o.load_outputs.empty()) {
-    ThrowUsage("give MODEL_B, or --save-outputs DIR (record MODEL_A), or --load-outputs DIR");
+  const PrecisionFlags precision = ParsePrecisionFlags(o.precision, PrecisionUse::kExecute);
+  if (precision.fp16) ApplyPrecisionFlags(precision, options.session_b.emplace(options.session));
+  // fp16 with one model: the model against itself in float32 (its float16 error budget).
+  const bool self = precision.fp16 && o.model_b.empty() && o.load_outputs.empty();
+  if (o.model_b.empty() && o.save_outputs.empty() && o.load_outputs.empty() && !self) {
+    ThrowUsage(
+        "give MODEL_B, or --save-outputs DIR (record MODEL_A), or --load-outputs DIR, or "
+        "--precision fp16 (MODEL_A in float16 against itself in float32)");
   }
   if (!o.load_outputs.empty() &&
       (!o.model_b.empty() || !o.save_outputs.empty() || !o.inputs.empty())) {
@@ -201,29 +220,49 @@ int RunCompare(const CompareCliOptions& o) {
   stage.input_shapes = ParseShapeFlags(o.input_shapes);
   stage.save_outputs = o.save_outputs;
   stage.load_outputs = o.load_outputs;
+  if (o.isolate && precision.fp16) {
+    ThrowUsage(
+        "--isolate runs MODEL_B's layers in float32: for float16's per-layer error, isolate MODEL "
+        "against its float16 rewrite (porttool rewrite MODEL --rule convert-fp16), without "
+        "--precision fp16");
+  }
   if (o.isolate) return RunIsolate(o, stage);
   if (!o.data.empty()) ThrowUsage("--data DIR gives the samples of --isolate: add --isolate");
   io::Model a = LoadModel(o.model_a);
   std::optional<io::Model> b;
   if (!o.model_b.empty()) b = LoadModel(o.model_b);
+  if (self) b = a;
   const quant::TaskAssignment tasks = quant::ParseTasks(o.tasks);
   if (!tasks.empty() && !b) ThrowUsage("--task judges MODEL_B against MODEL_A: give both models");
   runtime::ModelComparison result = stages::CompareStage(a, b ? &*b : nullptr, stage);
+  if (precision.fp16) WarnFloat16(result);
   std::vector<quant::TaskResult> task_results;
   if (!tasks.empty()) task_results = stages::CompareTasks(a, *b, stage, tasks);
-  if (o.model_b.empty() && o.load_outputs.empty()) {
+  if (!b && o.load_outputs.empty()) {
     if (o.json) PrintJson({{"saved", o.save_outputs}});
     if (!o.json) fmt::print("saved {}'s tensors to {}/\n", o.model_a, o.save_outputs);
     return kExitOk;
   }
   if (o.json) {
     nlohmann::json doc = stages::CompareJson(result, options, o.per_tensor);
+    if (precision.fp16) {
+      doc["float16"] = {{"reference", "fp32"},
+                        {"candidate", "fp16"},
+                        {"overflows", Float16OverflowsJson(result.float16_overflows)},
+                        {"float64_kept", result.float16_kept_float64}};
+    }
     if (!tasks.empty()) {
       doc["tasks"] = nlohmann::json::array();
       for (const auto& t : task_results) doc["tasks"].push_back(quant::TaskJson(t));
     }
     PrintJson(doc);
   } else {
+    if (precision.fp16) {
+      fmt::print("precision: {}\n", !o.load_outputs.empty()
+                                        ? "MODEL_A in fp16 against the saved tensors"
+                                    : self ? "the model in fp16 against itself in fp32"
+                                           : "MODEL_B in fp16 against MODEL_A in fp32");
+    }
     PrintText(result, o, options);
     for (const auto& t : task_results) {
       fmt::print("task {} ({}): {}\n", t.output, t.task, t.Describe());
@@ -278,6 +317,13 @@ void RegisterCompare(CLI::App& app, RunFn& run) {
                   "[OUTPUT:]TASK: also judge MODEL_B's outputs by their task against MODEL_A's "
                   "(detect-db[:...] | classify | ctc[:blank=0]; as quantize-calibrate --task); "
                   "repeatable");
+  cmd->add_option(
+         "--precision", opts->precision,
+         std::string(kExecutePrecisionHelp) +
+             ". fp16 applies to the candidate (MODEL_B, or MODEL_A against --load-outputs); "
+             "the reference runs in fp32. With MODEL_A alone: MODEL_A in fp16 against "
+             "itself in fp32")
+      ->type_name("fp32|fp16|fp32:NODES");
   cmd->add_flag("--isolate", opts->isolate,
                 "Per-layer error: for every tensor both models' nodes produce, its local error "
                 "(MODEL_B's nodes that compute it, fed MODEL_A's values of the shared tensors "

@@ -36,6 +36,8 @@ struct RunOptions {
   bool fail_on_nan = false;
   bool no_fusion = false;
   bool profile = false;
+  std::vector<std::string> precision;
+  bool fail_on_overflow = false;
   size_t top = 10;
   bool json = false;
   std::vector<std::string> custom_ops;
@@ -148,11 +150,31 @@ int RunRun(const RunOptions& o) {
   options.profile = o.profile;
   options.fail_on_nan = o.fail_on_nan;
   options.no_fusion = o.no_fusion;
+  runtime::SessionOptions precision;
+  ApplyPrecisionFlags(ParsePrecisionFlags(o.precision, PrecisionUse::kExecute), precision);
+  options.float16 = precision.float16;
+  options.float32_nodes = precision.float32_nodes;
+  if (o.fail_on_overflow && !options.float16) {
+    ThrowUsage("--fail-on-overflow checks float16 overflows: give --precision fp16 too");
+  }
   io::Model model = LoadModel(o.model);
   auto custom = LoadCustomOps(o.custom_ops, &model, /*with_kernels=*/true);
   options.kernels = custom->Kernels();
   stages::RunStageResult r = stages::RunStage(model, options);
   for (const auto& w : r.warnings) spdlog::warn("{}", w);
+  constexpr size_t kShownOverflows = 10;
+  for (size_t i = 0; i < r.float16_overflows.size() && i < kShownOverflows; ++i) {
+    spdlog::warn("{}", Float16OverflowMessage(r.float16_overflows[i]));
+  }
+  if (r.float16_overflows.size() > kShownOverflows) {
+    spdlog::warn("and {} more float16 overflows (--json lists all)",
+                 r.float16_overflows.size() - kShownOverflows);
+  }
+  if (!r.float16_kept_float64.empty()) {
+    spdlog::warn("{}", Float64KeptMessage(r.float16_kept_float64));
+  }
+  const int status =
+      o.fail_on_overflow && !r.float16_overflows.empty() ? kExitCheckFailed : kExitOk;
   std::vector<std::string> files = WriteOutputs(r.outputs, o);
   files.resize(r.outputs.size());
   stages::Latency lat = r.latency();
@@ -163,15 +185,27 @@ int RunRun(const RunOptions& o) {
     doc["latency_ms"] = {{"median", lat.median}, {"min", lat.min}, {"max", lat.max}};
     doc["fused_nodes"] = r.fused_nodes;
     if (o.profile) doc["profile"] = ProfileJson(r);
+    doc["precision"] = options.float16 ? "fp16" : "fp32";
+    if (options.float16) {
+      doc["float16"] = {{"overflows", Float16OverflowsJson(r.float16_overflows)},
+                        {"float64_kept", r.float16_kept_float64}};
+    }
     PrintJson(doc);
-    return kExitOk;
+    return status;
   }
   for (size_t i = 0; i < r.outputs.size(); ++i) PrintOutput(r.outputs[i], files[i]);
   fmt::print("latency: median {}, min {}, max {} over {} run(s){}\n", util::FormatMs(lat.median),
              util::FormatMs(lat.min), util::FormatMs(lat.max), r.times_ms.size(),
              o.repeat > 0 ? " after 1 warm-up" : "");
+  if (options.float16) {
+    fmt::print("precision: fp16, {}\n",
+               r.float16_overflows.empty()
+                   ? std::string("no tensor overflows")
+                   : fmt::format("{} tensor(s) overflow 65504 (named on stderr and in --json)",
+                                 r.float16_overflows.size()));
+  }
   if (o.profile) PrintProfile(r, o.top);
-  return kExitOk;
+  return status;
 }
 
 }  // namespace
@@ -207,6 +241,11 @@ void RegisterRun(CLI::App& app, RunFn& run) {
                 "ConvTranspose or linear layer before it, or a LayerNormalization written as nodes "
                 "into its ReduceMean "
                 "(to compare fused and unfused runs, or to profile each node)");
+  cmd->add_option("--precision", opts->precision, kExecutePrecisionHelp)
+      ->type_name("fp32|fp16|fp32:NODES");
+  cmd->add_flag("--fail-on-overflow", opts->fail_on_overflow,
+                "With --precision fp16: exit 1 when a tensor overflows float16 (the run's outputs "
+                "are still printed)");
   cmd->add_flag("--fail-on-nan", opts->fail_on_nan,
                 "Fail (exit 3) when an input holds NaN or Inf instead of warning");
   AddCustomOpOption(*cmd, opts->custom_ops);

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "lib/decide/target.h"
+#include "lib/runtime/float16.h"
 #include "lib/runtime/process_settings.h"
 #include "lib/runtime/tensor_io.h"
 #include "lib/stages/quantize.h"
@@ -468,24 +469,125 @@ std::optional<quant::AccuracyTarget> TargetFromFlags(const QuantizeFlags& q) {
   return quant::ParseAccuracyTarget(q.accuracy_target);
 }
 
-// --precision float:NODES adds to the nodes kept float, int16:NODES to the A16W8 ones.
+// --precision float:NODES (and fp32:NODES: float32 is what the quantized model's float nodes
+// compute here) adds to the nodes kept float, int16:NODES to the A16W8 ones.
 void PrecisionFromFlags(const QuantizeFlags& q, quant::QdqOptions& qdq) {
   qdq.exclude_nodes = q.exclude_nodes;
-  for (const auto& spec : q.precision) {
-    auto colon = spec.find(':');
-    std::string kind = spec.substr(0, colon);
-    if (colon == std::string::npos || colon + 1 == spec.size()) {
-      ThrowUsage("--precision '{}': expected float:NODE[,NODE...] or int16:NODE[,NODE...]", spec);
-    }
-    if (kind != "float" && kind != "int16") {
-      ThrowUsage("--precision '{}': unknown precision '{}'; available: float, int16", spec, kind);
-    }
-    auto& into = kind == "float" ? qdq.exclude_nodes : qdq.int16_nodes;
-    for (const auto& node : util::Split(spec.substr(colon + 1), ',')) into.push_back(node);
+  const PrecisionFlags p = ParsePrecisionFlags(q.precision, PrecisionUse::kQuantize);
+  for (const auto* nodes : {&p.float_nodes, &p.fp32_nodes}) {
+    qdq.exclude_nodes.insert(qdq.exclude_nodes.end(), nodes->begin(), nodes->end());
   }
+  qdq.int16_nodes.insert(qdq.int16_nodes.end(), p.int16_nodes.begin(), p.int16_nodes.end());
 }
 
 }  // namespace
+
+const char kExecutePrecisionHelp[] =
+    "Float arithmetic: fp32 (default) or fp16, every float tensor rounded to float16 at each op "
+    "boundary as an NPU keeps it (accumulation inside Conv/MatMul/Gemm in float32; float64 "
+    "tensors stay float64); fp32:NODE[,NODE...] computes those nodes in float32 under fp16. "
+    "Repeatable";
+
+std::string Float16OverflowMessage(const runtime::Float16Overflow& o) {
+  const std::string node = util::Printable(o.node);
+  const std::string from = o.node.empty() ? "(a graph input)"
+                           : o.weight     ? fmt::format("(a weight read by node '{}')", node)
+                                          : fmt::format("(produced by node '{}')", node);
+  return fmt::format(
+      "float16 overflow: tensor '{}' {} reaches max |x| {:.6g} > {} (float16's largest finite "
+      "value), inf on a float16 device{}",
+      util::Printable(o.tensor), from, o.max_abs, runtime::kFloat16Max,
+      o.node.empty() ? ""
+                     : fmt::format("; --precision fp32:{} computes that node in float32", node));
+}
+
+nlohmann::json Float16OverflowsJson(const std::vector<runtime::Float16Overflow>& overflows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& o : overflows) {
+    list.push_back({{"tensor", o.tensor},
+                    {"node", o.node},
+                    {"weight", o.weight},
+                    {"max_abs", o.max_abs},
+                    {"limit", runtime::kFloat16Max}});
+  }
+  return list;
+}
+
+std::string Float64KeptMessage(const std::vector<std::string>& names) {
+  return fmt::format(
+      "--precision fp16: {} tensor(s) kept in float64 (no float16 device computes it; not "
+      "rounded): {}",
+      names.size(), util::Printable(util::JoinFirst(names)));
+}
+
+PrecisionFlags ParsePrecisionFlags(const std::vector<std::string>& specs, PrecisionUse use) {
+  PrecisionFlags flags;
+  std::string whole;  // the whole-model value given, to refuse fp16 and fp32 together
+  for (const auto& spec : specs) {
+    const auto colon = spec.find(':');
+    if (colon == std::string::npos) {
+      if (spec != "fp32" && spec != "fp16") {
+        ThrowUsage(
+            "--precision '{}': expected fp32 or fp16 (the whole model's float arithmetic), or "
+            "TYPE:NODE[,NODE...]",
+            spec);
+      }
+      if (!whole.empty() && whole != spec) {
+        ThrowUsage("--precision: both {} and {} given; the model has one float arithmetic", whole,
+                   spec);
+      }
+      whole = spec;
+      flags.fp16 = spec == "fp16";
+      continue;
+    }
+    const std::string kind = spec.substr(0, colon);
+    std::vector<std::string> nodes;
+    for (const auto& node : util::Split(spec.substr(colon + 1), ',')) {
+      if (!node.empty()) nodes.push_back(node);
+    }
+    if (nodes.empty()) ThrowUsage("--precision '{}': no node names after '{}:'", spec, kind);
+    const bool quantized = kind == "float" || kind == "int16" || kind == "int8";
+    if (use == PrecisionUse::kExecute && quantized) {
+      ThrowUsage(
+          "--precision '{}': {}:NODES chooses a node's precision in a quantized model "
+          "(quantize-calibrate and port --precision); this command quantizes nothing. Run the QDQ "
+          "model quantize-calibrate writes, or here use fp16, or fp16 with fp32:NODE[,NODE...]",
+          spec, kind);
+    }
+    if (kind == "fp32") {
+      flags.fp32_nodes.insert(flags.fp32_nodes.end(), nodes.begin(), nodes.end());
+    } else if (kind == "float") {
+      flags.float_nodes.insert(flags.float_nodes.end(), nodes.begin(), nodes.end());
+    } else if (kind == "int16") {
+      flags.int16_nodes.insert(flags.int16_nodes.end(), nodes.begin(), nodes.end());
+    } else if (kind == "int8") {
+      ThrowUsage(
+          "--precision '{}': int8 is what quantized nodes already are; name the nodes to raise "
+          "(float:NODES, int16:NODES)",
+          spec);
+    } else {
+      ThrowUsage("--precision '{}': unknown precision '{}'; available: {}", spec, kind,
+                 use == PrecisionUse::kExecute ? "fp32:NODES (with fp16)"
+                                               : "float:NODES, fp32:NODES, int16:NODES");
+    }
+  }
+  if (use == PrecisionUse::kExecute && !flags.fp16 && !flags.fp32_nodes.empty()) {
+    ThrowUsage(
+        "--precision fp32:NODES keeps nodes in float32 under fp16: add --precision fp16 (the "
+        "default arithmetic is float32 already)");
+  }
+  if (use == PrecisionUse::kQuantize && flags.fp16) {
+    ThrowUsage(
+        "--precision fp16: this command verifies the quantized model in float32 arithmetic; "
+        "measure a model's float16 error with `porttool compare MODEL --precision fp16`");
+  }
+  return flags;
+}
+
+void ApplyPrecisionFlags(const PrecisionFlags& flags, runtime::SessionOptions& session) {
+  session.float16 = flags.fp16;
+  session.float32_nodes.insert(flags.fp32_nodes.begin(), flags.fp32_nodes.end());
+}
 
 quant::QuantizeCalibrateRequest QuantizeRequestFromFlags(const QuantizeFlags& q, int threads) {
   quant::QuantizeCalibrateRequest req;
@@ -650,6 +752,7 @@ std::string WithFlagHint(const std::string& message) {
       {"not a sample directory", "--data DIR and --eval-data DIR take a directory"},
       {"raise the number of raised nodes", "--max-raised N"},
       {"no calibration samples and no table", "--data DIR, or --table TABLE.json"},
+      {"to compute in float32", "--precision fp32:NODE[,NODE...]"},
   };
   for (const auto& [subject, flag] : kHints) {
     if (message.find(subject) != std::string::npos) return message + " [" + flag + "]";

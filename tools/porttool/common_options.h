@@ -108,6 +108,34 @@ std::unique_ptr<stages::CustomOps> LoadCustomOps(const std::vector<std::string>&
 inline constexpr char kOutputFileType[] = "OUT_FILE";
 inline constexpr char kOutputDirType[] = "OUT_DIR";
 
+// One --precision grammar for every subcommand that takes it (run, compare, quantize-calibrate,
+// port), repeatable: a value without ':' sets the float arithmetic of the whole model (fp32, the
+// default, or fp16 as an NPU computes it); TYPE:NODE[,NODE...] sets those nodes' precision:
+// fp32 (computed in float32 under fp16), float (left unquantized: the target's float), int16
+// (16-bit activations, int8 weights).
+struct PrecisionFlags {
+  bool fp16 = false;  // the whole model's float arithmetic
+  std::vector<std::string> fp32_nodes, float_nodes, int16_nodes;
+};
+// What the subcommand does with the values: kExecute (run, compare) computes the model, so the
+// quantization kinds (float:, int16:, int8:) are usage errors saying where they belong;
+// kQuantize (quantize-calibrate, port) writes a quantized model in float32 arithmetic, so a
+// whole-model fp16 is one. Every error names the flag and the value.
+enum class PrecisionUse { kExecute, kQuantize };
+PrecisionFlags ParsePrecisionFlags(const std::vector<std::string>& specs, PrecisionUse use);
+// run and compare: the session options --precision asks for (float16 and its float32 nodes).
+void ApplyPrecisionFlags(const PrecisionFlags& flags, runtime::SessionOptions& session);
+// --precision's help line for run and compare.
+extern const char kExecutePrecisionHelp[];
+// A float16 overflow as run and compare warn of it: the tensor, the node that produces it (a
+// weight: the node that reads it; a graph input: none), max |x| against 65504, and the
+// --precision fp32:NODE that keeps the node in float32.
+std::string Float16OverflowMessage(const runtime::Float16Overflow& overflow);
+// [{tensor, node, weight, max_abs, limit}]: the `float16.overflows` of run's and compare's --json.
+nlohmann::json Float16OverflowsJson(const std::vector<runtime::Float16Overflow>& overflows);
+// The one line saying which float64 tensors --precision fp16 left in float64.
+std::string Float64KeptMessage(const std::vector<std::string>& names);
+
 // The quantization options quantize-calibrate and port share: one grammar, one parser.
 struct QuantizeFlags {
   std::string data, eval_data, preprocess_file;
