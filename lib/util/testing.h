@@ -2,6 +2,7 @@
 // running the porttool binary and capturing its output, and locating optional test assets.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +94,17 @@ inline std::string PorttoolBin() {
 // Runs `porttool <args>` (args are passed to the shell as written).
 inline CommandResult RunPorttool(const std::string& args) {
   return RunShell(PorttoolBin() + " " + args);
+}
+
+// Peak RSS in KB of `porttool ARGS` (exit 0 expected), measured by /usr/bin/time with its report
+// in `dir`; -1 when /usr/bin/time is not installed.
+inline int64_t PeakRssKb(const TempDir& dir, const std::string& args) {
+  if (!std::filesystem::exists("/usr/bin/time")) return -1;
+  const std::filesystem::path report = dir / "time.txt";
+  CommandResult r =
+      RunShell("/usr/bin/time -f %M -o " + report.string() + " " + PorttoolBin() + " " + args);
+  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
+  return std::stoll(ReadFile(report));
 }
 
 // Every subcommand that reads a model, run on model M (NODE: a node name for the ones that take

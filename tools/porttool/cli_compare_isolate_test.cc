@@ -122,16 +122,6 @@ TEST(CliCompareIsolate, UsageErrorsExitTwoAndSaySo) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 3);
 }
 
-// Peak RSS in KB of `porttool ARGS` (exit 0 expected), by /usr/bin/time; -1 when it is absent.
-int64_t IsolatePeakRssKb(const TempDir& dir, const std::string& args) {
-  if (!std::filesystem::exists("/usr/bin/time")) return -1;
-  auto report = dir / "time.txt";
-  auto r = testing::RunShell("/usr/bin/time -f %M -o " + report.string() + " " +
-                             testing::PorttoolBin() + " " + args);
-  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
-  return std::stoll(testing::ReadFile(report));
-}
-
 // Issue 50: memory bounded by the live tensors, not by all tensors of all samples. PP-OCRv4 det
 // against itself on 4 samples: every layer's accumulated error is 0 and its local error 0 or float
 // rounding, and the peak RSS stays within twice one `run`'s (1.6x at 320x320, where the two
@@ -149,12 +139,12 @@ TEST(CliCompareIsolate, DetOnSamplesStaysWithinTwiceOneRunsMemory) {
     runtime::WriteNpy(dir / "data" / ("s" + std::to_string(i) + ".x.npy"), t);
   }
   const std::string shape = " --input-shape x:1x3x320x320 --threads 1 -q";
-  int64_t run = IsolatePeakRssKb(
+  int64_t run = testing::PeakRssKb(
       dir, "run " + det.string() + " --input x=" + (dir / "data" / "s0.x.npy").string() + shape);
   if (run < 0) PORTTOOL_SKIP_MISSING("/usr/bin/time is not installed");
   const std::string isolate = "compare " + det.string() + " " + det.string() +
                               " --isolate --data " + (dir / "data").string() + shape;
-  int64_t iso = IsolatePeakRssKb(dir, isolate);
+  int64_t iso = testing::PeakRssKb(dir, isolate);
   std::cout << "peak RSS: compare --isolate (4 samples) " << iso / 1024 << " MB, run " << run / 1024
             << " MB\n";
   EXPECT_LE(iso, run * 2) << "compare --isolate " << iso / 1024 << " MB, run " << run / 1024

@@ -470,16 +470,6 @@ std::string WriteUNet(const TempDir& dir, int blocks) {
   return path.string();
 }
 
-// Peak RSS in KB of `porttool ARGS`, measured by /usr/bin/time; -1 when it is not installed.
-int64_t PeakRssKb(const TempDir& dir, const std::string& args) {
-  if (!std::filesystem::exists("/usr/bin/time")) return -1;
-  auto report = dir / "time.txt";
-  auto r = testing::RunShell("/usr/bin/time -f %M -o " + report.string() + " " +
-                             testing::PorttoolBin() + " " + args);
-  EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
-  return std::stoll(testing::ReadFile(report));
-}
-
 // Issue 16: `compare --per-tensor` memory must not grow with the model. The reference runs first
 // and its tensors wait in a temporary file, so the peak is one run's live tensors plus a few MB of
 // buffers, however many intermediates there are. A scratch directory of .npy files read back
@@ -490,9 +480,9 @@ TEST(CliCompare, PerTensorMemoryStaysWithinTwiceAndAHalfOfOutputsOnly) {
   TempDir dir;
   auto model = WriteUNet(dir, 8);
   std::string args = "compare " + model + " " + model + " --threads 1 -q";
-  int64_t plain = PeakRssKb(dir, args);
+  int64_t plain = testing::PeakRssKb(dir, args);
   if (plain < 0) PORTTOOL_SKIP_MISSING("/usr/bin/time is not installed");
-  int64_t per_tensor = PeakRssKb(dir, args + " --per-tensor");
+  int64_t per_tensor = testing::PeakRssKb(dir, args + " --per-tensor");
   std::cout << "peak RSS: --per-tensor " << per_tensor / 1024 << " MB, outputs only "
             << plain / 1024 << " MB\n";
   EXPECT_LE(per_tensor, plain * 5 / 2) << "peak RSS: --per-tensor " << per_tensor / 1024
