@@ -147,8 +147,13 @@ TEST(CliCompareIsolate, DetOnSamplesStaysWithinTwiceOneRunsMemory) {
   int64_t iso = testing::PeakRssKb(dir, isolate);
   std::cout << "peak RSS: compare --isolate (4 samples) " << iso / 1024 << " MB, run " << run / 1024
             << " MB\n";
-  EXPECT_LE(iso, run * 2) << "compare --isolate " << iso / 1024 << " MB, run " << run / 1024
-                          << " MB";
+  // Under AddressSanitizer freed memory waits in its quarantine (up to 256 MB) and stays
+  // resident, so a run that frees every tensor it is done with reads 2.15x there: the bound is
+  // the normal build's; the sanitizer build checks the rest.
+  if (!testing::kAsan) {
+    EXPECT_LE(iso, run * 2) << "compare --isolate " << iso / 1024 << " MB, run " << run / 1024
+                            << " MB";
+  }
   auto r = RunPorttool(isolate + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);

@@ -30,28 +30,6 @@ fs::path HostileModels(const TempDir& dir) {
   return dir.path();
 }
 
-// Peak RSS (KiB) of one porttool run, from wait4 (output discarded).
-long PeakRssKiB(const std::string& args) {
-  std::vector<std::string> words = {testing::PorttoolBin()};
-  std::istringstream in(args);
-  for (std::string w; in >> w;) words.push_back(w);
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = ::open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  struct rusage usage {};
-  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return -1;
-  return usage.ru_maxrss;
-}
-
 struct Hostile {
   const char* model;
   const char* node;    // the node that would produce it (split --at; run names it)
@@ -97,7 +75,7 @@ TEST(CliHardening, EverySubcommandRefusesModelsClaimingTerabytes) {
       EXPECT_EQ(r.exit_code, 3) << cmd << "\n" << r.err;
       // The bound for a refusal is 300 MB (and 1 s, which scripts/bench/bench_caps.sh
       // measures: wall time under a parallel ctest says little).
-      const long rss_kib = PeakRssKiB(cmd);
+      const int64_t rss_kib = testing::PeakRssKb(dir, cmd, 3);
       EXPECT_GT(rss_kib, 0) << cmd;
       EXPECT_LT(rss_kib, 300 * 1024) << cmd;
       EXPECT_NE(r.err.find(culprit), std::string::npos) << cmd << "\n" << r.err;
